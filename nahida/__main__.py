@@ -1,0 +1,3 @@
+from nahida.cli import main
+
+main()

@@ -1,0 +1,1 @@
+"""Channel adapters: each speaks one platform's wire protocol and nothing else."""

@@ -1,0 +1,1 @@
+"""The terminal chat: `console:private:local`, user `console:local` (a bot admin)."""

@@ -1,0 +1,253 @@
+"""The event bus: delivers envelopes to one handler, in order per chat (DESIGN §1).
+
+Every chat (keyed by `str(envelope.chat)`) gets a bounded queue and a worker task that handles its
+envelopes one at a time, in the order `submit()` accepted them. Workers of different chats run
+concurrently, with at most `concurrency` handlers running at once. A full queue makes `submit()`
+wait (backpressure, never loss). A worker that has had nothing to do for `idle_timeout` seconds
+retires and takes all of its chat's state with it, so memory does not grow with the number of chats
+ever seen. `shutdown()` stops accepting and returns once everything accepted has been handled.
+
+Retirement cannot lose an envelope. `submit()` finds (or creates) the chat's entry and counts
+itself as pending in one step; a worker retires only when its queue is empty and nobody is pending,
+and removes the entry in the same step. Neither step awaits, so the two never interleave: a submit
+either reaches the old worker before it decides, or finds no entry and starts a new worker.
+
+Every worker is a child of the TaskGroup inside `run()`; `submit()` spawns into it, and chats
+submitted to before `run()` starts get their workers when it does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Hashable
+from contextvars import ContextVar
+from dataclasses import dataclass
+
+import structlog
+
+from nahida.envelope import Envelope
+
+Handler = Callable[[Envelope], Awaitable[None]]
+DedupKey = Callable[[Envelope], Hashable]
+
+log = structlog.get_logger(__name__)
+
+# The bus whose worker runs this task, so a handler calling shutdown() does not wait on itself.
+_worker_of: ContextVar[EventBus | None] = ContextVar("nahida_bus_worker", default=None)
+
+
+def _envelope_dedup_key(envelope: Envelope) -> Hashable:
+    return envelope.dedup_key
+
+
+@dataclass(slots=True, eq=False)
+class _Chat:
+    """One chat's queue. `None` in the queue only wakes an idle worker at shutdown."""
+
+    key: str
+    queue: asyncio.Queue[Envelope | None]
+    pending: int = 0  # submits waiting for room in the queue
+    has_worker: bool = False
+
+    @property
+    def idle(self) -> bool:
+        return self.pending == 0 and self.queue.empty()
+
+
+class EventBus:
+    def __init__(
+        self,
+        handler: Handler,
+        *,
+        concurrency: int = 16,
+        queue_size: int = 100,
+        idle_timeout: float = 30.0,
+        dedup_size: int = 4096,
+        dedup_key: DedupKey | None = None,
+    ) -> None:
+        if concurrency < 1:
+            raise ValueError(f"concurrency must be at least 1, not {concurrency}")
+        if queue_size < 1:
+            raise ValueError(f"queue_size must be at least 1, not {queue_size}")
+        if idle_timeout < 0:
+            raise ValueError(f"idle_timeout must not be negative, not {idle_timeout}")
+        if dedup_size < 0:
+            raise ValueError(f"dedup_size must not be negative, not {dedup_size}")
+        self._handler = handler
+        self._queue_size = queue_size
+        self._idle_timeout = idle_timeout
+        self._dedup_size = dedup_size  # 0 turns deduplication off
+        self._dedup_key = dedup_key or _envelope_dedup_key
+        self._slots = asyncio.Semaphore(concurrency)
+        self._chats: dict[str, _Chat] = {}
+        self._seen: OrderedDict[Hashable, None] = OrderedDict()
+        self._tg: asyncio.TaskGroup | None = None
+        self._running = False
+        self._closing = False
+        self._stop = asyncio.Event()
+        self._finished = asyncio.Event()
+        self._workers = 0
+        self._accepted = 0
+        self._handled = 0
+        self._failed = 0
+        self._dropped_duplicates = 0
+
+    @property
+    def active_chats(self) -> int:
+        """Number of live per-chat workers."""
+        return self._workers
+
+    @property
+    def accepted(self) -> int:
+        return self._accepted
+
+    @property
+    def handled(self) -> int:
+        """Envelopes whose handler has finished, whether it succeeded or raised."""
+        return self._handled
+
+    @property
+    def failed(self) -> int:
+        return self._failed
+
+    @property
+    def dropped_duplicates(self) -> int:
+        return self._dropped_duplicates
+
+    @property
+    def closed(self) -> bool:
+        return self._closing
+
+    async def submit(self, envelope: Envelope) -> bool:
+        """Queue `envelope` for its chat; wait while that chat's queue is full.
+
+        Returns False when the envelope is a recent duplicate or the bus is shut down. Envelopes of
+        one chat are handled in the order their `submit()` calls returned True.
+        """
+        if self._closing:
+            return False
+        key = self._dedup_key(envelope)
+        if self._seen_before(key):
+            self._dropped_duplicates += 1
+            return False
+        chat = self._chat_for(str(envelope.chat))
+        chat.pending += 1
+        try:
+            await chat.queue.put(envelope)
+        except BaseException:
+            self._seen.pop(key, None)  # never queued: let a retry through
+            raise
+        finally:
+            chat.pending -= 1
+        self._accepted += 1
+        return True
+
+    async def run(self) -> None:
+        """Run the chat workers until `shutdown()` and until everything accepted is handled."""
+        if self._running:
+            raise RuntimeError("EventBus.run() is already running")
+        self._running = True
+        self._finished.clear()
+        try:
+            async with asyncio.TaskGroup() as tg:
+                self._tg = tg
+                try:
+                    for chat in list(self._chats.values()):
+                        self._start_worker(chat)
+                    await self._stop.wait()
+                finally:
+                    # Closed (or cancelled): no new chats can appear, every chat has its worker.
+                    self._tg = None
+        finally:
+            for chat in self._chats.values():
+                chat.has_worker = False  # only left over when run() was cancelled
+            self._running = False
+            self._finished.set()
+
+    def close(self) -> None:
+        """Stop accepting envelopes; `run()` returns once everything accepted has been handled.
+
+        Synchronous, so a signal handler can call it without starting a task.
+        """
+        if self._closing:
+            return
+        self._closing = True
+        self._stop.set()
+        for chat in self._chats.values():
+            if chat.idle:
+                chat.queue.put_nowait(None)  # wake the idle worker so it retires now
+
+    async def shutdown(self) -> None:
+        """Stop accepting envelopes and return when everything accepted has been handled.
+
+        Called from inside a handler it only closes the bus: it cannot wait for its own worker.
+        If envelopes were accepted but `run()` never started, this waits for `run()`.
+        """
+        self.close()
+        if _worker_of.get() is self:
+            return
+        if self._running or self._chats:
+            await self._finished.wait()
+
+    def install_signal_handlers(self, loop: asyncio.AbstractEventLoop | None = None) -> None:
+        """Close the bus on SIGINT and SIGTERM (where the loop supports signal handlers)."""
+        loop = loop or asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError):
+                loop.add_signal_handler(sig, self.close)
+
+    def _seen_before(self, key: Hashable) -> bool:
+        if self._dedup_size == 0:
+            return False
+        if key in self._seen:
+            self._seen.move_to_end(key)
+            return True
+        self._seen[key] = None
+        if len(self._seen) > self._dedup_size:
+            self._seen.popitem(last=False)
+        return False
+
+    def _chat_for(self, key: str) -> _Chat:
+        chat = self._chats.get(key)
+        if chat is None:
+            chat = _Chat(key, asyncio.Queue(self._queue_size))
+            self._chats[key] = chat
+            self._start_worker(chat)
+        return chat
+
+    def _start_worker(self, chat: _Chat) -> None:
+        if self._tg is None or chat.has_worker:
+            return  # run() starts it
+        chat.has_worker = True
+        self._workers += 1
+        self._tg.create_task(self._work(chat), name=f"bus {chat.key}")
+
+    async def _work(self, chat: _Chat) -> None:
+        _worker_of.set(self)
+        try:
+            while not (self._closing and chat.idle):
+                try:
+                    async with asyncio.timeout(self._idle_timeout):
+                        envelope = await chat.queue.get()
+                except TimeoutError:
+                    if chat.idle:
+                        break
+                    continue
+                if envelope is not None:
+                    await self._handle(chat.key, envelope)
+            # Retire: nothing awaits between the idle check above and this removal.
+            del self._chats[chat.key]
+        finally:
+            self._workers -= 1
+
+    async def _handle(self, chat: str, envelope: Envelope) -> None:
+        async with self._slots:
+            try:
+                await self._handler(envelope)
+            except Exception:
+                self._failed += 1
+                log.exception("handler failed", chat=chat, msg=envelope.message_id)
+        self._handled += 1

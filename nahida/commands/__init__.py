@@ -1,0 +1,1 @@
+"""Chat commands (`/help`, `/new`, `/sessions`, `/resume`, and later `/memory …`)."""

@@ -1,0 +1,283 @@
+"""The one module that opens SQLite connections.
+
+Driver choice: CPython builds differ in whether their `sqlite3` can load extensions (this machine's
+3.11 cannot). `sqlean` (the `sqlean.py` package: the same DB-API with extension loading and FTS5)
+is preferred; the stdlib module is the fallback, with FTS5 but without sqlite-vec.
+
+Every connection is prepared the same way: WAL (files only), foreign keys, busy timeout, autocommit
+mode (transactions are explicit `BEGIN`s, nested ones savepoints), sqlite-vec when loadable.
+`Database` owns one connection and one worker thread: callers hand it functions (`run` from async
+code, `call` from sync code), so SQLite never blocks the event loop, statements are serialised
+without locks, and concurrent writers share commits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import importlib
+import os
+import queue
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any, TypeVar
+
+import structlog
+
+from nahida.errors import StorageError
+
+log = structlog.get_logger(__name__)
+T = TypeVar("T")
+Connection = sqlite3.Connection
+
+
+def _pick_driver() -> ModuleType:
+    if os.environ.get("NAHIDA_SQLITE_DRIVER") == "stdlib":
+        return sqlite3
+    try:
+        module = importlib.import_module("sqlean")
+    except ImportError:
+        return sqlite3
+    return module if hasattr(module.Connection, "enable_load_extension") else sqlite3
+
+
+driver: ModuleType = _pick_driver()
+
+
+class _PreparedConnection(driver.Connection):  # type: ignore[name-defined,misc]
+    """A connection that remembers which sqlite-vec version it loaded (None: not loaded)."""
+
+    vec_version: str | None = None
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    driver: str
+    sqlite_version: str
+    fts5: bool
+    vec: bool
+    vec_version: str | None
+
+
+def _load_vec(conn: Connection) -> str | None:
+    if not hasattr(conn, "enable_load_extension"):
+        return None
+    try:
+        import sqlite_vec
+
+        conn.enable_load_extension(True)
+        sqlite_vec.load(conn)
+        conn.enable_load_extension(False)
+        row = conn.execute("SELECT vec_version()").fetchone()
+        return str(row[0])
+    except Exception as exc:  # extension missing or refused: FTS-only mode
+        log.debug("sqlite_vec_unavailable", error=str(exc))
+        return None
+
+
+def connect(path: str | Path, *, vec: bool = True, trace: bool = False) -> Connection:
+    """Open and prepare a connection; `path` may be ':memory:'."""
+    target = str(path)
+    if target != ":memory:":
+        Path(target).parent.mkdir(parents=True, exist_ok=True)
+    try:
+        conn: Connection = driver.connect(
+            target,
+            isolation_level=None,
+            check_same_thread=False,
+            timeout=5.0,
+            factory=_PreparedConnection,
+        )
+    except driver.Error as exc:
+        raise StorageError(f"cannot open database {target}: {exc}") from exc
+    conn.row_factory = driver.Row
+    conn.execute("PRAGMA foreign_keys = ON")
+    conn.execute("PRAGMA busy_timeout = 5000")
+    conn.execute("PRAGMA cache_size = -32000")  # 32 MB page cache
+    conn.execute("PRAGMA temp_store = MEMORY")
+    if target != ":memory:":
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")
+    if vec:
+        conn.vec_version = _load_vec(conn)  # type: ignore[attr-defined]
+    if trace or os.environ.get("NAHIDA_SQL_TRACE"):
+        conn.set_trace_callback(lambda sql: log.debug("sql", sql=sql))
+    return conn
+
+
+def capabilities(conn: Connection) -> Capabilities:
+    version = conn.execute("SELECT sqlite_version()").fetchone()[0]
+    try:
+        conn.execute("CREATE VIRTUAL TABLE temp._fts5_probe USING fts5(x)")
+        conn.execute("DROP TABLE temp._fts5_probe")
+        fts5 = True
+    except driver.OperationalError:
+        fts5 = False
+    vec_version = getattr(conn, "vec_version", None)
+    return Capabilities(driver.__name__, version, fts5, vec_version is not None, vec_version)
+
+
+@contextlib.contextmanager
+def transaction(conn: Connection) -> Iterator[Connection]:
+    """`BEGIN IMMEDIATE … COMMIT`, or a savepoint when a transaction is already open."""
+    if conn.in_transaction:
+        name = f"sp_{threading.get_ident()}_{id(conn) % 9973}"
+        conn.execute(f"SAVEPOINT {name}")
+        try:
+            yield conn
+        except BaseException:
+            conn.execute(f"ROLLBACK TO {name}")
+            conn.execute(f"RELEASE {name}")
+            raise
+        conn.execute(f"RELEASE {name}")
+        return
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+@dataclass
+class _Job:
+    fn: Callable[..., Any]
+    args: tuple[Any, ...]
+    future: asyncio.Future[Any] | concurrent.futures.Future[Any]
+    loop: asyncio.AbstractEventLoop | None
+
+
+def _deliver(outcome: tuple[_Job, bool, Any]) -> None:
+    job, ok, value = outcome
+    future = job.future
+    if future.done():  # the awaiting task was cancelled
+        return
+    if ok:
+        future.set_result(value)
+    else:
+        future.set_exception(value)
+
+
+def _deliver_all(outcomes: list[tuple[_Job, bool, Any]]) -> None:
+    for outcome in outcomes:
+        _deliver(outcome)
+
+
+class Database:
+    """One migrated connection, used only by one worker thread, with group commit.
+
+    Jobs queue up while the thread works; the next batch runs in one transaction, each job in its
+    own savepoint (a failing job rolls back alone), and every job's caller learns its result only
+    after the batch committed. Many chats writing at once then share one commit instead of paying
+    one each. Jobs open transactions only through `transaction()`, which nests as savepoints.
+    """
+
+    MAX_BATCH = 256
+
+    def __init__(self, path: str | Path) -> None:
+        from nahida.migrations import migrate
+
+        self.path = str(path)
+        self.conn = connect(self.path)
+        migrate(self.conn)
+        self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._work, name="nahida-db", daemon=True)
+        self._thread.start()
+        self._closed = False
+
+    async def run(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run `fn(conn, *args)` on the database thread."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[T] = loop.create_future()
+        self._submit(_Job(fn, args, future, loop))
+        return await future
+
+    def call(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run `fn(conn, *args)` on the database thread and wait (CLI, scripts, tests)."""
+        future: concurrent.futures.Future[T] = concurrent.futures.Future()
+        self._submit(_Job(fn, args, future, None))
+        return future.result()
+
+    def _submit(self, job: _Job) -> None:
+        if self._closed:
+            raise StorageError("the database is closed")
+        self._jobs.put(job)
+
+    def _work(self) -> None:
+        running = True
+        while running:
+            first = self._jobs.get()
+            if first is None:
+                break
+            batch = [first]
+            while len(batch) < self.MAX_BATCH:
+                try:
+                    job = self._jobs.get_nowait()
+                except queue.Empty:
+                    break
+                if job is None:
+                    running = False
+                    break
+                batch.append(job)
+            by_loop: dict[asyncio.AbstractEventLoop, list[tuple[_Job, bool, Any]]] = {}
+            for outcome in self._run_batch(batch):
+                loop = outcome[0].loop
+                if loop is None:
+                    _deliver(outcome)
+                else:
+                    by_loop.setdefault(loop, []).append(outcome)
+            for loop, outcomes in by_loop.items():  # one wake-up per loop and batch
+                with contextlib.suppress(RuntimeError):  # loop already closed
+                    loop.call_soon_threadsafe(_deliver_all, outcomes)
+
+    def _run_batch(self, batch: list[_Job]) -> list[tuple[_Job, bool, Any]]:
+        conn = self.conn
+        if len(batch) == 1:
+            job = batch[0]
+            try:
+                return [(job, True, job.fn(conn, *job.args))]
+            except BaseException as exc:
+                return [(job, False, exc)]
+        outcomes: list[tuple[_Job, bool, Any]] = []
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            for job in batch:
+                conn.execute("SAVEPOINT job")
+                try:
+                    value = job.fn(conn, *job.args)
+                except BaseException as exc:
+                    conn.execute("ROLLBACK TO job")
+                    conn.execute("RELEASE job")
+                    outcomes.append((job, False, exc))
+                else:
+                    conn.execute("RELEASE job")
+                    outcomes.append((job, True, value))
+            conn.execute("COMMIT")
+        except Exception as exc:  # the batch itself failed: nobody's work was kept
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            error = StorageError(f"database write failed: {exc}")
+            return [(job, False, error) for job in batch]
+        return outcomes
+
+    def __enter__(self) -> Database:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._jobs.put(None)
+        self._thread.join()
+        with contextlib.suppress(Exception):
+            self.conn.execute("PRAGMA optimize")
+        self.conn.close()

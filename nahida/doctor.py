@@ -1,0 +1,105 @@
+"""`nahida doctor`: what this installation has and whether each part works.
+
+Secrets are masked in the config it prints. Provider reachability is checked by listing models
+(no tokens spent).
+"""
+
+from __future__ import annotations
+
+import platform
+import sys
+import time
+from typing import Any
+
+from nahida import db as dbmod
+from nahida.app import Paths, build_model_router, build_provider
+from nahida.config import Config, masked_dump
+from nahida.errors import NahidaError
+
+
+async def _providers(config: Config) -> list[dict[str, Any]]:
+    results = []
+    for name, settings in config.providers.items():
+        provider = build_provider(name, settings)
+        entry: dict[str, Any] = {"name": name, "type": settings.type, "base_url": settings.base_url}
+        started = time.perf_counter()
+        try:
+            await provider.ping()
+            entry["reachable"] = True
+        except NahidaError as exc:
+            entry.update(reachable=False, error=f"{type(exc).__name__}: {exc}")
+        finally:
+            await provider.aclose()
+        entry["took_ms"] = round((time.perf_counter() - started) * 1000, 1)
+        results.append(entry)
+    return results
+
+
+async def diagnose(config: Config, paths: Paths) -> dict[str, Any]:
+    conn = dbmod.connect(":memory:")
+    caps = dbmod.capabilities(conn)
+    conn.close()
+    started = time.perf_counter()
+    from nahida.memory.tokens import tokenize, warm_up
+
+    warm_up()
+    jieba_ok = bool(tokenize("纳西妲记得你喜欢喝茶"))
+    jieba_ms = round((time.perf_counter() - started) * 1000, 1)
+    router = build_model_router(config)
+    routes = {task: router.route(task) for task in ("chat", "compress", "dream", "embed", "rerank")}
+    await router.aclose()
+    providers = await _providers(config)
+    report: dict[str, Any] = {
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "sqlite": {
+            "driver": caps.driver,
+            "version": caps.sqlite_version,
+            "fts5": caps.fts5,
+            "sqlite_vec": caps.vec_version or False,
+        },
+        "jieba": {"loaded": jieba_ok, "init_ms": jieba_ms},
+        "paths": {
+            "config": str(paths.config) if paths.config else None,
+            "data_dir": str(paths.data_dir),
+            "database": str(paths.database),
+            "workspace": str(paths.workspace),
+        },
+        "models": {t: (f"{r.provider}/{r.model}" if r else None) for t, r in routes.items()},
+        "providers": providers,
+        "config": masked_dump(config),
+    }
+    report["ok"] = caps.fts5 and jieba_ok and all(p["reachable"] for p in providers)
+    return report
+
+
+def render(report: dict[str, Any]) -> str:
+    def mark(ok: object) -> str:
+        return "ok " if ok else "-- "
+
+    sqlite = report["sqlite"]
+    lines = [
+        f"{mark(True)}Python {report['python']} on {report['platform']}",
+        f"{mark(True)}SQLite {sqlite['version']} via {sqlite['driver']}",
+        f"{mark(sqlite['fts5'])}FTS5 {'available' if sqlite['fts5'] else 'MISSING'}",
+        f"{mark(sqlite['sqlite_vec'])}sqlite-vec "
+        + (
+            f"{sqlite['sqlite_vec']}"
+            if sqlite["sqlite_vec"]
+            else "not loadable (vector search falls back to numpy)"
+        ),
+        f"{mark(report['jieba']['loaded'])}jieba loaded in {report['jieba']['init_ms']} ms",
+    ]
+    if not report["providers"]:
+        lines.append("-- no model configured: set OPENAI_API_KEY or ANTHROPIC_API_KEY")
+    for p in report["providers"]:
+        state = "reachable" if p["reachable"] else f"NOT reachable: {p.get('error', '')}"
+        lines.append(f"{mark(p['reachable'])}provider {p['name']} ({p['type']}) {state}")
+    lines.append("models: " + ", ".join(f"{t}={m}" for t, m in report["models"].items()))
+    lines.append("paths: " + ", ".join(f"{k}={v}" for k, v in report["paths"].items()))
+    import yaml
+
+    lines.append("effective config (secrets masked):")
+    dumped = yaml.safe_dump(report["config"], allow_unicode=True, sort_keys=False)
+    lines.extend("  " + line for line in dumped.splitlines())
+    return "\n".join(lines)

@@ -1,0 +1,94 @@
+"""The one error tree of Nahida.
+
+NahidaError
+ ├── ConfigError            a config file or value is wrong (names the file and key)
+ ├── StorageError           SQLite could not be opened, migrated or written
+ ├── ProviderError          an LLM call failed (retryable or not)
+ │    ├── ProviderAuthError         401/403: key missing or wrong
+ │    ├── ProviderRateLimitError    429 after all retries
+ │    ├── ProviderTimeoutError      no answer within the timeout
+ │    ├── ProviderConnectionError   could not connect
+ │    ├── ProviderServerError       5xx after all retries
+ │    └── ProviderResponseError     the answer could not be understood
+ ├── AdapterError           a platform connection or API call failed
+ │    └── ActionFailedError         the platform answered a call with a failure
+ ├── CommandError           a chat or CLI command was used wrongly (message is user-facing)
+ └── MemoryError_           a memory read or write was refused or failed
+"""
+
+from __future__ import annotations
+
+
+class NahidaError(Exception):
+    """Base of every error Nahida raises on purpose."""
+
+
+class ConfigError(NahidaError):
+    def __init__(self, message: str, *, source: str | None = None, key: str | None = None) -> None:
+        self.source = source
+        self.key = key
+        super().__init__(": ".join(p for p in (source, key, message) if p))
+
+
+class StorageError(NahidaError):
+    pass
+
+
+class ProviderError(NahidaError):
+    """An LLM call failed. `retryable` says whether trying again may help."""
+
+    retryable = False
+
+    def __init__(self, message: str, *, provider: str = "", status: int | None = None) -> None:
+        self.provider = provider
+        self.status = status
+        super().__init__(message)
+
+
+class ProviderAuthError(ProviderError):
+    pass
+
+
+class ProviderRateLimitError(ProviderError):
+    retryable = True
+
+
+class ProviderTimeoutError(ProviderError):
+    retryable = True
+
+
+class ProviderConnectionError(ProviderError):
+    retryable = True
+
+
+class ProviderServerError(ProviderError):
+    retryable = True
+
+
+class ProviderResponseError(ProviderError):
+    pass
+
+
+class AdapterError(NahidaError):
+    pass
+
+
+class ActionFailedError(AdapterError):
+    """A platform API call answered with a failure; keeps the platform's own codes."""
+
+    def __init__(
+        self, action: str, *, retcode: int | None = None, msg: str = "", wording: str = ""
+    ) -> None:
+        self.action = action
+        self.retcode = retcode
+        self.msg = msg
+        self.wording = wording
+        super().__init__(f"{action} failed: retcode={retcode} {msg or ''} {wording or ''}".strip())
+
+
+class CommandError(NahidaError):
+    """A command was used wrongly; the message is shown to the user as is."""
+
+
+class MemoryError_(NahidaError):  # named so it does not shadow the builtin MemoryError
+    pass

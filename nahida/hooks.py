@@ -1,0 +1,43 @@
+"""Where memory plugs into a turn: context sources fill prompt slots, post-turn hooks run after.
+
+The runner knows only these protocols. Memory retrieval registers `ContextSource`s for the slots
+`profile`, `rules`, `summary` and `memory`; extraction and compaction register `PostTurnHook`s.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+from nahida.envelope import Envelope
+from nahida.i18n import Language
+
+if TYPE_CHECKING:
+    from nahida.history import Turn
+
+SLOTS = ("profile", "rules", "summary", "memory")
+
+
+@dataclass(frozen=True, slots=True)
+class TurnContext:
+    """One addressed user turn as the runner sees it."""
+
+    envelope: Envelope
+    session_id: str
+    turn: Turn
+    language: Language
+    is_bot_admin: bool
+
+
+class ContextSource(Protocol):
+    slot: str
+
+    async def gather(self, turn: TurnContext) -> str | None:
+        """Text for this source's slot in the system prompt, already within its budget."""
+
+
+class PostTurnHook(Protocol):
+    name: str
+
+    async def after_turn(self, turn: TurnContext, reply: str | None) -> None:
+        """Runs after the reply was sent and stored; `reply` is None when none was produced."""

@@ -1,0 +1,1 @@
+"""Long-term memory: storage, retrieval and the write path (DESIGN §3–§7)."""

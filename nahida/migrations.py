@@ -1,0 +1,97 @@
+"""Ordered, named schema migrations; each applied in one transaction together with its record.
+
+Add a step by appending to `MIGRATIONS`; never edit or reorder a step that has shipped.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from nahida.db import Connection, transaction
+from nahida.errors import StorageError
+
+
+@dataclass(frozen=True)
+class Migration:
+    name: str
+    apply: Callable[[Connection], None]
+
+
+def _sql(script: str) -> Callable[[Connection], None]:
+    statements = [s.strip() for s in script.split(";\n") if s.strip()]
+
+    def apply(conn: Connection) -> None:
+        for statement in statements:
+            conn.execute(statement)
+
+    return apply
+
+
+SESSIONS_AND_TURNS = """
+CREATE TABLE sessions (
+    id          TEXT PRIMARY KEY,
+    chat        TEXT NOT NULL,
+    title       TEXT NOT NULL,
+    created_at  REAL NOT NULL,
+    updated_at  REAL NOT NULL,
+    turn_count  INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX sessions_by_chat ON sessions (chat, updated_at);
+CREATE TABLE turns (
+    id            INTEGER PRIMARY KEY,
+    session_id    TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+    chat          TEXT NOT NULL,
+    role          TEXT NOT NULL CHECK (role IN ('user', 'assistant', 'tool', 'system')),
+    speaker       TEXT,
+    speaker_name  TEXT,
+    content       TEXT NOT NULL,
+    message_id    TEXT,
+    time          REAL NOT NULL,
+    tool_calls    TEXT,
+    addressed     INTEGER NOT NULL DEFAULT 1,
+    error         TEXT
+);
+CREATE INDEX turns_by_session ON turns (session_id, id);
+CREATE INDEX turns_by_chat_time ON turns (chat, time);
+CREATE UNIQUE INDEX turns_by_message ON turns (chat, message_id) WHERE message_id IS NOT NULL;
+CREATE TABLE chats (
+    chat             TEXT PRIMARY KEY,
+    current_session  TEXT REFERENCES sessions (id) ON DELETE SET NULL,
+    last_active      REAL NOT NULL
+);
+CREATE VIRTUAL TABLE turns_fts USING fts5 (body, scopes, tokenize = 'unicode61 remove_diacritics 0')
+"""
+
+MIGRATIONS: list[Migration] = [
+    Migration("0001_sessions_and_turns", _sql(SESSIONS_AND_TURNS)),
+]
+
+
+def applied(conn: Connection) -> list[str]:
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at REAL)"
+    )
+    return [r[0] for r in conn.execute("SELECT name FROM schema_migrations ORDER BY rowid")]
+
+
+def migrate(conn: Connection, steps: list[Migration] | None = None) -> list[str]:
+    """Apply the steps not applied yet, in order; returns the names applied now."""
+    steps = MIGRATIONS if steps is None else steps
+    done = set(applied(conn))
+    now_applied = []
+    for step in steps:
+        if step.name in done:
+            continue
+        try:
+            with transaction(conn):
+                step.apply(conn)
+                conn.execute(
+                    "INSERT INTO schema_migrations (name, applied_at) VALUES (?, ?)",
+                    (step.name, time.time()),
+                )
+        except Exception as exc:
+            raise StorageError(f"migration {step.name} failed: {exc}") from exc
+        now_applied.append(step.name)
+    return now_applied

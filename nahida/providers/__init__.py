@@ -1,0 +1,1 @@
+"""LLM providers: protocol translation (openai, anthropic) apart from connection (client)."""

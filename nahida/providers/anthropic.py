@@ -1,0 +1,168 @@
+"""How to talk the Anthropic messages API.
+
+Anthropic keeps system text apart from the turns, wants user and assistant turns to alternate, and
+carries tool calls and results as content blocks:
+
+    Message(system)                    -> system="..." (all system messages joined)
+    Message(assistant, tool_calls=...) -> assistant turn with text + tool_use blocks
+    Message(tool, tool_call_id=...)    -> user turn with a tool_result block
+    consecutive turns of one role      -> one turn with their blocks in order
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import anthropic
+from anthropic.types import (
+    ContentBlockParam,
+    MessageParam,
+    TextBlockParam,
+    ToolParam,
+    ToolResultBlockParam,
+    ToolUseBlockParam,
+)
+from anthropic.types import Message as AnthropicMessage
+
+from nahida.errors import ProviderResponseError
+from nahida.providers.base import ChatRequest, ChatResponse, Message, ToolCall, ToolSpec, Usage
+from nahida.providers.client import (
+    ClientSettings,
+    anthropic_client,
+    from_anthropic_error,
+    with_retries,
+)
+
+DEFAULT_MAX_TOKENS = 1024
+
+Turn = tuple[Literal["user", "assistant"], list[ContentBlockParam]]
+
+
+class AnthropicProvider:
+    """A `Provider` speaking the Anthropic messages API to one endpoint."""
+
+    def __init__(self, name: str, settings: ClientSettings) -> None:
+        self.name = name
+        self._settings = settings
+        self._client = anthropic_client(settings)
+
+    async def chat(self, request: ChatRequest) -> ChatResponse:
+        message = await with_retries(lambda: self._create(request), self._settings, self.name)
+        return parse_message(message, self.name)
+
+    async def ping(self) -> None:
+        """Check the endpoint answers and takes the key, by listing models (spends no tokens)."""
+        try:
+            await self._client.models.list(limit=1)
+        except anthropic.AnthropicError as exc:
+            raise from_anthropic_error(exc, self.name, self._settings.api_key) from exc
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
+    async def _create(self, request: ChatRequest) -> AnthropicMessage:
+        omit = anthropic.omit
+        system = system_text(request.messages)
+        # This SDK version has no `temperature` argument; the API still takes it in the body.
+        extra = {"temperature": request.temperature} if request.temperature is not None else None
+        try:
+            return await self._client.messages.create(
+                model=request.model,
+                max_tokens=DEFAULT_MAX_TOKENS if request.max_tokens is None else request.max_tokens,
+                messages=message_params(request.messages),
+                system=system or omit,
+                tools=[tool_param(t) for t in request.tools] if request.tools else omit,
+                extra_body=extra,
+            )
+        except anthropic.AnthropicError as exc:
+            raise from_anthropic_error(exc, self.name, self._settings.api_key) from exc
+
+
+def system_text(messages: tuple[Message, ...]) -> str:
+    return "\n\n".join(m.content for m in messages if m.role == "system" and m.content)
+
+
+def message_params(messages: tuple[Message, ...]) -> list[MessageParam]:
+    """The non-system messages as alternating Anthropic turns."""
+    turns: list[Turn] = []
+    for message in messages:
+        if message.role == "system":
+            continue
+        role, blocks = _turn(message)
+        if not blocks:
+            continue
+        if turns and turns[-1][0] == role:
+            turns[-1][1].extend(blocks)
+        else:
+            turns.append((role, blocks))
+    params: list[MessageParam] = []
+    for role, blocks in turns:
+        if role == "user":
+            # Tool results must open the user turn that follows the assistant's tool_use.
+            blocks.sort(key=lambda block: block["type"] != "tool_result")
+            params.append({"role": "user", "content": blocks})
+        else:
+            params.append({"role": "assistant", "content": blocks})
+    return params
+
+
+def _turn(message: Message) -> Turn:
+    blocks: list[ContentBlockParam] = []
+    if message.role == "tool":
+        result: ToolResultBlockParam = {
+            "type": "tool_result",
+            "tool_use_id": message.tool_call_id or "",
+            "content": message.content,
+        }
+        return "user", [result]
+    if message.content:  # the API rejects empty text blocks
+        text: TextBlockParam = {"type": "text", "text": message.content}
+        blocks.append(text)
+    if message.role == "assistant":
+        blocks.extend(_tool_use(call) for call in message.tool_calls)
+        return "assistant", blocks
+    return "user", blocks
+
+
+def _tool_use(call: ToolCall) -> ToolUseBlockParam:
+    return {"type": "tool_use", "id": call.id, "name": call.name, "input": call.arguments}
+
+
+def tool_param(tool: ToolSpec) -> ToolParam:
+    return {"name": tool.name, "description": tool.description, "input_schema": tool.parameters}
+
+
+def parse_message(message: AnthropicMessage, provider: str) -> ChatResponse:
+    """Our response for the SDK's; a body the SDK could not shape raises ProviderResponseError."""
+    try:
+        return _parse_message(message, provider)
+    except (AttributeError, TypeError) as exc:  # the SDK passes unexpected shapes through as is
+        raise ProviderResponseError(
+            f"{provider}: unexpected response shape: {exc}", provider=provider
+        ) from exc
+
+
+def _parse_message(message: AnthropicMessage, provider: str) -> ChatResponse:
+    texts: list[str] = []
+    calls: list[ToolCall] = []
+    for block in message.content:
+        if block.type == "text":
+            texts.append(block.text)
+        elif block.type == "tool_use":
+            arguments: object = block.input
+            if not isinstance(arguments, dict):
+                raise ProviderResponseError(
+                    f"{provider}: tool call {block.name!r} input is not a JSON object",
+                    provider=provider,
+                )
+            calls.append(ToolCall(id=block.id, name=block.name, arguments=arguments))
+    return ChatResponse(
+        content="".join(texts),
+        tool_calls=tuple(calls),
+        model=message.model,
+        finish_reason=message.stop_reason or "",
+        usage=Usage(
+            input_tokens=message.usage.input_tokens,
+            output_tokens=message.usage.output_tokens,
+        ),
+    )

@@ -1,0 +1,72 @@
+"""Provider interface and the request/response types every provider translates.
+
+A provider turns a `ChatRequest` into one wire protocol and the answer back into a `ChatResponse`.
+It raises only `ProviderError` subclasses (see `nahida.errors`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+MessageRole = Literal["system", "user", "assistant", "tool"]
+Task = Literal["chat", "compress", "dream", "embed", "rerank"]
+TASKS: tuple[Task, ...] = ("chat", "compress", "dream", "embed", "rerank")
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    name: str
+    description: str
+    parameters: dict[str, Any]  # JSON schema of the arguments object
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    role: MessageRole
+    content: str
+    name: str | None = None  # speaker's display name for user turns in groups
+    tool_calls: tuple[ToolCall, ...] = ()  # assistant messages that called tools
+    tool_call_id: str | None = None  # tool messages: which call this answers
+
+
+@dataclass(frozen=True, slots=True)
+class ChatRequest:
+    model: str
+    messages: tuple[Message, ...]
+    tools: tuple[ToolSpec, ...] = ()
+    max_tokens: int | None = None
+    temperature: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ChatResponse:
+    content: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    model: str = ""
+    finish_reason: str = ""
+    usage: Usage = field(default_factory=Usage)
+
+
+@runtime_checkable
+class Provider(Protocol):
+    """One configured endpoint speaking one protocol."""
+
+    name: str
+
+    async def chat(self, request: ChatRequest) -> ChatResponse: ...
+
+    async def aclose(self) -> None: ...

@@ -1,0 +1,218 @@
+"""How to connect to an LLM endpoint, apart from how to talk to it.
+
+`ClientSettings` says where the endpoint is and how patient to be. The SDK clients are built here
+with the SDK's own retries switched off, so that `with_retries` is the one place that retries, the
+same way for every provider. SDK exceptions become the typed errors of `nahida.errors`, with the
+HTTP status kept and the API key scrubbed from every message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import math
+import random
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+import anthropic
+import openai
+import structlog
+
+from nahida.errors import (
+    ProviderAuthError,
+    ProviderConnectionError,
+    ProviderError,
+    ProviderRateLimitError,
+    ProviderResponseError,
+    ProviderServerError,
+    ProviderTimeoutError,
+)
+
+T = TypeVar("T")
+
+log = structlog.get_logger(__name__)
+
+# A Retry-After hint longer than this is not waited for; our own backoff is used instead.
+MAX_RETRY_AFTER = 60.0
+
+
+@dataclass(frozen=True, slots=True)
+class ClientSettings:
+    base_url: str | None
+    api_key: str = field(repr=False)
+    timeout: float = 60.0
+    max_retries: int = 2
+    backoff_base: float = 0.5
+    backoff_max: float = 8.0
+
+
+def openai_client(settings: ClientSettings) -> openai.AsyncOpenAI:
+    return openai.AsyncOpenAI(
+        api_key=settings.api_key,
+        base_url=settings.base_url,
+        timeout=settings.timeout,
+        max_retries=0,
+    )
+
+
+def anthropic_client(settings: ClientSettings) -> anthropic.AsyncAnthropic:
+    return anthropic.AsyncAnthropic(
+        api_key=settings.api_key,
+        base_url=settings.base_url,
+        timeout=settings.timeout,
+        max_retries=0,
+    )
+
+
+async def with_retries(
+    call: Callable[[], Awaitable[T]], settings: ClientSettings, provider_name: str
+) -> T:
+    """Await `call()`; on a retryable `ProviderError` try again, up to `max_retries` times.
+
+    The last error is re-raised as it is once the retries are spent or when it is not retryable.
+    """
+    retries = 0
+    while True:
+        try:
+            return await call()
+        except ProviderError as error:
+            if not error.retryable or retries >= settings.max_retries:
+                raise
+            delay = backoff_delay(retries, settings, retry_after(error))
+            retries += 1
+            log.warning(
+                "provider.retry",
+                provider=provider_name,
+                error=type(error).__name__,
+                status=error.status,
+                retry=retries,
+                delay=round(delay, 3),
+            )
+            await asyncio.sleep(delay)
+
+
+def backoff_delay(retries: int, settings: ClientSettings, hint: float | None = None) -> float:
+    """Seconds to wait before re-try `retries + 1`: the server's hint, else jittered backoff."""
+    if hint is not None and 0 <= hint <= MAX_RETRY_AFTER:
+        return hint
+    ceiling = min(settings.backoff_max, settings.backoff_base * 2.0**retries)
+    return ceiling * (0.5 + random.random() / 2)
+
+
+def retry_after(error: ProviderError) -> float | None:
+    """The Retry-After hint (seconds) carried by `error` or by the HTTP response that caused it."""
+    carried = getattr(error, "retry_after", None)
+    if isinstance(carried, int | float):
+        return float(carried)
+    cause = error.__cause__
+    if isinstance(cause, openai.APIStatusError | anthropic.APIStatusError):
+        return _parse_retry_after(cause.response.headers)
+    return None
+
+
+def _parse_retry_after(headers: Mapping[str, str]) -> float | None:
+    millis = headers.get("retry-after-ms")
+    if millis is not None:
+        try:
+            return _finite(float(millis) / 1000)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return _finite(float(value))
+    except ValueError:
+        pass
+    parsed = email.utils.parsedate_tz(value)
+    if parsed is None:
+        return None
+    return max(0.0, email.utils.mktime_tz(parsed) - time.time())
+
+
+def _finite(value: float) -> float | None:
+    return value if math.isfinite(value) else None
+
+
+def from_openai_error(exc: openai.OpenAIError, provider: str, api_key: str) -> ProviderError:
+    """The typed error for an exception raised by the OpenAI SDK."""
+    _scrub_exception(exc, api_key)
+    if isinstance(exc, openai.APITimeoutError):
+        return ProviderTimeoutError(f"{provider}: request timed out", provider=provider)
+    if isinstance(exc, openai.APIConnectionError):
+        return ProviderConnectionError(
+            f"{provider}: could not connect: {_connection_detail(exc, api_key)}", provider=provider
+        )
+    if isinstance(exc, openai.APIStatusError):
+        return error_for_status(exc.status_code, _detail(exc, api_key), provider)
+    if isinstance(exc, openai.APIResponseValidationError):
+        return ProviderResponseError(
+            f"{provider}: unexpected response: {_detail(exc, api_key)}",
+            provider=provider,
+            status=exc.status_code,
+        )
+    return ProviderError(f"{provider}: {_detail(exc, api_key)}", provider=provider)
+
+
+def from_anthropic_error(
+    exc: anthropic.AnthropicError, provider: str, api_key: str
+) -> ProviderError:
+    """The typed error for an exception raised by the Anthropic SDK."""
+    _scrub_exception(exc, api_key)
+    if isinstance(exc, anthropic.APITimeoutError):
+        return ProviderTimeoutError(f"{provider}: request timed out", provider=provider)
+    if isinstance(exc, anthropic.APIConnectionError):
+        return ProviderConnectionError(
+            f"{provider}: could not connect: {_connection_detail(exc, api_key)}", provider=provider
+        )
+    if isinstance(exc, anthropic.APIStatusError):
+        return error_for_status(exc.status_code, _detail(exc, api_key), provider)
+    if isinstance(exc, anthropic.APIResponseValidationError):
+        return ProviderResponseError(
+            f"{provider}: unexpected response: {_detail(exc, api_key)}",
+            provider=provider,
+            status=exc.status_code,
+        )
+    return ProviderError(f"{provider}: {_detail(exc, api_key)}", provider=provider)
+
+
+def error_for_status(status: int, detail: str, provider: str) -> ProviderError:
+    """The typed error for an HTTP error status; other 4xx are plain, non-retryable errors."""
+    message = f"{provider}: HTTP {status}: {detail}"
+    if status in (401, 403):
+        return ProviderAuthError(message, provider=provider, status=status)
+    if status == 408:
+        return ProviderTimeoutError(message, provider=provider, status=status)
+    if status == 429:
+        return ProviderRateLimitError(message, provider=provider, status=status)
+    if status >= 500:
+        return ProviderServerError(message, provider=provider, status=status)
+    return ProviderError(message, provider=provider, status=status)
+
+
+def scrub(text: str, api_key: str) -> str:
+    """`text` with every occurrence of the API key masked."""
+    return text.replace(api_key, "***") if api_key else text
+
+
+def _detail(exc: Exception, api_key: str) -> str:
+    return scrub(str(exc), api_key) or type(exc).__name__
+
+
+def _connection_detail(exc: Exception, api_key: str) -> str:
+    # The SDK says only "Connection error."; the transport error under it says what went wrong.
+    cause = exc.__cause__
+    return _detail(cause, api_key) if isinstance(cause, Exception) else _detail(exc, api_key)
+
+
+def _scrub_exception(exc: Exception, api_key: str) -> None:
+    # The SDK exception stays chained as __cause__ and is printed in tracebacks, so it must not
+    # carry the key either (a server may echo it back in an error body).
+    if api_key and any(api_key in str(arg) for arg in exc.args):
+        exc.args = tuple(scrub(str(arg), api_key) for arg in exc.args)
+        if isinstance(exc, openai.APIError | anthropic.APIError):
+            exc.message = scrub(exc.message, api_key)
+            exc.body = None

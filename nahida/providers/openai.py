@@ -1,0 +1,172 @@
+"""How to talk OpenAI chat completions: one class for OpenAI and every compatible endpoint.
+
+DeepSeek, Qwen, vLLM, Ollama and the rest differ only in `ClientSettings.base_url`, so nothing
+optional is sent when it is unset: some of those endpoints reject `null` parameters or an empty
+`tools` list.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import openai
+from openai.types.chat import (
+    ChatCompletion,
+    ChatCompletionAssistantMessageParam,
+    ChatCompletionFunctionToolParam,
+    ChatCompletionMessageFunctionToolCall,
+    ChatCompletionMessageFunctionToolCallParam,
+    ChatCompletionMessageParam,
+    ChatCompletionMessageToolCallUnion,
+    ChatCompletionUserMessageParam,
+)
+
+from nahida.errors import ProviderResponseError
+from nahida.providers.base import ChatRequest, ChatResponse, Message, ToolCall, ToolSpec, Usage
+from nahida.providers.client import ClientSettings, from_openai_error, openai_client, with_retries
+
+_NAME_FORBIDDEN = re.compile(r"[^a-zA-Z0-9_-]+")
+_NAME_MAX = 64
+
+
+class OpenAIProvider:
+    """A `Provider` speaking OpenAI chat completions to one endpoint."""
+
+    def __init__(self, name: str, settings: ClientSettings) -> None:
+        self.name = name
+        self._settings = settings
+        self._client = openai_client(settings)
+
+    async def chat(self, request: ChatRequest) -> ChatResponse:
+        completion = await with_retries(lambda: self._create(request), self._settings, self.name)
+        return parse_completion(completion, self.name)
+
+    async def ping(self) -> None:
+        """Check the endpoint answers and takes the key, by listing models (spends no tokens)."""
+        try:
+            await self._client.models.list()
+        except openai.OpenAIError as exc:
+            raise from_openai_error(exc, self.name, self._settings.api_key) from exc
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
+    async def _create(self, request: ChatRequest) -> ChatCompletion:
+        omit = openai.omit
+        try:
+            return await self._client.chat.completions.create(
+                model=request.model,
+                messages=[message_param(m) for m in request.messages],
+                tools=[tool_param(t) for t in request.tools] if request.tools else omit,
+                max_tokens=request.max_tokens if request.max_tokens is not None else omit,
+                temperature=request.temperature if request.temperature is not None else omit,
+            )
+        except openai.OpenAIError as exc:
+            raise from_openai_error(exc, self.name, self._settings.api_key) from exc
+
+
+def message_param(message: Message) -> ChatCompletionMessageParam:
+    match message.role:
+        case "system":
+            return {"role": "system", "content": message.content}
+        case "user":
+            user: ChatCompletionUserMessageParam = {"role": "user", "content": message.content}
+            name = sanitise_name(message.name)
+            if name:
+                user["name"] = name
+            return user
+        case "assistant":
+            assistant: ChatCompletionAssistantMessageParam = {"role": "assistant"}
+            if message.tool_calls:
+                assistant["content"] = message.content or None
+                assistant["tool_calls"] = [tool_call_param(c) for c in message.tool_calls]
+            else:
+                assistant["content"] = message.content
+            return assistant
+        case "tool":
+            return {
+                "role": "tool",
+                "content": message.content,
+                "tool_call_id": message.tool_call_id or "",
+            }
+
+
+def tool_call_param(call: ToolCall) -> ChatCompletionMessageFunctionToolCallParam:
+    return {
+        "id": call.id,
+        "type": "function",
+        "function": {
+            "name": call.name,
+            "arguments": json.dumps(call.arguments, ensure_ascii=False),
+        },
+    }
+
+
+def tool_param(tool: ToolSpec) -> ChatCompletionFunctionToolParam:
+    return {
+        "type": "function",
+        "function": {
+            "name": tool.name,
+            "description": tool.description,
+            "parameters": tool.parameters,
+        },
+    }
+
+
+def sanitise_name(name: str | None) -> str | None:
+    """`name` in the charset OpenAI accepts ([a-zA-Z0-9_-], at most 64), or None if nothing is left.
+
+    Runs of other characters become one underscore; a name with no letter or digit left is dropped.
+    """
+    if not name:
+        return None
+    cleaned = _NAME_FORBIDDEN.sub("_", name).strip("_")[:_NAME_MAX]
+    return cleaned if re.search(r"[a-zA-Z0-9]", cleaned) else None
+
+
+def parse_completion(completion: ChatCompletion, provider: str) -> ChatResponse:
+    """Our response for the SDK's; a body the SDK could not shape raises ProviderResponseError."""
+    try:
+        return _parse_completion(completion, provider)
+    except (AttributeError, TypeError) as exc:  # the SDK passes unexpected shapes through as is
+        raise ProviderResponseError(
+            f"{provider}: unexpected response shape: {exc}", provider=provider
+        ) from exc
+
+
+def _parse_completion(completion: ChatCompletion, provider: str) -> ChatResponse:
+    if not completion.choices:
+        raise ProviderResponseError(f"{provider}: response has no choices", provider=provider)
+    choice = completion.choices[0]
+    usage = completion.usage
+    return ChatResponse(
+        content=choice.message.content or "",
+        tool_calls=tuple(_tool_call(c, provider) for c in choice.message.tool_calls or ()),
+        model=completion.model,
+        finish_reason=choice.finish_reason or "",
+        usage=Usage(
+            input_tokens=usage.prompt_tokens if usage else 0,
+            output_tokens=usage.completion_tokens if usage else 0,
+        ),
+    )
+
+
+def _tool_call(call: ChatCompletionMessageToolCallUnion, provider: str) -> ToolCall:
+    if not isinstance(call, ChatCompletionMessageFunctionToolCall):
+        raise ProviderResponseError(
+            f"{provider}: unsupported tool call type {call.type!r}", provider=provider
+        )
+    name = call.function.name
+    try:
+        arguments: Any = json.loads(call.function.arguments or "{}")
+    except json.JSONDecodeError as exc:
+        raise ProviderResponseError(
+            f"{provider}: tool call {name!r} has malformed JSON arguments: {exc}", provider=provider
+        ) from exc
+    if not isinstance(arguments, dict):
+        raise ProviderResponseError(
+            f"{provider}: tool call {name!r} arguments are not a JSON object", provider=provider
+        )
+    return ToolCall(id=call.id, name=name, arguments=arguments)

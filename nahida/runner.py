@@ -1,0 +1,200 @@
+"""SessionRunner: handles one envelope, in the order every turn follows.
+
+    decide → (command → reply) | (persist → context → model → reply → persist → post-turn hooks)
+
+Commands are answered without entering the conversation history. This module only knows the
+order; each step lives in its own module (policy, history, context, tools, hooks).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import structlog
+
+from nahida import history
+from nahida.commands.router import CommandContext, CommandRouter
+from nahida.commands.router import parse as parse_command
+from nahida.context import build_prompt
+from nahida.db import Database
+from nahida.envelope import Envelope, Reply
+from nahida.errors import ProviderError
+from nahida.history import NewTurn, Turn
+from nahida.hooks import ContextSource, PostTurnHook, TurnContext
+from nahida.i18n import Language, t
+from nahida.policy import ReplyPolicy
+from nahida.providers.router import ModelRouter
+from nahida.tools import Completion, ToolRegistry, complete
+
+log = structlog.get_logger(__name__)
+
+Send = Callable[[Reply], Awaitable[str | None]]
+
+
+@dataclass(frozen=True)
+class RunnerSettings:
+    language: Language = "zh"
+    admins: frozenset[str] = frozenset()
+    hot_size: int = 10
+    idle_split_seconds: float = 0.0
+    context_tokens: int = 6000
+    max_tool_rounds: int = 4
+
+
+class SessionRunner:
+    def __init__(
+        self,
+        *,
+        db: Database,
+        model: ModelRouter,
+        send: Send,
+        commands: CommandRouter,
+        policy: ReplyPolicy,
+        settings: RunnerSettings,
+        persona: Callable[[], str],
+        tools: ToolRegistry | None = None,
+        sources: Sequence[ContextSource] = (),
+        hooks: Sequence[PostTurnHook] = (),
+    ) -> None:
+        self.db = db
+        self.model = model
+        self.send = send
+        self.commands = commands
+        self.policy = policy
+        self.settings = settings
+        self.persona = persona
+        self.tools = tools or ToolRegistry()
+        self.sources = list(sources)
+        self.hooks = list(hooks)
+
+    def is_bot_admin(self, envelope: Envelope) -> bool:
+        return str(envelope.sender.user) in self.settings.admins
+
+    async def handle(self, envelope: Envelope) -> None:
+        bound = log.bind(chat=str(envelope.chat), msg=envelope.message_id)
+        if self._is_command_for_me(envelope):
+            await self._command(envelope)
+            return
+        respond = self.policy.should_respond(envelope)
+        window = self.settings.hot_size * 2 if respond else 0
+        recorded = await self.db.run(
+            history.record_with_window, self._user_turn(envelope, respond), self._split, window
+        )
+        if recorded is None:
+            bound.info("duplicate_message_dropped")
+            return
+        if not respond:
+            return
+        turn, hot = recorded
+        ctx = TurnContext(
+            envelope, turn.session_id, turn, self.settings.language, self.is_bot_admin(envelope)
+        )
+        if not self.model.configured:
+            await self._reply(envelope, t("no_model", ctx.language))
+            return
+        try:
+            completion = await self._complete(ctx, hot)
+        except ProviderError as exc:
+            bound.warning("provider_failed", error=str(exc), error_type=type(exc).__name__)
+            await self.db.run(history.mark_error, turn.id, f"{type(exc).__name__}: {exc}")
+            await self._reply(envelope, t("provider_failed", ctx.language))
+            await self._run_hooks(ctx, None)
+            return
+        text = completion.text.strip() or t("empty_model_reply", ctx.language)
+        sent_id, error = await self._reply(envelope, text)
+        await self.db.run(
+            history.record,
+            NewTurn(
+                chat=str(envelope.chat),
+                role="assistant",
+                content=text,
+                time=time.time(),
+                message_id=sent_id,
+                tool_calls=completion.tool_calls or None,
+                error=error,
+            ),
+        )
+        await self._run_hooks(ctx, text)
+
+    def _is_command_for_me(self, envelope: Envelope) -> bool:
+        """Known commands as the policy allows; unknown ones only when addressed to the bot."""
+        if self.commands.knows(envelope.text):
+            return self.policy.accepts_command(envelope)
+        addressed = envelope.to_me or not envelope.chat.is_group
+        return addressed and parse_command(envelope.text) is not None
+
+    @property
+    def _split(self) -> float:
+        return self.settings.idle_split_seconds
+
+    def _user_turn(self, envelope: Envelope, addressed: bool) -> NewTurn:
+        return NewTurn(
+            chat=str(envelope.chat),
+            role="user",
+            content=envelope.text,
+            time=envelope.time.timestamp(),
+            speaker=str(envelope.sender.user),
+            speaker_name=envelope.sender.name or None,
+            message_id=envelope.message_id,
+            addressed=addressed,
+        )
+
+    async def _command(self, envelope: Envelope) -> None:
+        ctx = CommandContext(envelope, self.settings.language, self.db, self.is_bot_admin(envelope))
+        await self._reply(envelope, await self.commands.dispatch(ctx, envelope.text))
+
+    async def _complete(self, ctx: TurnContext, hot: list[Turn]) -> Completion:
+        slots: dict[str, str] = {}
+        for source in self.sources:
+            try:
+                text = await source.gather(ctx)
+            except Exception:
+                log.exception("context_source_failed", slot=source.slot)
+                continue
+            if text:
+                slots[source.slot] = text
+        envelope = ctx.envelope
+        prompt = build_prompt(
+            persona=self.persona(),
+            language=ctx.language,
+            now=datetime.now(UTC),
+            slots=slots,
+            hot=hot,
+            current=envelope.text,
+            current_name=envelope.sender.name,
+            is_group=envelope.chat.is_group,
+            budget=self.settings.context_tokens,
+        )
+        return await complete(
+            self.model,
+            prompt.messages,
+            self.tools,
+            ctx,
+            max_rounds=self.settings.max_tool_rounds,
+        )
+
+    async def _reply(self, envelope: Envelope, text: str) -> tuple[str | None, str | None]:
+        group = envelope.chat.is_group
+        reply = Reply.text(
+            envelope.chat,
+            text,
+            quote=envelope.message_id if group else None,
+            mention=envelope.sender.user if group else None,
+        )
+        try:
+            return await self.send(reply), None
+        except Exception as exc:
+            log.warning(
+                "send_failed", chat=str(envelope.chat), msg=envelope.message_id, error=str(exc)
+            )
+            return None, f"send failed: {exc}"
+
+    async def _run_hooks(self, ctx: TurnContext, reply: str | None) -> None:
+        for hook in self.hooks:
+            try:
+                await hook.after_turn(ctx, reply)
+            except Exception:
+                log.exception("post_turn_hook_failed", hook=hook.name)

@@ -1,0 +1,80 @@
+"""Shared fixtures: a fresh migrated database, fake LLM servers, and the no-network switch.
+
+Every test runs with outbound connections limited to loopback: a real network call fails loudly
+instead of reaching the internet (the switch pydantic-ai keeps in its conftest).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nahida.db import Database
+from tests.fakes.llm_fixtures import anthropic_server, openai_server
+
+__all__ = ["anthropic_server", "openai_server"]
+
+_real_connect = socket.socket.connect
+_real_connect_ex = socket.socket.connect_ex
+
+
+class RealNetworkCallError(RuntimeError):
+    pass
+
+
+def _check(address: Any) -> None:
+    if isinstance(address, tuple) and address:
+        host = address[0]
+        try:
+            if ipaddress.ip_address(host).is_loopback:
+                return
+        except ValueError:
+            if host == "localhost":
+                return
+        raise RealNetworkCallError(f"tests may only connect to loopback, not {host!r}")
+
+
+def _guarded_connect(self: socket.socket, address: Any) -> None:
+    _check(address)
+    return _real_connect(self, address)
+
+
+def _guarded_connect_ex(self: socket.socket, address: Any) -> int:
+    _check(address)
+    return _real_connect_ex(self, address)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _no_network() -> Iterator[None]:
+    socket.socket.connect = _guarded_connect  # type: ignore[method-assign]
+    socket.socket.connect_ex = _guarded_connect_ex  # type: ignore[method-assign]
+    yield
+    socket.socket.connect = _real_connect  # type: ignore[method-assign]
+    socket.socket.connect_ex = _real_connect_ex  # type: ignore[method-assign]
+
+
+@pytest.fixture(autouse=True)
+def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests never see the developer's keys or overrides."""
+    import os
+
+    for name in list(os.environ):
+        if name.startswith("NAHIDA") or name in (
+            "OPENAI_API_KEY",
+            "OPENAI_BASE_URL",
+            "ANTHROPIC_API_KEY",
+            "ANTHROPIC_BASE_URL",
+        ):
+            monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Iterator[Database]:
+    database = Database(tmp_path / "test.db")
+    yield database
+    database.close()

@@ -1,0 +1,316 @@
+"""Loopback LLM servers that speak the real OpenAI and Anthropic wire protocols.
+
+    async with FakeOpenAIServer() as server:          # or FakeAnthropicServer()
+        server.fail(429, times=2, retry_after=0.01)   # two rate-limit answers...
+        server.reply_tool_call("weather", {"city": "Paris"})  # ...then a tool call
+        provider = OpenAIProvider("fake", ClientSettings(base_url=server.url, api_key="sk-test"))
+        ...
+        assert len(server.requests) == 3
+
+Each request takes the next scripted behaviour; once the script is empty the server echoes the
+last user text ("echo: <text>"), which is all an end-to-end test usually needs. Answers are built
+from the SDKs' own response types, so they have the real wire shape. Every request's JSON body and
+headers are recorded in `server.requests`.
+"""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+import contextlib
+import itertools
+import json
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from types import TracebackType
+from typing import Any, ClassVar, Self
+
+import anthropic.types as at
+import openai.types
+import openai.types.chat as oc
+from aiohttp import web
+from openai.types.chat.chat_completion import Choice
+from openai.types.chat.chat_completion_message_function_tool_call import Function
+from openai.types.completion_usage import CompletionUsage
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedRequest:
+    path: str
+    headers: dict[str, str]  # lower-case names
+    body: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Text:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class CallTool:
+    name: str
+    arguments: str  # raw JSON text, so a test can make it malformed
+    call_id: str
+    text: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Fail:
+    status: int
+    message: str
+    retry_after: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Hang:
+    seconds: float  # then the echo reply, if the server is still open
+
+
+@dataclass(frozen=True, slots=True)
+class Raw:
+    body: str
+    content_type: str = "application/json"
+
+
+Behaviour = Text | CallTool | Fail | Hang | Raw
+
+
+class FakeLLMServer(abc.ABC):
+    """Shared machinery: the aiohttp server, the script and the request log."""
+
+    route: ClassVar[str]
+    url_suffix: ClassVar[str]
+
+    def __init__(self) -> None:
+        self.requests: list[RecordedRequest] = []
+        self._script: list[Behaviour] = []
+        self._ids = itertools.count(1)
+        self._closing = asyncio.Event()
+        app = web.Application()
+        app.router.add_post(self.route, self._handle)
+        app.router.add_get("/v1/models", self._models)  # what `ping()` asks; never scripted
+        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
+        self._port: int | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        self._port = self._runner.addresses[0][1]
+
+    async def close(self) -> None:
+        self._closing.set()  # lets hanging handlers return before the runner waits for them
+        await self._runner.cleanup()
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    @property
+    def url(self) -> str:
+        """The base URL to give the SDK."""
+        if self._port is None:
+            raise RuntimeError("server not started")
+        return f"http://127.0.0.1:{self._port}{self.url_suffix}"
+
+    # -- script ------------------------------------------------------------------------------
+
+    def reply_text(self, text: str) -> None:
+        self._script.append(Text(text))
+
+    def reply_tool_call(
+        self, name: str, arguments: dict[str, Any], *, call_id: str = "call_1", text: str = ""
+    ) -> None:
+        self._script.append(CallTool(name, json.dumps(arguments), call_id, text))
+
+    def reply_malformed_tool_call(self, name: str, *, call_id: str = "call_1") -> None:
+        self._script.append(CallTool(name, '{"city": "Par', call_id))
+
+    def fail(
+        self,
+        status: int,
+        *,
+        times: int = 1,
+        message: str = "scripted failure",
+        retry_after: float | None = None,
+    ) -> None:
+        self._script.extend(Fail(status, message, retry_after) for _ in range(times))
+
+    def hang(self, seconds: float = 30.0) -> None:
+        """Answer nothing for `seconds` (or until the server closes), then echo."""
+        self._script.append(Hang(seconds))
+
+    def reply_raw(self, body: str, *, content_type: str = "application/json") -> None:
+        """Answer 200 with `body` as is, e.g. a shape no SDK type can hold."""
+        self._script.append(Raw(body, content_type))
+
+    # -- serving -----------------------------------------------------------------------------
+
+    async def _handle(self, request: web.Request) -> web.Response:
+        body = await request.json()
+        headers = {name.lower(): value for name, value in request.headers.items()}
+        self.requests.append(RecordedRequest(request.path, headers, body))
+        behaviour = self._script.pop(0) if self._script else None
+        if isinstance(behaviour, Hang):
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._closing.wait(), behaviour.seconds)
+            behaviour = None
+        if isinstance(behaviour, Fail):
+            extra = (
+                {} if behaviour.retry_after is None else {"retry-after": f"{behaviour.retry_after}"}
+            )
+            return web.json_response(
+                self.error_body(behaviour.status, behaviour.message),
+                status=behaviour.status,
+                headers=extra,
+            )
+        if isinstance(behaviour, Raw):
+            return web.Response(text=behaviour.body, content_type=behaviour.content_type)
+        if behaviour is None:
+            behaviour = Text(f"echo: {self.last_user_text(body)}")
+        return web.json_response(self.reply_body(behaviour, body, next(self._ids)))
+
+    async def _models(self, request: web.Request) -> web.Response:
+        return web.json_response(self.models_body())
+
+    @abc.abstractmethod
+    def models_body(self) -> dict[str, Any]: ...
+
+    @abc.abstractmethod
+    def reply_body(self, reply: Text | CallTool, request: dict[str, Any], n: int) -> Any: ...
+
+    @abc.abstractmethod
+    def error_body(self, status: int, message: str) -> dict[str, Any]: ...
+
+    def last_user_text(self, request: dict[str, Any]) -> str:
+        users = [m for m in request.get("messages", []) if m.get("role") == "user"]
+        return _text_of(users[-1].get("content", "")) if users else ""
+
+
+def _usage(request: dict[str, Any], text: str) -> tuple[int, int]:
+    """Made-up but checkable token counts: one per request message, one per reply word."""
+    return len(request.get("messages", [])), len(text.split())
+
+
+def _text_of(content: Any) -> str:
+    """The text of a message content that is a string or a list of typed parts."""
+    if isinstance(content, str):
+        return content
+    return "".join(part.get("text", "") for part in content if part.get("type") == "text")
+
+
+class FakeOpenAIServer(FakeLLMServer):
+    """POST /v1/chat/completions, answering `ChatCompletion` objects."""
+
+    route = "/v1/chat/completions"
+    url_suffix = "/v1"
+
+    def reply_body(self, reply: Text | CallTool, request: dict[str, Any], n: int) -> Any:
+        tool_calls: list[oc.ChatCompletionMessageToolCallUnion] | None = None
+        if isinstance(reply, CallTool):
+            function = Function(name=reply.name, arguments=reply.arguments)
+            call = oc.ChatCompletionMessageFunctionToolCall(
+                id=reply.call_id, type="function", function=function
+            )
+            tool_calls = [call]
+        prompt, completion = _usage(request, reply.text)
+        return oc.ChatCompletion(
+            id=f"chatcmpl-{n}",
+            object="chat.completion",
+            created=int(time.time()),
+            model=request.get("model", "fake"),
+            choices=[
+                Choice(
+                    index=0,
+                    finish_reason="tool_calls" if tool_calls else "stop",
+                    message=oc.ChatCompletionMessage(
+                        role="assistant", content=reply.text or None, tool_calls=tool_calls
+                    ),
+                )
+            ],
+            usage=CompletionUsage(
+                prompt_tokens=prompt, completion_tokens=completion, total_tokens=prompt + completion
+            ),
+        ).model_dump(mode="json")
+
+    def models_body(self) -> dict[str, Any]:
+        model = openai.types.Model(id="fake-model", created=0, object="model", owned_by="fake")
+        return {"object": "list", "data": [model.model_dump(mode="json")]}
+
+    def error_body(self, status: int, message: str) -> dict[str, Any]:
+        kind = {401: "invalid_request_error", 429: "rate_limit_exceeded"}.get(
+            status, "server_error"
+        )
+        return {"error": {"message": message, "type": kind, "param": None, "code": None}}
+
+
+class FakeAnthropicServer(FakeLLMServer):
+    """POST /v1/messages, answering `Message` objects."""
+
+    route = "/v1/messages"
+    url_suffix = ""
+
+    def reply_body(self, reply: Text | CallTool, request: dict[str, Any], n: int) -> Any:
+        content: list[at.ContentBlock] = []
+        if reply.text:
+            content.append(at.TextBlock(type="text", text=reply.text))
+        malformed = False
+        if isinstance(reply, CallTool):
+            try:
+                arguments = json.loads(reply.arguments)
+            except json.JSONDecodeError:
+                arguments = None
+            malformed = not isinstance(arguments, dict)
+            content.append(
+                at.ToolUseBlock(
+                    type="tool_use",
+                    id=reply.call_id,
+                    name=reply.name,
+                    input=arguments if isinstance(arguments, dict) else {},
+                )
+            )
+        prompt, completion = _usage(request, reply.text)
+        body = at.Message(
+            id=f"msg_{n:024d}",
+            type="message",
+            role="assistant",
+            model=request.get("model", "fake"),
+            content=content,
+            stop_reason="tool_use" if isinstance(reply, CallTool) else "end_turn",
+            stop_sequence=None,
+            usage=at.Usage(input_tokens=prompt, output_tokens=completion),
+        ).model_dump(mode="json")
+        if malformed and isinstance(reply, CallTool):  # a shape the SDK types cannot hold
+            body["content"][-1]["input"] = reply.arguments
+        return body
+
+    def models_body(self) -> dict[str, Any]:
+        model = at.ModelInfo(
+            id="fake-model",
+            type="model",
+            display_name="Fake model",
+            created_at=datetime(2025, 1, 1, tzinfo=UTC),
+            lifecycle="active",
+        )
+        data = [model.model_dump(mode="json")]
+        return {"data": data, "has_more": False, "first_id": model.id, "last_id": model.id}
+
+    def error_body(self, status: int, message: str) -> dict[str, Any]:
+        kind = {
+            401: "authentication_error",
+            403: "permission_error",
+            429: "rate_limit_error",
+            529: "overloaded_error",
+        }.get(status, "api_error" if status >= 500 else "invalid_request_error")
+        return {"type": "error", "error": {"type": kind, "message": message}}

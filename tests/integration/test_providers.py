@@ -1,0 +1,444 @@
+"""Both providers, driven through the real SDKs against the fake loopback servers."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import traceback
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import pytest
+
+from nahida.errors import (
+    ProviderAuthError,
+    ProviderConnectionError,
+    ProviderError,
+    ProviderRateLimitError,
+    ProviderResponseError,
+    ProviderServerError,
+    ProviderTimeoutError,
+)
+from nahida.providers.anthropic import AnthropicProvider
+from nahida.providers.base import ChatRequest, ChatResponse, Message, Provider, ToolCall, ToolSpec
+from nahida.providers.client import ClientSettings, backoff_delay, with_retries
+from nahida.providers.openai import OpenAIProvider, sanitise_name
+from tests.fakes.llm_server import FakeAnthropicServer, FakeLLMServer, FakeOpenAIServer
+
+KEY = "sk-test-5f0c2a9e4b7d41c3"
+
+FAST = ClientSettings(
+    base_url=None, api_key=KEY, timeout=5.0, max_retries=2, backoff_base=0.001, backoff_max=0.01
+)
+
+WEATHER = ToolSpec(
+    name="weather",
+    description="Current weather in a city",
+    parameters={"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+)
+
+
+@dataclass
+class Fake:
+    """One fake server and the providers pointed at it (closed at teardown)."""
+
+    kind: str
+    server: FakeLLMServer
+    providers: list[Provider] = field(default_factory=list)
+
+    def provider(self, **overrides: Any) -> OpenAIProvider | AnthropicProvider:
+        settings = replace(FAST, **{"base_url": self.server.url, **overrides})
+        made: OpenAIProvider | AnthropicProvider
+        if self.kind == "openai":
+            made = OpenAIProvider("fake-openai", settings)
+        else:
+            made = AnthropicProvider("fake-anthropic", settings)
+        self.providers.append(made)
+        return made
+
+    @property
+    def bodies(self) -> list[dict[str, Any]]:
+        return [r.body for r in self.server.requests]
+
+
+@pytest.fixture(params=["openai", "anthropic"])
+async def fake(
+    request: pytest.FixtureRequest,
+    openai_server: FakeOpenAIServer,
+    anthropic_server: FakeAnthropicServer,
+) -> AsyncIterator[Fake]:
+    server: FakeLLMServer = openai_server if request.param == "openai" else anthropic_server
+    harness = Fake(request.param, server)
+    yield harness
+    for provider in harness.providers:
+        await provider.aclose()
+
+
+def ask(text: str, **kwargs: Any) -> ChatRequest:
+    return ChatRequest(model="fake-model", messages=(Message("user", text),), **kwargs)
+
+
+# -- behaviour common to both providers ---------------------------------------------------------
+
+
+async def test_plain_reply(fake: Fake) -> None:
+    fake.server.reply_text("hello there")
+
+    response = await fake.provider().chat(ask("hi"))
+
+    assert response.content == "hello there"
+    assert response.tool_calls == ()
+    assert response.model == "fake-model"
+    assert response.finish_reason in ("stop", "end_turn")
+    assert (response.usage.input_tokens, response.usage.output_tokens) == (1, 2)
+    [received] = fake.server.requests
+    assert received.body["model"] == "fake-model"
+    headers = received.headers
+    if fake.kind == "openai":
+        assert headers["authorization"] == f"Bearer {KEY}"
+    else:  # this SDK sends the key as a bearer token; older ones used x-api-key
+        assert KEY in (headers.get("x-api-key"), headers.get("authorization", "")[len("Bearer ") :])
+        assert "anthropic-version" in headers
+
+
+async def test_default_mode_echoes_last_user_text(fake: Fake) -> None:
+    request = ChatRequest(
+        model="m",
+        messages=(Message("user", "first"), Message("assistant", "ok"), Message("user", "second")),
+    )
+
+    response = await fake.provider().chat(request)
+
+    assert response.content == "echo: second"
+
+
+async def test_rate_limit_then_success_honours_retry_after(fake: Fake) -> None:
+    fake.server.fail(429, times=2, retry_after=0.01)
+    fake.server.reply_text("finally")
+    # Backoff alone would wait 30 s; only honouring the server's hint finishes in time.
+    provider = fake.provider(backoff_base=30.0, backoff_max=30.0)
+
+    async with asyncio.timeout(5):
+        response = await provider.chat(ask("hi"))
+
+    assert response.content == "finally"
+    assert len(fake.server.requests) == 3
+
+
+async def test_rate_limit_persistent_gives_up(fake: Fake) -> None:
+    fake.server.fail(429, times=5, retry_after=0)
+
+    with pytest.raises(ProviderRateLimitError) as caught:
+        await fake.provider(max_retries=1).chat(ask("hi"))
+
+    assert caught.value.status == 429
+    assert len(fake.server.requests) == 2
+
+
+async def test_server_error_after_all_retries(fake: Fake) -> None:
+    fake.server.fail(500, times=10)
+
+    with pytest.raises(ProviderServerError) as caught:
+        await fake.provider().chat(ask("hi"))
+
+    assert caught.value.status == 500
+    assert caught.value.provider == f"fake-{fake.kind}"
+    # max_retries + 1 attempts: the SDK's own retries are off, ours are the only ones.
+    assert len(fake.server.requests) == FAST.max_retries + 1
+
+
+async def test_timeout(fake: Fake) -> None:
+    fake.server.hang()
+    fake.server.hang()
+
+    with pytest.raises(ProviderTimeoutError):
+        await fake.provider(timeout=0.2, max_retries=1).chat(ask("hi"))
+
+    assert len(fake.server.requests) == 2
+
+
+async def test_auth_error_is_not_retried_and_hides_the_key(fake: Fake) -> None:
+    # A careless server echoes the key back in its error body.
+    fake.server.fail(401, message=f"Incorrect API key provided: {KEY}")
+
+    with pytest.raises(ProviderAuthError) as caught:
+        await fake.provider().chat(ask("hi"))
+
+    error = caught.value
+    assert error.status == 401
+    assert "Incorrect API key provided" in str(error)
+    printed = "".join(traceback.format_exception(error))
+    assert KEY not in printed
+    assert "401" in printed
+    assert len(fake.server.requests) == 1
+
+
+async def test_connection_refused(fake: Fake) -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    closed = f"http://127.0.0.1:{port}" + ("/v1" if fake.kind == "openai" else "")
+
+    with pytest.raises(ProviderConnectionError) as caught:
+        await fake.provider(base_url=closed, max_retries=1).chat(ask("hi"))
+
+    assert KEY not in str(caught.value)
+
+
+async def test_ping_lists_models_without_a_chat_request(fake: Fake) -> None:
+    await fake.provider().ping()
+
+    assert fake.server.requests == []
+
+
+async def test_ping_unreachable(fake: Fake) -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+
+    with pytest.raises(ProviderConnectionError):
+        await fake.provider(base_url=f"http://127.0.0.1:{port}/v1").ping()
+
+
+async def test_malformed_tool_arguments(fake: Fake) -> None:
+    fake.server.reply_malformed_tool_call("weather")
+
+    with pytest.raises(ProviderResponseError, match="weather"):
+        await fake.provider().chat(ask("weather in Paris?", tools=(WEATHER,)))
+
+    assert len(fake.server.requests) == 1  # not retried
+
+
+@pytest.mark.parametrize(
+    ("body", "content_type"),
+    [
+        ("<html>gateway</html>", "text/html"),
+        ("{}", "application/json"),
+        ("[1, 2]", "application/json"),
+    ],
+)
+async def test_unexpected_response_shape(fake: Fake, body: str, content_type: str) -> None:
+    fake.server.reply_raw(body, content_type=content_type)
+
+    with pytest.raises(ProviderResponseError):
+        await fake.provider().chat(ask("hi"))
+
+
+async def test_tool_call_round_trip(fake: Fake) -> None:
+    fake.server.reply_tool_call("weather", {"city": "Paris"}, call_id="call_7")
+    fake.server.reply_text("Sunny in Paris.")
+    provider = fake.provider()
+    history: tuple[Message, ...] = (
+        Message("system", "You are terse."),
+        Message("user", "Weather in Paris?"),
+    )
+
+    first = await provider.chat(ChatRequest("fake-model", history, tools=(WEATHER,)))
+    assert first.tool_calls == (ToolCall("call_7", "weather", {"city": "Paris"}),)
+    assert first.finish_reason in ("tool_calls", "tool_use")
+
+    history += (
+        Message("assistant", first.content, tool_calls=first.tool_calls),
+        Message("tool", "sunny, 25C", tool_call_id="call_7"),
+    )
+    second = await provider.chat(ChatRequest("fake-model", history, tools=(WEATHER,)))
+
+    assert second.content == "Sunny in Paris."
+    assert second.tool_calls == ()
+    expect_wire = expect_openai_round_trip if fake.kind == "openai" else expect_anthropic_round_trip
+    expect_wire(fake.bodies)
+
+
+def expect_openai_round_trip(bodies: list[dict[str, Any]]) -> None:
+    assert bodies[0]["tools"] == [
+        {
+            "type": "function",
+            "function": {
+                "name": "weather",
+                "description": WEATHER.description,
+                "parameters": WEATHER.parameters,
+            },
+        }
+    ]
+    assert bodies[1]["messages"] == [
+        {"role": "system", "content": "You are terse."},
+        {"role": "user", "content": "Weather in Paris?"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "call_7",
+                    "type": "function",
+                    "function": {"name": "weather", "arguments": '{"city": "Paris"}'},
+                }
+            ],
+        },
+        {"role": "tool", "content": "sunny, 25C", "tool_call_id": "call_7"},
+    ]
+
+
+def expect_anthropic_round_trip(bodies: list[dict[str, Any]]) -> None:
+    assert bodies[0]["tools"] == [
+        {"name": "weather", "description": WEATHER.description, "input_schema": WEATHER.parameters}
+    ]
+    assert bodies[1]["system"] == "You are terse."
+    assert bodies[1]["messages"] == [
+        {"role": "user", "content": [{"type": "text", "text": "Weather in Paris?"}]},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "tool_use", "id": "call_7", "name": "weather", "input": {"city": "Paris"}}
+            ],
+        },
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "call_7", "content": "sunny, 25C"}],
+        },
+    ]
+
+
+# -- translation details of each protocol -------------------------------------------------------
+
+
+only_openai = pytest.mark.parametrize("fake", ["openai"], indirect=True)
+only_anthropic = pytest.mark.parametrize("fake", ["anthropic"], indirect=True)
+
+
+@only_openai
+async def test_openai_sends_no_unset_parameters(fake: Fake) -> None:
+    provider = fake.provider()
+    await provider.chat(ask("a"))
+    await provider.chat(ask("b", max_tokens=50, temperature=0.3))
+
+    unset, given = fake.bodies
+    assert not {"max_tokens", "temperature", "tools", "max_completion_tokens"} & unset.keys()
+    assert (given["max_tokens"], given["temperature"]) == (50, 0.3)
+
+
+@only_openai
+async def test_openai_user_names_are_sanitised(fake: Fake) -> None:
+    request = ChatRequest(
+        model="m",
+        messages=(
+            Message("user", "one", name="Alice Smith"),
+            Message("user", "two", name="纳西妲"),
+            Message("user", "three", name="bob-2"),
+        ),
+    )
+    await fake.provider().chat(request)
+
+    sent = fake.bodies[0]["messages"]
+    assert [m.get("name") for m in sent] == ["Alice_Smith", None, "bob-2"]
+    assert "name" not in sent[1]
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("alice", "alice"),
+        ("Alice Smith", "Alice_Smith"),
+        ("Bob (admin)", "Bob_admin"),
+        ("小明 Tom", "Tom"),
+        ("纳西妲", None),
+        ("___", None),
+        ("", None),
+        (None, None),
+        ("x" * 80, "x" * 64),
+    ],
+)
+def test_sanitise_name(name: str | None, expected: str | None) -> None:
+    assert sanitise_name(name) == expected
+
+
+@only_anthropic
+async def test_anthropic_joins_system_and_merges_same_role_turns(fake: Fake) -> None:
+    request = ChatRequest(
+        model="m",
+        messages=(
+            Message("system", "Rule one."),
+            Message("user", "hi", name="Alice"),
+            Message("system", "Rule two."),
+            Message("user", "anyone?"),
+            Message("assistant", "hello"),
+            Message("assistant", ""),
+            Message("assistant", "again"),
+            Message("user", "bye"),
+        ),
+        temperature=0.2,
+    )
+    response = await fake.provider().chat(request)
+
+    assert response.content == "echo: bye"
+    body = fake.bodies[0]
+    assert body["system"] == "Rule one.\n\nRule two."
+    assert body["max_tokens"] == 1024
+    assert body["temperature"] == 0.2
+    assert [(m["role"], [b["text"] for b in m["content"]]) for m in body["messages"]] == [
+        ("user", ["hi", "anyone?"]),
+        ("assistant", ["hello", "again"]),
+        ("user", ["bye"]),
+    ]
+
+
+@only_anthropic
+async def test_anthropic_tool_results_open_the_user_turn(fake: Fake) -> None:
+    call = ToolCall("t1", "weather", {"city": "Oslo"})
+    request = ChatRequest(
+        model="m",
+        messages=(
+            Message("user", "Oslo?"),
+            Message("assistant", "Let me look.", tool_calls=(call,)),
+            Message("user", "quickly please"),
+            Message("tool", "snow", tool_call_id="t1"),
+        ),
+        max_tokens=64,
+    )
+    await fake.provider().chat(request)
+
+    body = fake.bodies[0]
+    assert body["max_tokens"] == 64
+    assistant, user = body["messages"][1:]
+    assert [b["type"] for b in assistant["content"]] == ["text", "tool_use"]
+    assert [b["type"] for b in user["content"]] == ["tool_result", "text"]
+
+
+# -- retry policy without a server --------------------------------------------------------------
+
+
+async def test_with_retries_does_not_retry_non_retryable_errors() -> None:
+    attempts = 0
+
+    async def call() -> ChatResponse:
+        nonlocal attempts
+        attempts += 1
+        raise ProviderError("bad request", provider="p", status=400)
+
+    with pytest.raises(ProviderError, match="bad request"):
+        await with_retries(call, FAST, "p")
+    assert attempts == 1
+
+
+async def test_with_retries_returns_once_a_retry_succeeds() -> None:
+    attempts = 0
+
+    async def call() -> str:
+        nonlocal attempts
+        attempts += 1
+        if attempts < 3:
+            raise ProviderServerError("busy", provider="p", status=503)
+        return "ok"
+
+    assert await with_retries(call, FAST, "p") == "ok"
+    assert attempts == 3
+
+
+def test_backoff_grows_with_jitter_and_is_capped() -> None:
+    settings = replace(FAST, backoff_base=1.0, backoff_max=8.0)
+    for retries, ceiling in [(0, 1.0), (1, 2.0), (2, 4.0), (3, 8.0), (6, 8.0)]:
+        delays = {backoff_delay(retries, settings) for _ in range(50)}
+        assert all(ceiling / 2 <= d <= ceiling for d in delays)
+        assert len(delays) > 1  # jittered
+    assert backoff_delay(5, settings, hint=0.25) == 0.25
+    assert backoff_delay(0, settings, hint=3600) <= 1.0  # absurd hints are not waited for

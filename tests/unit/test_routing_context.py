@@ -1,0 +1,69 @@
+"""Model routing per task and the prompt builder's budget."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from nahida.context import build_prompt, estimate_tokens
+from nahida.errors import ConfigError
+from nahida.history import Turn
+from nahida.providers.router import Route, resolve_routes
+
+
+def test_missing_routes_fall_back_to_chat() -> None:
+    routes = resolve_routes({"chat": "a/big", "compress": "a/small"}, {"a": "default"})
+    assert routes["chat"] == Route("a", "big")
+    assert routes["compress"] == Route("a", "small")
+    assert routes["dream"] == routes["embed"] == routes["rerank"] == Route("a", "big")
+
+
+def test_route_forms() -> None:
+    defaults = {"a": "a-default", "b": "b-default"}
+    routes = resolve_routes({"chat": "b", "dream": "a/x/y"}, defaults)
+    assert routes["chat"] == Route("b", "b-default")
+    assert routes["dream"] == Route("a", "x/y")  # model names may contain '/'
+    assert resolve_routes({}, defaults)["chat"] == Route("a", "a-default")
+    single = resolve_routes({"chat": "Qwen/Qwen2.5-7B"}, {"vllm": ""})
+    assert single["chat"] == Route("vllm", "Qwen/Qwen2.5-7B")
+    assert resolve_routes({}, {}) == {}
+
+
+def test_route_errors_name_the_key() -> None:
+    with pytest.raises(ConfigError, match=r"models\.dream: 'zzz/m' names no provider"):
+        resolve_routes({"dream": "zzz/m"}, {"a": "x", "b": "y"})
+    with pytest.raises(ConfigError, match="has no default model"):
+        resolve_routes({}, {"a": ""})
+
+
+def _turn(i: int, role: str, text: str) -> Turn:
+    return Turn(i, "s", "c", role, text, datetime.now(UTC), speaker_name=f"u{i}")
+
+
+def test_prompt_keeps_newest_turns_within_budget_and_fills_slots() -> None:
+    hot = [_turn(i, "user" if i % 2 == 0 else "assistant", f"message {i} " * 20) for i in range(10)]
+    prompt = build_prompt(
+        persona="You are Nahida.",
+        language="zh",
+        now=datetime(2026, 1, 1, tzinfo=UTC),
+        slots={"memory": "- [m_1] likes tea", "unknown": "ignored"},
+        hot=hot,
+        current="现在几点？",
+        current_name="Bob",
+        is_group=True,
+        budget=300,
+    )
+    system = prompt.messages[0].content
+    assert "You are Nahida." in system and "likes tea" in system and "ignored" not in system
+    assert prompt.messages[-1].content == "Bob: 现在几点？"
+    kept = prompt.messages[1:-1]
+    assert 0 < len(kept) < 10
+    assert prompt.dropped_turns == 10 - len(kept)
+    assert kept[-1].content.endswith(hot[-1].content)  # the newest turns survive
+    assert prompt.tokens <= 300
+
+
+def test_token_estimate_counts_cjk_per_character() -> None:
+    assert estimate_tokens("你好世界") == 4
+    assert estimate_tokens("abcdefgh") == 2

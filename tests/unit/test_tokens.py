@@ -1,0 +1,270 @@
+"""Tokenisation for FTS5: jieba search mode, one tokenizer for index and query, safe MATCH."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import jieba
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from nahida.memory import tokens
+from nahida.memory.tokens import (
+    STOPWORDS,
+    index_text,
+    match_query,
+    scope_token,
+    scoped_match,
+    scopes_text,
+    tokenize,
+    warm_up,
+)
+
+FTS_SCHEMA = (
+    "CREATE VIRTUAL TABLE t USING fts5(body, scopes, tokenize='unicode61 remove_diacritics 0')"
+)
+QUERY_SYNTAX = ['"', '""', "(", ")", "*", "-", "+", "^", ":", "NEAR", "AND", "OR", "NOT", "{", "}"]
+# Text that looks like FTS5 syntax, mixed with Chinese, English and arbitrary unicode.
+HOSTILE = st.lists(
+    st.one_of(
+        st.sampled_from([*QUERY_SYNTAX, "body:", "scopes:", "NEAR(", " ", "北京大学", "GPT-4o"]),
+        st.text(max_size=8),
+    ),
+    max_size=10,
+).map("".join)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _jieba_loaded() -> None:
+    warm_up()
+
+
+def _db() -> sqlite3.Connection:
+    db = sqlite3.connect(":memory:")
+    db.execute(FTS_SCHEMA)
+    return db
+
+
+def _terms(expression: str) -> list[str]:
+    """The quoted tokens of a `"a" OR "b"` expression."""
+    return [t.replace('""', '"') for t in re.findall(r'"((?:[^"]|"")*)"', expression)]
+
+
+def test_chinese_is_cut_in_search_mode() -> None:
+    assert tokenize("我来到北京清华大学") == [
+        "我",
+        "来到",
+        "北京",
+        "清华",
+        "华大",
+        "大学",
+        "清华大学",
+    ]
+    assert {"北京", "大学", "北京大学"} <= set(tokenize("北京大学的学生"))
+
+
+def test_ascii_words_are_kept_whole_and_case_folded() -> None:
+    assert tokenize("Hello, World! GPT-4o rocks.") == ["hello", "world", "gpt", "4o", "rocks"]
+    assert tokenize("kubernetes typescript") == ["kubernetes", "typescript"]
+    assert tokenize("用 git rebase -i 整理提交") == ["用", "git", "rebase", "i", "整理", "提交"]
+    assert tokenize("v1.2.3 commit 3f2a9c1") == ["v1", "2", "3", "commit", "3f2a9c1"]
+    assert tokenize("iPhone15手机") == ["iphone15", "手机"]
+
+
+def test_full_width_is_folded_and_punctuation_dropped() -> None:
+    assert tokenize("ＧＩＴ　ｒｅｂａｓｅ，１２３！") == ["git", "rebase", "123"]
+    assert tokenize("café naïve Straße ΣΊΣΥΦΟΣ") == ["café", "naïve", "strasse", "σίσυφοσ"]
+    assert tokenize("🎉🎉 ... ，。！？ ") == []
+    assert tokenize("") == []
+
+
+def test_index_text_joins_the_tokens() -> None:
+    assert index_text("我爱北京天安门 GPT-4o") == "我 爱 北京 天安 天安门 gpt 4o"
+
+
+def test_query_uses_the_index_tokens() -> None:
+    text = "我昨天在北京大学用 GPT-4o 写了 FTS5 查询"
+    indexed = index_text(text).split()
+    query = match_query(text, stopwords=False)
+    assert query is not None
+    assert _terms(query) == list(dict.fromkeys(indexed))
+
+
+def test_match_query_quotes_dedups_and_drops_stopwords() -> None:
+    assert match_query("git rebase git") == '"git" OR "rebase"'
+    assert match_query("the cat is on the mat") == '"cat" OR "mat"'
+    assert match_query("我的猫") == '"猫"'
+    assert match_query("的 了 是") == '"的" OR "了" OR "是"'  # only stopwords: keep them
+    assert match_query("the cat", stopwords=False) == '"the" OR "cat"'
+    assert match_query("a b c d e", max_terms=2, stopwords=False) == '"a" OR "b"'
+    assert {"的", "the", "吗"} <= STOPWORDS
+
+
+def test_match_query_returns_none_when_nothing_is_searchable() -> None:
+    assert match_query("") is None
+    assert match_query('!!! "" () * - ^ : 🎉') is None
+    with pytest.raises(ValueError):
+        match_query("x", max_terms=0)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'foo" OR bar',
+        "NEAR(a b, 3)",
+        "a AND NOT b",
+        "body: secret",
+        "scopes : zsdeadbeef",
+        "pre*",
+        "-excluded ^first",
+        '"unbalanced',
+        "((nested)",
+        "{body scopes}: x",
+    ],
+)
+def test_fts_syntax_in_user_text_is_only_words(text: str) -> None:
+    query = match_query(text)
+    assert query is not None
+    assert re.fullmatch(r'"[^"\s]+"(?: OR "[^"\s]+")*', query)
+    db = _db()
+    db.execute("INSERT INTO t(body) VALUES (?)", (index_text(text),))
+    assert db.execute("SELECT count(*) FROM t WHERE t MATCH ?", (query,)).fetchone() == (1,)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.one_of(HOSTILE, st.text()))
+def test_any_text_gives_a_query_fts5_accepts_and_that_finds_it(text: str) -> None:
+    db = _db()
+    db.execute("INSERT INTO t(body) VALUES ('unrelated words only')")
+    db.execute("INSERT INTO t(body) VALUES (?)", (index_text(text),))
+    query = match_query(text)
+    if not tokenize(text):
+        assert query is None
+        return
+    assert query is not None
+    rows = {r for (r,) in db.execute("SELECT rowid FROM t WHERE t MATCH ?", (query,))}
+    assert 2 in rows
+
+
+NON_ASCII = st.text(st.characters(min_codepoint=0x80, max_codepoint=0x3FFFF), max_size=30)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.one_of(HOSTILE, st.text(), NON_ASCII))
+def test_every_token_is_one_unicode61_token(text: str) -> None:
+    """SQLite sees exactly our tokens: none is split, merged or folded differently."""
+    db = _db()
+    db.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, 'instance')")
+    db.execute("INSERT INTO t(body) VALUES (?)", (index_text(text),))
+    seen = [term for (term,) in db.execute("SELECT term FROM v ORDER BY offset")]
+    assert seen == tokenize(text)
+
+
+def test_scope_token_is_deterministic_distinct_and_one_token() -> None:
+    scopes = ["global", "chat:onebot:group:123", "chat:onebot:group:1234", "user:lark:ou_abc"]
+    found = [scope_token(s) for s in scopes]
+    assert found == [scope_token(s) for s in scopes]
+    assert len(set(found)) == len(scopes)
+    assert all(re.fullmatch(r"zs[0-9a-f]{20}", t) for t in found)
+    assert tokenize(scope_token("global")) == [scope_token("global")]
+    assert scopes_text(["global", "global", "user:x"]) == (
+        f"{scope_token('global')} {scope_token('user:x')}"
+    )
+
+
+def test_scoped_match_shape() -> None:
+    a, b = scope_token("global"), scope_token("user:onebot:42")
+    assert scoped_match("北京大学", ["global", "user:onebot:42"]) == (
+        f'scopes : ("{a}" OR "{b}") AND body : ("北京" OR "大学" OR "北京大学")'
+    )
+    assert scoped_match(None, ["global"]) == f'scopes : ("{a}")'
+    assert scoped_match("北京", []) is None
+    assert scoped_match("！？", ["global"]) is None
+
+
+def _scoped_db(rows: Sequence[tuple[str, str]]) -> sqlite3.Connection:
+    db = _db()
+    db.executemany(
+        "INSERT INTO t(body, scopes) VALUES (?, ?)",
+        [(index_text(body), scopes_text([scope])) for body, scope in rows],
+    )
+    return db
+
+
+def _search(db: sqlite3.Connection, expression: str | None) -> Iterator[int]:
+    if expression is not None:
+        yield from (r for (r,) in db.execute("SELECT rowid FROM t WHERE t MATCH ?", (expression,)))
+
+
+def test_scoped_match_finds_only_rows_in_the_scopes() -> None:
+    db = _scoped_db(
+        [
+            ("我喜欢北京烤鸭", "chat:onebot:group:1"),
+            ("我喜欢北京烤鸭", "chat:onebot:group:12"),
+            ("我喜欢北京烤鸭", "user:onebot:7"),
+            ("北京烤鸭太油了", "global"),
+        ]
+    )
+    assert set(_search(db, scoped_match("北京烤鸭", ["chat:onebot:group:1"]))) == {1}
+    assert set(_search(db, scoped_match("北京烤鸭", ["global", "user:onebot:7"]))) == {3, 4}
+    assert set(_search(db, scoped_match(None, ["chat:onebot:group:12"]))) == {2}
+    # typing a column filter for another scope does not widen the search
+    sneaky = f'北京 OR scopes : "{scope_token("global")}"'
+    assert set(_search(db, scoped_match(sneaky, ["chat:onebot:group:1"]))) == {1}
+    ranked = db.execute(
+        "SELECT rowid FROM t WHERE t MATCH ? ORDER BY bm25(t, 1.0, 0.0)",
+        (scoped_match("北京", ["global", "user:onebot:7"]),),
+    ).fetchall()
+    assert {r for (r,) in ranked} == {3, 4}
+
+
+SCOPES = st.sampled_from(
+    ["global", "chat:onebot:group:1", "chat:onebot:group:12", "user:onebot:1", "user:lark:ou_1"]
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.tuples(st.one_of(HOSTILE, st.text(max_size=20)), SCOPES), max_size=8),
+    st.one_of(st.none(), HOSTILE, st.text(max_size=20)),
+    st.lists(SCOPES, max_size=3),
+)
+def test_scoped_match_never_leaks_other_scopes(
+    rows: list[tuple[str, str]], query: str | None, visible: list[str]
+) -> None:
+    db = _scoped_db(rows)
+    found = list(_search(db, scoped_match(query, visible)))
+    assert all(rows[rowid - 1][1] in visible for rowid in found)
+    if query is None and visible:
+        assert sorted(found) == [i + 1 for i, (_, s) in enumerate(rows) if s in visible]
+
+
+def test_jieba_is_loaded_once_under_concurrent_first_use(monkeypatch: pytest.MonkeyPatch) -> None:
+    built: list[Any] = []
+    real = jieba.Tokenizer
+
+    def counting_tokenizer(*args: Any, **kwargs: Any) -> Any:
+        built.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(tokens, "_jieba", None)
+    monkeypatch.setattr(jieba, "Tokenizer", counting_tokenizer)
+    barrier = threading.Barrier(8)
+    results: list[list[str]] = []
+
+    def work() -> None:
+        barrier.wait()
+        results.append(tokenize("南京市长江大桥"))
+
+    threads = [threading.Thread(target=work) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(built) == 1
+    assert results == [["南京", "京市", "南京市", "长江", "大桥", "长江大桥"]] * 8
