@@ -2,8 +2,9 @@
 
 An adapter turns platform events into `Envelope`s handed to `submit` and sends `Reply`s. It never
 touches memory or providers. It fills `Envelope.sender.role` (owner/admin/member) from the event or
-the platform API, since permission checks read it there. Adapters that receive over HTTP/WebSocket mount routes on the shared
-inbound server (`nahida.server.InboundServer`) in `mount`, before the server starts.
+the platform API, since permission checks read it there. Adapters that receive over HTTP or
+WebSocket mount routes on the shared inbound server (`nahida.server.InboundServer`) in `mount`,
+before the server starts.
 """
 
 from __future__ import annotations
