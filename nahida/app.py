@@ -25,16 +25,14 @@ from nahida.adapters.console.adapter import ConsoleAdapter
 from nahida.bus import EventBus
 from nahida.commands import session as session_commands
 from nahida.commands.router import CommandRouter
-from nahida.config import Config
+from nahida.config import Config, ProviderConfig
 from nahida.db import Database
 from nahida.envelope import Reply
 from nahida.errors import AdapterError, ConfigError
 from nahida.memory.tokens import warm_up
 from nahida.policy import ReplyPolicy
-from nahida.providers.anthropic import AnthropicProvider
 from nahida.providers.base import Provider
 from nahida.providers.client import ClientSettings
-from nahida.providers.openai import OpenAIProvider
 from nahida.providers.router import ModelRouter, resolve_routes
 from nahida.runner import RunnerSettings, SessionRunner
 from nahida.scheduler import Scheduler
@@ -62,15 +60,20 @@ class Paths:
         return self.data_dir / "nahida.db"
 
 
-def build_provider(name: str, settings: Any) -> Provider:
+def build_provider(name: str, settings: ProviderConfig) -> Provider:
     client = ClientSettings(
         base_url=settings.base_url,
         api_key=settings.api_key.get_secret_value(),
         timeout=settings.timeout,
         max_retries=settings.max_retries,
     )
+    # Imported here: each SDK takes up to a second to import, and most installs use one.
     if settings.type == "anthropic":
+        from nahida.providers.anthropic import AnthropicProvider
+
         return AnthropicProvider(name, client)
+    from nahida.providers.openai import OpenAIProvider
+
     return OpenAIProvider(name, client)
 
 

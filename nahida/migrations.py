@@ -9,8 +9,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from nahida.db import Connection, transaction
+from nahida.db import Connection, driver, transaction
 from nahida.errors import StorageError
+from nahida.memory.schema import MEMORY_TABLES
+
+
+def driver_complete(sql: str) -> bool:
+    return bool(driver.complete_statement(sql))
 
 
 @dataclass(frozen=True)
@@ -20,7 +25,18 @@ class Migration:
 
 
 def _sql(script: str) -> Callable[[Connection], None]:
-    statements = [s.strip() for s in script.split(";\n") if s.strip()]
+    """Run a script statement by statement (inside the caller's transaction, unlike
+    `executescript`); statements end with `;` at the end of a line."""
+    statements: list[str] = []
+    current: list[str] = []
+    for line in script.strip().splitlines():
+        current.append(line)
+        text = "\n".join(current)
+        if line.rstrip().endswith(";") and driver_complete(text):
+            statements.append(text)
+            current = []
+    if current:
+        statements.append("\n".join(current))
 
     def apply(conn: Connection) -> None:
         for statement in statements:
@@ -66,6 +82,7 @@ CREATE VIRTUAL TABLE turns_fts USING fts5 (body, scopes, tokenize = 'unicode61 r
 
 MIGRATIONS: list[Migration] = [
     Migration("0001_sessions_and_turns", _sql(SESSIONS_AND_TURNS)),
+    Migration("0002_memory", _sql(MEMORY_TABLES)),
 ]
 
 

@@ -26,12 +26,7 @@ from anthropic.types import Message as AnthropicMessage
 
 from nahida.errors import ProviderResponseError
 from nahida.providers.base import ChatRequest, ChatResponse, Message, ToolCall, ToolSpec, Usage
-from nahida.providers.client import (
-    ClientSettings,
-    anthropic_client,
-    from_anthropic_error,
-    with_retries,
-)
+from nahida.providers.client import ClientSettings, from_sdk_error, with_retries
 
 DEFAULT_MAX_TOKENS = 1024
 
@@ -44,7 +39,12 @@ class AnthropicProvider:
     def __init__(self, name: str, settings: ClientSettings) -> None:
         self.name = name
         self._settings = settings
-        self._client = anthropic_client(settings)
+        self._client = anthropic.AsyncAnthropic(
+            api_key=settings.api_key,
+            base_url=settings.base_url,
+            timeout=settings.timeout,
+            max_retries=0,  # with_retries is the one place that retries
+        )
 
     async def chat(self, request: ChatRequest) -> ChatResponse:
         message = await with_retries(lambda: self._create(request), self._settings, self.name)
@@ -55,7 +55,7 @@ class AnthropicProvider:
         try:
             await self._client.models.list(limit=1)
         except anthropic.AnthropicError as exc:
-            raise from_anthropic_error(exc, self.name, self._settings.api_key) from exc
+            raise from_sdk_error(exc, anthropic, self.name, self._settings.api_key) from exc
 
     async def aclose(self) -> None:
         await self._client.close()
@@ -75,7 +75,7 @@ class AnthropicProvider:
                 extra_body=extra,
             )
         except anthropic.AnthropicError as exc:
-            raise from_anthropic_error(exc, self.name, self._settings.api_key) from exc
+            raise from_sdk_error(exc, anthropic, self.name, self._settings.api_key) from exc
 
 
 def system_text(messages: tuple[Message, ...]) -> str:

@@ -69,4 +69,7 @@ class Provider(Protocol):
 
     async def chat(self, request: ChatRequest) -> ChatResponse: ...
 
+    async def ping(self) -> None:
+        """Check the endpoint answers and accepts the key, spending no tokens."""
+
     async def aclose(self) -> None: ...

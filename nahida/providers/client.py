@@ -1,9 +1,9 @@
 """How to connect to an LLM endpoint, apart from how to talk to it.
 
-`ClientSettings` says where the endpoint is and how patient to be. The SDK clients are built here
-with the SDK's own retries switched off, so that `with_retries` is the one place that retries, the
-same way for every provider. SDK exceptions become the typed errors of `nahida.errors`, with the
-HTTP status kept and the API key scrubbed from every message.
+`ClientSettings` says where the endpoint is and how patient to be. Providers build their SDK
+clients with the SDK's own retries switched off, so that `with_retries` is the one place that
+retries, the same way for every provider. SDK exceptions become the typed errors of
+`nahida.errors`, with the HTTP status kept and the API key scrubbed from every message.
 """
 
 from __future__ import annotations
@@ -15,10 +15,9 @@ import random
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import TypeVar
 
-import anthropic
-import openai
 import structlog
 
 from nahida.errors import (
@@ -47,24 +46,6 @@ class ClientSettings:
     max_retries: int = 2
     backoff_base: float = 0.5
     backoff_max: float = 8.0
-
-
-def openai_client(settings: ClientSettings) -> openai.AsyncOpenAI:
-    return openai.AsyncOpenAI(
-        api_key=settings.api_key,
-        base_url=settings.base_url,
-        timeout=settings.timeout,
-        max_retries=0,
-    )
-
-
-def anthropic_client(settings: ClientSettings) -> anthropic.AsyncAnthropic:
-    return anthropic.AsyncAnthropic(
-        api_key=settings.api_key,
-        base_url=settings.base_url,
-        timeout=settings.timeout,
-        max_retries=0,
-    )
 
 
 async def with_retries(
@@ -107,10 +88,9 @@ def retry_after(error: ProviderError) -> float | None:
     carried = getattr(error, "retry_after", None)
     if isinstance(carried, int | float):
         return float(carried)
-    cause = error.__cause__
-    if isinstance(cause, openai.APIStatusError | anthropic.APIStatusError):
-        return _parse_retry_after(cause.response.headers)
-    return None
+    response = getattr(error.__cause__, "response", None)  # the SDKs' APIStatusError
+    headers = getattr(response, "headers", None)
+    return _parse_retry_after(headers) if headers is not None else None
 
 
 def _parse_retry_after(headers: Mapping[str, str]) -> float | None:
@@ -137,40 +117,19 @@ def _finite(value: float) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def from_openai_error(exc: openai.OpenAIError, provider: str, api_key: str) -> ProviderError:
-    """The typed error for an exception raised by the OpenAI SDK."""
+def from_sdk_error(exc: Exception, sdk: ModuleType, provider: str, api_key: str) -> ProviderError:
+    """The typed error for an exception raised by an SDK (`sdk` is the `openai` or `anthropic`
+    module: both SDKs share one exception tree, so one mapping serves both)."""
     _scrub_exception(exc, api_key)
-    if isinstance(exc, openai.APITimeoutError):
+    if isinstance(exc, sdk.APITimeoutError):
         return ProviderTimeoutError(f"{provider}: request timed out", provider=provider)
-    if isinstance(exc, openai.APIConnectionError):
+    if isinstance(exc, sdk.APIConnectionError):
         return ProviderConnectionError(
             f"{provider}: could not connect: {_connection_detail(exc, api_key)}", provider=provider
         )
-    if isinstance(exc, openai.APIStatusError):
-        return error_for_status(exc.status_code, _detail(exc, api_key), provider)
-    if isinstance(exc, openai.APIResponseValidationError):
-        return ProviderResponseError(
-            f"{provider}: unexpected response: {_detail(exc, api_key)}",
-            provider=provider,
-            status=exc.status_code,
-        )
-    return ProviderError(f"{provider}: {_detail(exc, api_key)}", provider=provider)
-
-
-def from_anthropic_error(
-    exc: anthropic.AnthropicError, provider: str, api_key: str
-) -> ProviderError:
-    """The typed error for an exception raised by the Anthropic SDK."""
-    _scrub_exception(exc, api_key)
-    if isinstance(exc, anthropic.APITimeoutError):
-        return ProviderTimeoutError(f"{provider}: request timed out", provider=provider)
-    if isinstance(exc, anthropic.APIConnectionError):
-        return ProviderConnectionError(
-            f"{provider}: could not connect: {_connection_detail(exc, api_key)}", provider=provider
-        )
-    if isinstance(exc, anthropic.APIStatusError):
-        return error_for_status(exc.status_code, _detail(exc, api_key), provider)
-    if isinstance(exc, anthropic.APIResponseValidationError):
+    if isinstance(exc, sdk.APIStatusError):
+        return error_for_status(exc.status_code, _status_detail(exc, api_key), provider)
+    if isinstance(exc, sdk.APIResponseValidationError):
         return ProviderResponseError(
             f"{provider}: unexpected response: {_detail(exc, api_key)}",
             provider=provider,
@@ -202,6 +161,17 @@ def _detail(exc: Exception, api_key: str) -> str:
     return scrub(str(exc), api_key) or type(exc).__name__
 
 
+def _status_detail(exc: Exception, api_key: str) -> str:
+    # The API's own words ({"error": {"message": ...}}), not the SDK's "Error code: 401 - {...}".
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        inner = body.get("error")
+        message = (inner if isinstance(inner, dict) else body).get("message")
+        if isinstance(message, str) and message:
+            return scrub(message, api_key)
+    return _detail(exc, api_key)
+
+
 def _connection_detail(exc: Exception, api_key: str) -> str:
     # The SDK says only "Connection error."; the transport error under it says what went wrong.
     cause = exc.__cause__
@@ -213,6 +183,16 @@ def _scrub_exception(exc: Exception, api_key: str) -> None:
     # carry the key either (a server may echo it back in an error body).
     if api_key and any(api_key in str(arg) for arg in exc.args):
         exc.args = tuple(scrub(str(arg), api_key) for arg in exc.args)
-        if isinstance(exc, openai.APIError | anthropic.APIError):
-            exc.message = scrub(exc.message, api_key)
-            exc.body = None
+        if isinstance(getattr(exc, "message", None), str):  # the SDKs' APIError
+            exc.message = scrub(exc.message, api_key)  # type: ignore[attr-defined]
+            exc.body = _scrub_json(getattr(exc, "body", None), api_key)  # type: ignore[attr-defined]
+
+
+def _scrub_json(value: object, api_key: str) -> object:
+    if isinstance(value, str):
+        return scrub(value, api_key)
+    if isinstance(value, dict):
+        return {key: _scrub_json(item, api_key) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_scrub_json(item, api_key) for item in value]
+    return value

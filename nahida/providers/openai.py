@@ -25,7 +25,7 @@ from openai.types.chat import (
 
 from nahida.errors import ProviderResponseError
 from nahida.providers.base import ChatRequest, ChatResponse, Message, ToolCall, ToolSpec, Usage
-from nahida.providers.client import ClientSettings, from_openai_error, openai_client, with_retries
+from nahida.providers.client import ClientSettings, from_sdk_error, with_retries
 
 _NAME_FORBIDDEN = re.compile(r"[^a-zA-Z0-9_-]+")
 _NAME_MAX = 64
@@ -37,7 +37,12 @@ class OpenAIProvider:
     def __init__(self, name: str, settings: ClientSettings) -> None:
         self.name = name
         self._settings = settings
-        self._client = openai_client(settings)
+        self._client = openai.AsyncOpenAI(
+            api_key=settings.api_key,
+            base_url=settings.base_url,
+            timeout=settings.timeout,
+            max_retries=0,  # with_retries is the one place that retries
+        )
 
     async def chat(self, request: ChatRequest) -> ChatResponse:
         completion = await with_retries(lambda: self._create(request), self._settings, self.name)
@@ -48,7 +53,7 @@ class OpenAIProvider:
         try:
             await self._client.models.list()
         except openai.OpenAIError as exc:
-            raise from_openai_error(exc, self.name, self._settings.api_key) from exc
+            raise from_sdk_error(exc, openai, self.name, self._settings.api_key) from exc
 
     async def aclose(self) -> None:
         await self._client.close()
@@ -64,7 +69,7 @@ class OpenAIProvider:
                 temperature=request.temperature if request.temperature is not None else omit,
             )
         except openai.OpenAIError as exc:
-            raise from_openai_error(exc, self.name, self._settings.api_key) from exc
+            raise from_sdk_error(exc, openai, self.name, self._settings.api_key) from exc
 
 
 def message_param(message: Message) -> ChatCompletionMessageParam:

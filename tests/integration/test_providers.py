@@ -22,7 +22,7 @@ from nahida.errors import (
 )
 from nahida.providers.anthropic import AnthropicProvider
 from nahida.providers.base import ChatRequest, ChatResponse, Message, Provider, ToolCall, ToolSpec
-from nahida.providers.client import ClientSettings, backoff_delay, with_retries
+from nahida.providers.client import ClientSettings, backoff_delay, error_for_status, with_retries
 from nahida.providers.openai import OpenAIProvider, sanitise_name
 from tests.fakes.llm_server import FakeAnthropicServer, FakeLLMServer, FakeOpenAIServer
 
@@ -170,6 +170,7 @@ async def test_auth_error_is_not_retried_and_hides_the_key(fake: Fake) -> None:
     assert "Incorrect API key provided" in str(error)
     printed = "".join(traceback.format_exception(error))
     assert KEY not in printed
+    assert KEY not in repr(getattr(error.__cause__, "body", None))
     assert "401" in printed
     assert len(fake.server.requests) == 1
 
@@ -442,3 +443,24 @@ def test_backoff_grows_with_jitter_and_is_capped() -> None:
         assert len(delays) > 1  # jittered
     assert backoff_delay(5, settings, hint=0.25) == 0.25
     assert backoff_delay(0, settings, hint=3600) <= 1.0  # absurd hints are not waited for
+
+
+@pytest.mark.parametrize(
+    ("status", "kind", "retryable"),
+    [
+        (400, ProviderError, False),
+        (401, ProviderAuthError, False),
+        (403, ProviderAuthError, False),
+        (404, ProviderError, False),
+        (408, ProviderTimeoutError, True),
+        (429, ProviderRateLimitError, True),
+        (500, ProviderServerError, True),
+        (529, ProviderServerError, True),
+    ],
+)
+def test_error_for_status(status: int, kind: type[ProviderError], retryable: bool) -> None:
+    error = error_for_status(status, "details", "p")
+    assert type(error) is kind
+    assert error.retryable is retryable
+    assert (error.status, error.provider) == (status, "p")
+    assert str(error) == f"p: HTTP {status}: details"
