@@ -29,6 +29,7 @@ from nahida.config import Config, ProviderConfig
 from nahida.db import Database
 from nahida.envelope import Reply
 from nahida.errors import AdapterError, ConfigError
+from nahida.memory.service import MemoryService
 from nahida.memory.tokens import warm_up
 from nahida.policy import ReplyPolicy
 from nahida.providers.base import Provider
@@ -122,6 +123,9 @@ class App:
         commands = CommandRouter()
         session_commands.register(commands)
         admins = frozenset([*config.bot.admins, str(CONSOLE_USER)])
+        self.memory = MemoryService(
+            self.db, mode=config.memory.commit_mode, budget_tokens=config.memory.budget_tokens
+        )
         self.runner = SessionRunner(
             db=self.db,
             model=self.model,
@@ -139,6 +143,7 @@ class App:
                 max_tool_rounds=config.bot.max_tool_rounds,
             ),
             persona=Persona(paths.workspace),
+            memory=self.memory,
         )
         self.bus = EventBus(
             self.runner.handle,

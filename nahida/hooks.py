@@ -27,6 +27,7 @@ class TurnContext:
     turn: Turn
     language: Language
     is_bot_admin: bool
+    recent_turn_ids: frozenset[int] = frozenset()  # the hot window the prompt shows verbatim
 
 
 class ContextSource(Protocol):

@@ -25,6 +25,7 @@ from nahida.errors import ProviderError
 from nahida.history import NewTurn, Turn
 from nahida.hooks import ContextSource, PostTurnHook, TurnContext
 from nahida.i18n import Language, t
+from nahida.memory.service import MemoryService
 from nahida.policy import ReplyPolicy
 from nahida.providers.router import ModelRouter
 from nahida.tools import Completion, ToolRegistry, complete
@@ -54,6 +55,7 @@ class SessionRunner:
         commands: CommandRouter,
         policy: ReplyPolicy,
         settings: RunnerSettings,
+        memory: MemoryService,
         persona: Callable[[], str],
         tools: ToolRegistry | None = None,
         sources: Sequence[ContextSource] = (),
@@ -64,6 +66,7 @@ class SessionRunner:
         self.send = send
         self.commands = commands
         self.policy = policy
+        self.memory = memory
         self.settings = settings
         self.persona = persona
         self.tools = tools or ToolRegistry()
@@ -90,7 +93,12 @@ class SessionRunner:
             return
         turn, hot = recorded
         ctx = TurnContext(
-            envelope, turn.session_id, turn, self.settings.language, self.is_bot_admin(envelope)
+            envelope,
+            turn.session_id,
+            turn,
+            self.settings.language,
+            self.is_bot_admin(envelope),
+            frozenset([turn.id, *(t.id for t in hot)]),
         )
         if not self.model.configured:
             await self._reply(envelope, t("no_model", ctx.language))

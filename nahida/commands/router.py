@@ -16,6 +16,7 @@ from nahida.db import Database
 from nahida.envelope import Envelope, Role
 from nahida.errors import CommandError
 from nahida.i18n import Language, t
+from nahida.memory.service import MemoryService
 
 log = structlog.get_logger(__name__)
 
@@ -26,6 +27,7 @@ class CommandContext:
     language: Language
     db: Database
     is_bot_admin: bool
+    memory: MemoryService
 
     @property
     def chat(self) -> str:
