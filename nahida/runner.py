@@ -151,7 +151,9 @@ class SessionRunner:
         )
 
     async def _command(self, envelope: Envelope) -> None:
-        ctx = CommandContext(envelope, self.settings.language, self.db, self.is_bot_admin(envelope))
+        ctx = CommandContext(
+            envelope, self.settings.language, self.db, self.is_bot_admin(envelope), self.memory
+        )
         await self._reply(envelope, await self.commands.dispatch(ctx, envelope.text))
 
     async def _complete(self, ctx: TurnContext, hot: list[Turn]) -> Completion:
