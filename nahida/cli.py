@@ -19,6 +19,7 @@ from typing import Annotated, Any
 import typer
 
 from nahida import history
+from nahida.adapters.console.adapter import ConsoleAdapter
 from nahida.app import App, Paths, console_app, platform_adapters
 from nahida.config import Config, load_config
 from nahida.db import Database
@@ -91,6 +92,11 @@ def _logging(config: Config, *, quiet: bool) -> None:
     configure_logging(level, config.logging.format, config.secrets())
 
 
+def _console(config: Config) -> ConsoleAdapter:
+    you = "你" if config.bot.language == "zh" else "you"
+    return ConsoleAdapter(bot_name=config.bot.name, user_name=you)
+
+
 @app.command()
 def chat(
     ctx: typer.Context,
@@ -100,12 +106,12 @@ def chat(
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show info logs.")] = False,
 ) -> None:
     """Chat with Nahida in the terminal (one message per line when stdin is not a terminal)."""
-    from nahida.adapters.console.adapter import CHAT, ConsoleAdapter
+    from nahida.adapters.console.adapter import CHAT
 
     state = _state(ctx)
     config = state.config
     _logging(config, quiet=not verbose)
-    console = ConsoleAdapter(bot_name=config.bot.name)
+    console = _console(config)
     bot = console_app(config, state.paths, console)
     chat_key = str(CHAT)
     bot.db.call(history.start_new, chat_key)  # each terminal chat starts fresh unless resumed
@@ -126,15 +132,12 @@ def chat(
 @app.command()
 def run(ctx: typer.Context) -> None:
     """Run every enabled channel and the scheduler (the terminal chat when none is enabled)."""
-    from nahida.adapters.console.adapter import ConsoleAdapter
-
     state = _state(ctx)
     config = state.config
     adapters = platform_adapters(config, str(state.paths.config or "config"))
     if not adapters:
         _logging(config, quiet=True)
-        console = ConsoleAdapter(bot_name=config.bot.name)
-        asyncio.run(console_app(config, state.paths, console).run())
+        asyncio.run(console_app(config, state.paths, _console(config)).run())
         return
     _logging(config, quiet=False)
     asyncio.run(App(config, state.paths, adapters=adapters).run())

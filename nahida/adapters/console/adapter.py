@@ -36,7 +36,7 @@ class ConsoleAdapter:
         stdout: TextIO | None = None,
         interactive: bool | None = None,
         bot_name: str = "Nahida",
-        user_name: str = "you",
+        user_name: str = "你",
     ) -> None:
         self._stdin = stdin or sys.stdin
         self._stdout = stdout or sys.stdout
