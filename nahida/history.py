@@ -65,6 +65,7 @@ class NewTurn:
     tool_calls: list[dict[str, Any]] | None = None
     addressed: bool = True
     error: str | None = None
+    index: str | None = None  # index_text(content) when the caller computed it already
 
 
 def chat_scope(chat: str) -> str:
@@ -172,7 +173,11 @@ def record(conn: Connection, turn: NewTurn, idle_split: float = 0.0) -> Turn | N
         if turn.role in ("user", "assistant") and turn.content:
             conn.execute(
                 "INSERT INTO turns_fts (rowid, body, scopes) VALUES (?, ?, ?)",
-                (turn_id, index_text(turn.content), scope_token(chat_scope(turn.chat))),
+                (
+                    turn_id,
+                    turn.index or index_text(turn.content),
+                    scope_token(chat_scope(turn.chat)),
+                ),
             )
         conn.execute(
             "UPDATE sessions SET updated_at = max(updated_at, ?), turn_count = turn_count + 1"

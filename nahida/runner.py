@@ -26,6 +26,7 @@ from nahida.history import NewTurn, Turn
 from nahida.hooks import ContextSource, PostTurnHook, TurnContext
 from nahida.i18n import Language, t
 from nahida.memory.service import MemoryService
+from nahida.memory.tokens import index_text
 from nahida.policy import ReplyPolicy
 from nahida.providers.router import ModelRouter
 from nahida.tools import Completion, ToolRegistry, complete
@@ -123,6 +124,7 @@ class SessionRunner:
                 message_id=sent_id,
                 tool_calls=completion.tool_calls or None,
                 error=error,
+                index=index_text(text) if len(text) <= 400 else None,
             ),
         )
         await self._run_hooks(ctx, text)
@@ -148,6 +150,7 @@ class SessionRunner:
             speaker_name=envelope.sender.name or None,
             message_id=envelope.message_id,
             addressed=addressed,
+            index=index_text(envelope.text) if len(envelope.text) <= 400 else None,
         )
 
     async def _command(self, envelope: Envelope) -> None:

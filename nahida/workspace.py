@@ -7,6 +7,7 @@ file changes, so admins can edit it while the bot runs.
 from __future__ import annotations
 
 import shutil
+import time
 from pathlib import Path
 
 TEMPLATE = Path(__file__).resolve().parent.parent / "workspace_template"
@@ -28,16 +29,24 @@ def ensure_workspace(path: Path, template: Path = TEMPLATE) -> bool:
 
 
 class Persona:
+    CHECK_EVERY = 2.0  # seconds between looks at the file's mtime
+
     def __init__(self, workspace: Path) -> None:
         self.path = workspace / "PERSONA.md"
         self._mtime: float | None = None
         self._text = FALLBACK_PERSONA
+        self._checked = float("-inf")
 
     def __call__(self) -> str:
+        now = time.monotonic()
+        if now - self._checked < self.CHECK_EVERY:
+            return self._text
+        self._checked = now
         try:
             mtime = self.path.stat().st_mtime
         except OSError:
-            return FALLBACK_PERSONA
+            self._text, self._mtime = FALLBACK_PERSONA, None
+            return self._text
         if mtime != self._mtime:
             self._text = self.path.read_text(encoding="utf-8").strip() or FALLBACK_PERSONA
             self._mtime = mtime
