@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import itertools
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -59,14 +60,21 @@ def openai_provider(url: str, **extra: Any) -> dict[str, Any]:
 
 
 async def chat_through_console(
-    tmp_path: Path, lines: list[str], cfg: Config | None = None
+    tmp_path: Path,
+    lines: list[str],
+    cfg: Config | None = None,
+    setup: Callable[[App], None] | None = None,
 ) -> tuple[str, App]:
-    """Run the console app over `lines` (scripted mode); returns stdout and the finished app."""
+    """Run the console app over `lines` (scripted mode); returns stdout and the finished app.
+
+    `setup` can register tools, commands or hooks on the app before it runs."""
     out = io.StringIO()
     console = ConsoleAdapter(
         stdin=io.StringIO("\n".join(lines) + "\n"), stdout=out, interactive=False
     )
     paths = Paths(None, tmp_path / "data", tmp_path / "workspace")
     app = console_app(cfg or Config(), paths, console)
+    if setup is not None:
+        setup(app)
     await app.run()
     return out.getvalue(), app
