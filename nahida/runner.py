@@ -78,7 +78,13 @@ class SessionRunner:
         return str(envelope.sender.user) in self.settings.admins
 
     async def handle(self, envelope: Envelope) -> None:
-        bound = log.bind(chat=str(envelope.chat), msg=envelope.message_id)
+        # Every log line of this message's journey (providers, memory, adapters) carries these.
+        with structlog.contextvars.bound_contextvars(
+            chat=str(envelope.chat), msg=envelope.message_id
+        ):
+            await self._handle(envelope)
+
+    async def _handle(self, envelope: Envelope) -> None:
         if self._is_command_for_me(envelope):
             await self._command(envelope)
             return
@@ -88,7 +94,7 @@ class SessionRunner:
             history.record_with_window, self._user_turn(envelope, respond), self._split, window
         )
         if recorded is None:
-            bound.info("duplicate_message_dropped")
+            log.info("duplicate_message_dropped")
             return
         if not respond:
             return
@@ -107,7 +113,7 @@ class SessionRunner:
         try:
             completion = await self._complete(ctx, hot)
         except ProviderError as exc:
-            bound.warning("provider_failed", error=str(exc), error_type=type(exc).__name__)
+            log.warning("provider_failed", error=str(exc), error_type=type(exc).__name__)
             await self.db.run(history.mark_error, turn.id, f"{type(exc).__name__}: {exc}")
             await self._reply(envelope, t("provider_failed", ctx.language))
             await self._run_hooks(ctx, None)
@@ -200,9 +206,7 @@ class SessionRunner:
         try:
             return await self.send(reply), None
         except Exception as exc:
-            log.warning(
-                "send_failed", chat=str(envelope.chat), msg=envelope.message_id, error=str(exc)
-            )
+            log.warning("send_failed", error=str(exc))
             return None, f"send failed: {exc}"
 
     async def _run_hooks(self, ctx: TurnContext, reply: str | None) -> None:
