@@ -249,5 +249,5 @@ class EventBus:
                 await self._handler(envelope)
             except Exception:
                 self._failed += 1
-                log.exception("handler failed", chat=chat, msg=envelope.message_id)
+                log.exception("handler_failed", chat=chat, msg=envelope.message_id)
         self._handled += 1

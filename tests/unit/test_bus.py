@@ -424,7 +424,7 @@ async def test_handler_exception_is_logged_and_the_chat_goes_on() -> None:
     assert handled == ["2"]
     assert bus.handled == 2
     assert bus.failed == 1
-    failures = [entry for entry in logs if entry["event"] == "handler failed"]
+    failures = [entry for entry in logs if entry["event"] == "handler_failed"]
     assert len(failures) == 1
     assert failures[0]["chat"] == "test:group:a"
     assert failures[0]["msg"] == "1"
