@@ -51,6 +51,7 @@ class BenchAdapter:
         self.count = 0
         self.done = asyncio.Event()
         self.expected = 0
+        self.keep = True  # keep reply texts (for the order check); off for the idle-chat phase
 
     def mount(self, server: InboundServer) -> None:
         return None
@@ -59,7 +60,8 @@ class BenchAdapter:
         await asyncio.Event().wait()
 
     async def send(self, reply: Reply) -> str | None:
-        self.replies[str(reply.chat)].append(reply.plain_text)
+        if self.keep:
+            self.replies[str(reply.chat)].append(reply.plain_text)
         self.count += 1
         if self.count >= self.expected:
             self.done.set()
@@ -92,7 +94,7 @@ async def pump(app: App, adapter: BenchAdapter, chats: int, messages: int, offse
     return time.perf_counter() - started
 
 
-async def main(chats: int, messages: int, idle_chats: int) -> int:
+async def main(chats: int, messages: int, idle_chats: int, idle_batches: int) -> int:
     tmp = Path(tempfile.mkdtemp(prefix="nahida-bench-"))
     config = Config.model_validate({"bus": {"idle_timeout": 1.0}})  # default concurrency
     model = ModelRouter({"echo": EchoProvider()}, resolve_routes({}, {"echo": "instant"}))
@@ -124,7 +126,9 @@ async def main(chats: int, messages: int, idle_chats: int) -> int:
     rss_after_run = rss_mb()
 
     idle_rows = []
-    for batch in range(3):
+    adapter.keep = False
+    adapter.replies.clear()
+    for batch in range(idle_batches):
         await pump(app, adapter, idle_chats, 1, 1_000_000 + batch * idle_chats)
         while app.bus.active_chats:  # noqa: ASYNC110 - polling a counter, no event to wait on
             await asyncio.sleep(0.2)
@@ -160,5 +164,6 @@ if __name__ == "__main__":
     parser.add_argument("--chats", type=int, default=1000)
     parser.add_argument("--messages", type=int, default=10)
     parser.add_argument("--idle-chats", type=int, default=10_000)
+    parser.add_argument("--idle-batches", type=int, default=5)
     args = parser.parse_args()
-    sys.exit(asyncio.run(main(args.chats, args.messages, args.idle_chats)))
+    sys.exit(asyncio.run(main(args.chats, args.messages, args.idle_chats, args.idle_batches)))
