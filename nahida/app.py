@@ -23,6 +23,7 @@ from nahida.adapters.base import Adapter
 from nahida.adapters.console.adapter import USER as CONSOLE_USER
 from nahida.adapters.console.adapter import ConsoleAdapter
 from nahida.bus import EventBus
+from nahida.commands import memory as memory_commands
 from nahida.commands import session as session_commands
 from nahida.commands.router import CommandRouter
 from nahida.config import Config, ProviderConfig
@@ -31,6 +32,7 @@ from nahida.envelope import Reply
 from nahida.errors import AdapterError, ConfigError
 from nahida.memory.service import MemoryService
 from nahida.memory.tokens import warm_up
+from nahida.plugins import LoadedPlugin, context_factory, load_plugins
 from nahida.policy import ReplyPolicy
 from nahida.providers.base import Provider
 from nahida.providers.client import ClientSettings
@@ -55,6 +57,7 @@ class Paths:
     config: Path | None
     data_dir: Path
     workspace: Path
+    plugins: Path | None = None  # None: load no plugins
 
     @property
     def database(self) -> Path:
@@ -122,9 +125,20 @@ class App:
         self.adapters = {a.platform: a for a in adapters}
         commands = CommandRouter()
         session_commands.register(commands)
+        memory_commands.register(commands)
         admins = frozenset([*config.bot.admins, str(CONSOLE_USER)])
         self.memory = MemoryService(
             self.db, mode=config.memory.commit_mode, budget_tokens=config.memory.budget_tokens
+        )
+        self.plugins: list[LoadedPlugin] = (
+            load_plugins(
+                paths.plugins,
+                context_factory(self.memory, commands),
+                enabled=config.plugins.enabled,
+                disabled=config.plugins.disabled,
+            )
+            if paths.plugins is not None
+            else []
         )
         self.runner = SessionRunner(
             db=self.db,
@@ -144,6 +158,7 @@ class App:
             ),
             persona=Persona(paths.workspace),
             memory=self.memory,
+            hooks=[hook for plugin in self.plugins for hook in plugin.hooks],
         )
         self.bus = EventBus(
             self.runner.handle,

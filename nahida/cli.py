@@ -41,8 +41,8 @@ app.add_typer(session_app, name="session")
 
 
 class State:
-    def __init__(self, config_path: Path | None, data_dir: Path, workspace: Path) -> None:
-        self.paths = Paths(config_path, data_dir, workspace)
+    def __init__(self, paths: Paths) -> None:
+        self.paths = paths
         self._config: Config | None = None
 
     @property
@@ -69,10 +69,14 @@ def main_options(
     workspace: Annotated[
         Path, typer.Option("--workspace", envvar="NAHIDA_WORKSPACE", help="Workspace folder.")
     ] = Path("workspace"),
+    plugins_dir: Annotated[
+        Path,
+        typer.Option("--plugins-dir", envvar="NAHIDA_PLUGINS_DIR", help="Plugins folder."),
+    ] = Path("plugins"),
 ) -> None:
     if config is None and DEFAULT_CONFIG.exists():
         config = DEFAULT_CONFIG
-    ctx.obj = State(config, data_dir, workspace)
+    ctx.obj = State(Paths(config, data_dir, workspace, plugins_dir))
 
 
 def _state(ctx: typer.Context) -> State:

@@ -85,6 +85,11 @@ class SchedulerConfig(_Model):
     enabled: bool = True
 
 
+class PluginsConfig(_Model):
+    enabled: list[str] | None = None  # None: every plugin found in the plugins folder
+    disabled: list[str] = Field(default_factory=list)
+
+
 class Config(_Model):
     server: ServerConfig = Field(default_factory=ServerConfig)
     providers: dict[str, ProviderConfig] = Field(default_factory=dict)
@@ -96,6 +101,7 @@ class Config(_Model):
     channels: dict[str, dict[str, Any]] = Field(default_factory=dict)  # validated by each adapter
     logging: LoggingConfig = Field(default_factory=LoggingConfig)
     scheduler: SchedulerConfig = Field(default_factory=SchedulerConfig)
+    plugins: PluginsConfig = Field(default_factory=PluginsConfig)
 
     @field_validator("models")
     @classmethod

@@ -60,6 +60,133 @@ MESSAGES: dict[str, dict[Language, str]] = {
         "en": "Resumed session {id}: {title}",
     },
     "turns_count": {"zh": "{n} 条", "en": "{n} turns"},
+    # /memory -------------------------------------------------------------------------------
+    "cmd_memory": {
+        "zh": "查看和管理长期记忆：/memory remember|search|list|forget|why|review",
+        "en": "see and manage long-term memory: /memory remember|search|list|forget|why|review",
+    },
+    "memory_usage": {
+        "zh": "用法：\n"
+        "/memory remember <内容> — 记住一件事\n"
+        "/memory search <关键词> — 搜索记忆和聊天记录\n"
+        "/memory list [种类] — 列出记忆\n"
+        "/memory forget <编号> — 遗忘（归档）一条记忆\n"
+        "/memory why <编号> — 查看来源和修改记录\n"
+        "/memory review [accept|reject <编号>] — 审核待定的记忆",
+        "en": "Usage:\n"
+        "/memory remember <text> — remember something\n"
+        "/memory search <words> — search memory and chat history\n"
+        "/memory list [kind] — list memories\n"
+        "/memory forget <id> — forget (archive) a memory\n"
+        "/memory why <id> — where a memory came from and how it changed\n"
+        "/memory review [accept|reject <id>] — review pending memories",
+    },
+    "memory_remember_usage": {
+        "zh": "用法：/memory remember <要记住的内容>",
+        "en": "Usage: /memory remember <what to remember>",
+    },
+    "memory_remembered": {"zh": "记住了（{id}）。", "en": "Remembered ({id})."},
+    "memory_merged": {
+        "zh": "已有相同的记忆 {id}，已合并。",
+        "en": "Already known as {id}; merged into it.",
+    },
+    "memory_superseded": {
+        "zh": "记住了（{id}），取代了 {old}。",
+        "en": "Remembered ({id}); it replaces {old}.",
+    },
+    "memory_pending": {
+        "zh": "已提交，等待审核（{id}）。",
+        "en": "Submitted; waiting for review ({id}).",
+    },
+    "memory_secret_refused": {
+        "zh": "这段内容像是包含密钥、令牌或密码，为了安全什么都没有保存。",
+        "en": "That looks like it contains a key, token or password; nothing was stored.",
+    },
+    "memory_search_usage": {
+        "zh": "用法：/memory search <关键词>",
+        "en": "Usage: /memory search <words>",
+    },
+    "memory_no_results": {
+        "zh": "没有找到和“{query}”相关的记忆。",
+        "en": "Nothing found for “{query}”.",
+    },
+    "memory_bot_speaker": {"zh": "机器人", "en": "bot"},
+    "memory_search_header": {"zh": "“{query}”的搜索结果：", "en": "Found for “{query}”:"},
+    "memory_list_usage": {
+        "zh": "用法：/memory list [种类]，种类可以是：{kinds}",
+        "en": "Usage: /memory list [kind], where kind is one of: {kinds}",
+    },
+    "memory_list_header": {"zh": "记忆（最近 {n} 条）：", "en": "Memories (latest {n}):"},
+    "memory_list_empty": {"zh": "这里还没有记忆。", "en": "No memories here yet."},
+    "memory_forget_usage": {
+        "zh": "用法：/memory forget <记忆编号>",
+        "en": "Usage: /memory forget <memory id>",
+    },
+    "memory_not_found": {
+        "zh": "找不到记忆 {id}。",
+        "en": "No memory {id} here.",
+    },
+    "memory_not_active": {
+        "zh": "记忆 {id} 已经不再生效（{status}）。",
+        "en": "Memory {id} is no longer in effect ({status}).",
+    },
+    "memory_forget_denied": {
+        "zh": "不能遗忘 {id}：只有记忆涉及的本人、群主/管理员（本群记忆）或机器人管理员可以。",
+        "en": "You cannot forget {id}: only the person it is about, the group's owner or admins "
+        "(for this group's memories) or a bot admin can.",
+    },
+    "memory_forgotten": {
+        "zh": "已遗忘 {id}（已归档，记录保留，可用 /memory why {id} 查看）。",
+        "en": "Forgot {id} (archived; the record stays: /memory why {id}).",
+    },
+    "memory_why_usage": {
+        "zh": "用法：/memory why <记忆编号>",
+        "en": "Usage: /memory why <memory id>",
+    },
+    "memory_why_source": {
+        "zh": "来源：{source} · 范围：{scope} · 置信度：{confidence}",
+        "en": "Source: {source} · scope: {scope} · confidence: {confidence}",
+    },
+    "memory_why_evidence": {"zh": "依据：", "en": "Evidence:"},
+    "memory_why_no_evidence": {"zh": "依据：无记录", "en": "Evidence: none recorded"},
+    "memory_why_more": {"zh": "……还有 {n} 条", "en": "… and {n} more"},
+    "memory_why_history": {"zh": "变更记录：", "en": "History:"},
+    "memory_why_supersedes": {"zh": "它取代了 {id}。", "en": "It replaced {id}."},
+    "memory_why_replaced_by": {"zh": "它已被 {id} 取代。", "en": "It was replaced by {id}."},
+    "memory_status_active": {"zh": "有效", "en": "active"},
+    "memory_status_archived": {"zh": "已归档", "en": "archived"},
+    "memory_status_superseded": {"zh": "已被取代", "en": "superseded"},
+    "memory_status_rejected": {"zh": "已拒绝", "en": "rejected"},
+    "memory_event_create": {"zh": "创建", "en": "created"},
+    "memory_event_merge": {"zh": "合并", "en": "merged"},
+    "memory_event_supersede": {"zh": "被取代", "en": "superseded"},
+    "memory_event_archive": {"zh": "归档", "en": "archived"},
+    "memory_review_usage": {
+        "zh": "用法：/memory review 查看待审核；/memory review accept|reject <候选编号>",
+        "en": "Usage: /memory review to list; /memory review accept|reject <candidate id>",
+    },
+    "memory_review_denied": {
+        "zh": "只有机器人管理员或群主/管理员（本群的候选）可以审核记忆。",
+        "en": "Only bot admins, or a group's owner/admins (for that group), can review memories.",
+    },
+    "memory_review_empty": {"zh": "没有待审核的记忆。", "en": "Nothing is waiting for review."},
+    "memory_review_header": {
+        "zh": "待审核（/memory review accept|reject <编号>）：",
+        "en": "Waiting for review (/memory review accept|reject <id>):",
+    },
+    "memory_review_accepted": {
+        "zh": "已接受 {id}，成为记忆 {item}。",
+        "en": "Accepted {id} as {item}.",
+    },
+    "memory_review_merged": {
+        "zh": "已接受 {id}，合并进已有记忆 {item}。",
+        "en": "Accepted {id}; merged into {item}.",
+    },
+    "memory_review_rejected": {"zh": "已拒绝 {id}。", "en": "Rejected {id}."},
+    "memory_review_not_found": {
+        "zh": "找不到待审核的候选 {id}。",
+        "en": "No pending candidate {id} here.",
+    },
 }
 
 

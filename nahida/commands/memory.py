@@ -1,0 +1,287 @@
+"""`/memory remember|search|list|forget|why|review`: long-term memory from the chat (DESIGN §10).
+
+Every subcommand sees memory as the person asking sees it in this chat (DESIGN §4): the viewer is
+the chat and the sender, so an id from a scope they cannot see is answered "not found", never "not
+allowed", and nothing of other scopes leaks. Changes are made as an `Actor` built from the envelope
+(the sender, their role in a group, whether they are a bot admin); `MemoryService` decides what
+that actor may do (`can_forget`, `review_scopes`). This module parses and words the replies only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from datetime import datetime
+
+from nahida.commands.router import Command, CommandContext, CommandRouter
+from nahida.i18n import MESSAGES, Language, t
+from nahida.memory.models import KINDS, Evidence, MemoryEvent, MemoryItem, WriteResult
+from nahida.memory.recall import Hit, Query
+from nahida.memory.scopes import Viewer
+from nahida.memory.service import Actor, Explanation, MemoryPermissionError
+from nahida.memory.write import SecretRefused
+
+SEARCH_LIMIT = 5
+LIST_LIMIT = 10
+REVIEW_LIMIT = 10
+EVIDENCE_SHOWN = 3
+SNIPPET = 80
+
+Subcommand = Callable[[CommandContext, str], Awaitable[str]]
+
+
+def actor_of(ctx: CommandContext) -> Actor:
+    """The sender as an actor: their role counts only in a group, for that group."""
+    envelope = ctx.envelope
+    return Actor(
+        label=str(envelope.sender.user),
+        chat=envelope.chat if envelope.chat.is_group else None,
+        role=envelope.sender.role,
+        is_bot_admin=ctx.is_bot_admin,
+    )
+
+
+def viewer_of(ctx: CommandContext) -> Viewer:
+    return Viewer(chat=ctx.envelope.chat, user=ctx.envelope.sender.user)
+
+
+def when(epoch: float, *, clock: bool = True) -> str:
+    """A moment in the bot's local time: `2024-05-01 12:30`, or the date alone."""
+    moment = datetime.fromtimestamp(epoch).astimezone()
+    return f"{moment:%Y-%m-%d %H:%M}" if clock else f"{moment:%Y-%m-%d}"
+
+
+def snippet(text: str, width: int = SNIPPET) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def item_line(item: MemoryItem) -> str:
+    text = f"{item.title}: {item.content}" if item.title else item.content
+    return f"{item.id} · {item.kind} · {when(item.created_at, clock=False)} · {snippet(text)}"
+
+
+def hit_line(hit: Hit, lang: Language) -> str:
+    """An item as `item_line`; a turn as time, speaker (the bot's own turns have none) and text."""
+    if hit.item is not None:
+        return item_line(hit.item)
+    speaker = hit.speaker or t("memory_bot_speaker", lang)
+    return f"{when(hit.time)} · {speaker} · {snippet(hit.text)}"
+
+
+def _word(prefix: str, value: str, lang: Language) -> str:
+    """A translated status or action word; unknown values are shown as they are."""
+    key = f"{prefix}{value}"
+    return t(key, lang) if key in MESSAGES else value
+
+
+def _one_id(args: str) -> str | None:
+    parts = args.split()
+    return parts[0].lower() if len(parts) == 1 else None
+
+
+# remember / search / list -------------------------------------------------------------------
+
+
+async def remember(ctx: CommandContext, args: str) -> str:
+    if not args.strip():
+        return t("memory_remember_usage", ctx.language)
+    envelope = ctx.envelope
+    try:
+        result = await ctx.memory.remember(
+            args, chat=envelope.chat, user=envelope.sender.user, message_id=envelope.message_id
+        )
+    except SecretRefused:
+        return t("memory_secret_refused", ctx.language)
+    return written(result, ctx.language)
+
+
+def written(result: WriteResult, lang: Language) -> str:
+    """The reply to a write: the new id, the id it merged into, or the candidate awaiting review."""
+    if result.outcome == "created":
+        return t("memory_remembered", lang, id=result.item_id)
+    if result.outcome == "merged":
+        return t("memory_merged", lang, id=result.item_id)
+    if result.outcome == "superseded":
+        return t("memory_superseded", lang, id=result.item_id, old=result.replaced)
+    if result.outcome == "pending":
+        return t("memory_pending", lang, id=result.candidate_id)
+    return t("memory_remember_usage", lang)  # rejected: nothing left to remember
+
+
+async def search(ctx: CommandContext, args: str) -> str:
+    query = args.strip()
+    if not query:
+        return t("memory_search_usage", ctx.language)
+    hits = await ctx.memory.search(Query(query, viewer_of(ctx), limit=SEARCH_LIMIT))
+    if not hits:
+        return t("memory_no_results", ctx.language, query=snippet(query, 30))
+    lines = [t("memory_search_header", ctx.language, query=snippet(query, 30))]
+    lines.extend(hit_line(h, ctx.language) for h in hits)
+    return "\n".join(lines)
+
+
+async def list_(ctx: CommandContext, args: str) -> str:
+    kind = args.strip().lower() or None
+    if kind is not None and kind not in KINDS:
+        return t("memory_list_usage", ctx.language, kinds=", ".join(KINDS))
+    items = await ctx.memory.list_items(viewer_of(ctx), kind=kind, limit=LIST_LIMIT)
+    if not items:
+        return t("memory_list_empty", ctx.language)
+    lines = [t("memory_list_header", ctx.language, n=len(items))]
+    lines.extend(item_line(i) for i in items)
+    return "\n".join(lines)
+
+
+# forget / why -------------------------------------------------------------------------------
+
+
+async def forget(ctx: CommandContext, args: str) -> str:
+    lang = ctx.language
+    item_id = _one_id(args)
+    if item_id is None:
+        return t("memory_forget_usage", lang)
+    item = await ctx.memory.visible_item(item_id, viewer_of(ctx))
+    if item is None:
+        return t("memory_not_found", lang, id=item_id)
+    if item.status != "active":
+        return t(
+            "memory_not_active", lang, id=item_id, status=_word("memory_status_", item.status, lang)
+        )
+    try:
+        await ctx.memory.forget(item_id, actor_of(ctx))
+    except MemoryPermissionError:
+        return t("memory_forget_denied", lang, id=item_id)
+    except LookupError:  # archived by someone else meanwhile
+        return t("memory_not_found", lang, id=item_id)
+    return t("memory_forgotten", lang, id=item_id)
+
+
+async def why(ctx: CommandContext, args: str) -> str:
+    item_id = _one_id(args)
+    if item_id is None:
+        return t("memory_why_usage", ctx.language)
+    found = await ctx.memory.why(item_id, viewer_of(ctx))
+    if found is None:
+        return t("memory_not_found", ctx.language, id=item_id)
+    return explain(found, ctx.language, str(ctx.envelope.chat))
+
+
+def explain(found: Explanation, lang: Language, here: str) -> str:
+    """Source, evidence, the audit trail and the superseding item, in a few short lines."""
+    item = found.item
+    lines = [
+        f"{item.id} · {item.kind} · {_word('memory_status_', item.status, lang)}",
+        snippet(item.content, 200),
+        t(
+            "memory_why_source",
+            lang,
+            source=item.source,
+            scope=item.scope,
+            confidence=f"{item.confidence:.2f}",
+        ),
+    ]
+    if item.evidence:
+        lines.append(t("memory_why_evidence", lang))
+        shown = item.evidence[-EVIDENCE_SHOWN:]
+        lines.extend(f"- {evidence_line(e, here)}" for e in shown)
+        if len(item.evidence) > len(shown):
+            lines.append(t("memory_why_more", lang, n=len(item.evidence) - len(shown)))
+    else:
+        lines.append(t("memory_why_no_evidence", lang))
+    if found.events:
+        lines.append(t("memory_why_history", lang))
+        lines.extend(f"- {event_line(e, lang)}" for e in found.events)
+    if item.supersedes:
+        lines.append(t("memory_why_supersedes", lang, id=item.supersedes))
+    if found.replaced_by:
+        lines.append(t("memory_why_replaced_by", lang, id=found.replaced_by))
+    return "\n".join(lines)
+
+
+def evidence_line(evidence: Evidence, here: str) -> str:
+    """Time, place and message; the quoted words only when they were said in this chat."""
+    parts = [when(evidence.time) if evidence.time is not None else "?"]
+    if evidence.chat:
+        parts.append(evidence.chat)
+    if evidence.message_id:
+        parts.append(f"msg {evidence.message_id}")
+    if evidence.turn_id is not None:
+        parts.append(f"turn {evidence.turn_id}")
+    if evidence.ref:
+        parts.append(evidence.ref)
+    if evidence.quote and evidence.chat == here:
+        parts.append(f"“{snippet(evidence.quote, 60)}”")
+    return " · ".join(parts)
+
+
+def event_line(event: MemoryEvent, lang: Language) -> str:
+    line = f"{when(event.time)} {_word('memory_event_', event.action, lang)} · {event.actor}"
+    return f"{line} · {event.reason}" if event.reason else line
+
+
+# review -------------------------------------------------------------------------------------
+
+
+async def review(ctx: CommandContext, args: str) -> str:
+    action, _, rest = args.strip().partition(" ")
+    if not action:
+        return await _pending(ctx)
+    candidate_id = _one_id(rest)
+    if action.lower() not in ("accept", "reject") or candidate_id is None:
+        return t("memory_review_usage", ctx.language)
+    return await _decide(ctx, candidate_id, accept=action.lower() == "accept")
+
+
+async def _pending(ctx: CommandContext) -> str:
+    lang = ctx.language
+    try:
+        pending = await ctx.memory.pending(actor_of(ctx), limit=REVIEW_LIMIT)
+    except MemoryPermissionError:
+        return t("memory_review_denied", lang)
+    if not pending:
+        return t("memory_review_empty", lang)
+    lines = [t("memory_review_header", lang)]
+    for candidate_id, c, created in pending:
+        lines.append(
+            f"{candidate_id} · {c.kind} · {c.scope} · {when(created, clock=False)}"
+            f" · {snippet(c.content)}"
+        )
+    return "\n".join(lines)
+
+
+async def _decide(ctx: CommandContext, candidate_id: str, *, accept: bool) -> str:
+    lang = ctx.language
+    try:
+        result = await ctx.memory.review(candidate_id, accept, actor_of(ctx))
+    except MemoryPermissionError:
+        return t("memory_review_denied", lang)
+    if result is None:
+        return t("memory_review_not_found", lang, id=candidate_id)
+    if result.outcome == "rejected":
+        return t("memory_review_rejected", lang, id=candidate_id)
+    key = "memory_review_merged" if result.outcome == "merged" else "memory_review_accepted"
+    return t(key, lang, id=candidate_id, item=result.item_id)
+
+
+# the command --------------------------------------------------------------------------------
+
+SUBCOMMANDS: dict[str, Subcommand] = {
+    "remember": remember,
+    "search": search,
+    "list": list_,
+    "forget": forget,
+    "why": why,
+    "review": review,
+}
+
+
+async def memory(ctx: CommandContext, args: str) -> str:
+    name, _, rest = args.strip().partition(" ")
+    sub = SUBCOMMANDS.get(name.lower())
+    if sub is None:
+        return t("memory_usage", ctx.language)
+    return await sub(ctx, rest.strip())
+
+
+def register(router: CommandRouter) -> None:
+    router.register(Command("memory", "cmd_memory", memory))
