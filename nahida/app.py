@@ -30,6 +30,8 @@ from nahida.config import Config, ProviderConfig
 from nahida.db import Database
 from nahida.envelope import Reply
 from nahida.errors import AdapterError, ConfigError
+from nahida.memory.extract import ExtractionHook
+from nahida.memory.injection import MemoryInjection
 from nahida.memory.service import MemoryService
 from nahida.memory.tokens import warm_up
 from nahida.plugins import LoadedPlugin, context_factory, load_plugins
@@ -158,7 +160,11 @@ class App:
             ),
             persona=Persona(paths.workspace),
             memory=self.memory,
-            hooks=[hook for plugin in self.plugins for hook in plugin.hooks],
+            sources=[MemoryInjection(self.memory)],
+            hooks=[
+                ExtractionHook(self.memory),
+                *(hook for plugin in self.plugins for hook in plugin.hooks),
+            ],
         )
         self.bus = EventBus(
             self.runner.handle,

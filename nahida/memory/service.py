@@ -23,6 +23,7 @@ from nahida.memory.models import (
 )
 from nahida.memory.pack import pack
 from nahida.memory.recall import Hit, Query
+from nahida.memory.rules import statements
 from nahida.memory.scopes import Viewer, chat_scope, user_scope
 
 
@@ -106,9 +107,13 @@ class MemoryService:
         kind: str = "fact",
     ) -> WriteResult:
         scope, sensitivity = default_scope(chat, user)
+        read = statements(text)  # the same reading as extraction, so slots supersede alike
+        if len(read) == 1 and kind == "fact":
+            kind = read[0].kind
         candidate = Candidate(
             scope=scope,
             kind=kind,
+            slot=read[0].slot if len(read) == 1 else None,
             content=text.strip(),
             source="user_explicit",
             confidence=0.95,

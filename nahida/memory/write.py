@@ -80,6 +80,12 @@ def find_duplicate(conn: Connection, candidate: Candidate) -> MemoryItem | None:
     for item in map(MemoryItem.from_row, rows):
         if item.kind != candidate.kind or item.subject_user != candidate.subject_user:
             continue
+        if (
+            candidate.slot
+            and item.slot == candidate.slot
+            and _normal(item.content) != _normal(candidate.content)
+        ):
+            continue  # a new value for a slot ("不喜欢乌龙茶" after "喜欢乌龙茶") supersedes
         score = similarity(item.content, candidate.content)
         if score >= NEAR_DUPLICATE and (best is None or score > best[0]):
             best = (score, item)
@@ -174,6 +180,8 @@ def propose(conn: Connection, candidate: Candidate, mode: CommitMode, actor: str
             candidate, content=redact(candidate.content), title=redact(candidate.title)
         )
         redacted = True
+    quotes = tuple(replace(e, quote=redact(e.quote)) if e.quote else e for e in candidate.evidence)
+    candidate = replace(candidate, evidence=quotes)
     if not candidate.content.strip():
         return WriteResult("rejected", reason="empty")
     with transaction(conn):

@@ -51,7 +51,7 @@ async def test_remember_search_why_forget_across_two_runs(tmp_path: Path) -> Non
     item_id = found.group(0)
     assert lines[0] == t("memory_remembered", "zh", id=item_id)
     assert lines[1] == t("memory_search_header", "zh", query="乌龙茶")
-    assert lines[2].startswith(f"{item_id} · fact · ") and lines[2].endswith("我喜欢乌龙茶")
+    assert lines[2].startswith(f"{item_id} · preference · ") and lines[2].endswith("我喜欢乌龙茶")
     assert t("memory_list_header", "zh", n=1) in lines
     assert f"/memory — {t('cmd_memory', 'zh')}" in lines
 
@@ -65,11 +65,11 @@ async def test_remember_search_why_forget_across_two_runs(tmp_path: Path) -> Non
             "/memory search 乌龙茶",
         ],
     )
-    assert f"{item_id} · fact · {t('memory_status_active', 'zh')}" in out
+    assert f"{item_id} · preference · {t('memory_status_active', 'zh')}" in out
     assert "user_explicit" in out and "user:console:local" in out
     assert "console:private:local · msg console-" in out  # the evidence: where and which message
     assert t("memory_forgotten", "zh", id=item_id) in out
-    assert f"{item_id} · fact · {t('memory_status_archived', 'zh')}" in out
+    assert f"{item_id} · preference · {t('memory_status_archived', 'zh')}" in out
     assert re.search(r"- \d{4}-\d{2}-\d{2} \d{2}:\d{2} 归档 · console:local · forgotten", out)
     assert out.rstrip().endswith(t("memory_no_results", "zh", query="乌龙茶"))
 

@@ -161,7 +161,7 @@ async def test_search_shows_items_and_history_turns(chat: Chat) -> None:
     lines = reply.splitlines()
     assert lines[0] == t("memory_search_header", "zh", query="乌龙茶")
     item_line = next(line for line in lines if item_id in line)
-    assert " · fact · " in item_line and item_line.endswith("我喜欢乌龙茶")
+    assert " · preference · " in item_line and item_line.endswith("我喜欢乌龙茶")
     assert re.search(r"\d{4}-\d{2}-\d{2}", item_line)
     turn_line = next(line for line in lines if "茶叶" in line)
     assert memory_commands.when(said) in turn_line and "Alice" in turn_line
@@ -293,7 +293,7 @@ async def test_why_shows_source_evidence_and_history(chat: Chat) -> None:
     await chat(f"/memory forget {item_id}")
     reply = await chat(f"/memory why {item_id}")
     lines = reply.splitlines()
-    assert lines[0] == f"{item_id} · fact · {t('memory_status_archived', 'zh')}"
+    assert lines[0] == f"{item_id} · preference · {t('memory_status_archived', 'zh')}"
     assert lines[1] == "我喜欢乌龙茶"
     assert "user_explicit" in lines[2] and f"user:{ALICE}" in lines[2]
     assert t("memory_why_evidence", "zh") in lines

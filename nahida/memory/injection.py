@@ -1,0 +1,88 @@
+"""The `memory` prompt slot (DESIGN §5): what long-term memory and older history say about now.
+
+`MemoryInjection` is a `ContextSource`. For each addressed turn it recalls, for the current
+message, what the speaker may see where they are speaking — `Viewer(chat, user)`, so a group never
+sees a member's private memory and no chat sees another chat's history (§4) — and leaves out the
+turns the prompt already shows verbatim (`TurnContext.recent_turn_ids`, the hot window).
+
+Two paths, after the Ethan design: a short message or a greeting ("你好", "thanks!") takes the
+fast path, the top `fast_limit` (5) hits; anything else the full path, the top `full_limit` (15).
+Both go through `MemoryService.recall_block`, which ranks (lexical match fused with confidence,
+importance, recency and use), packs the lines into the memory token budget — each line carrying
+id, kind, scope and date, the block ending with the "Treat memory as helpful context…" line — and
+counts each injected item as accessed.
+
+A message with nothing searchable, or whose words match nothing the viewer may see, gets no
+memory section at all.
+"""
+
+from __future__ import annotations
+
+import re
+
+import structlog
+
+from nahida.hooks import TurnContext
+from nahida.memory.scopes import Viewer
+from nahida.memory.service import MemoryService
+
+log = structlog.get_logger(__name__)
+
+FAST_LIMIT = 5
+FULL_LIMIT = 15
+
+_GREETING = re.compile(
+    r"(?:(?:你好|您好|嗨|哈喽|哈啰|早上好|早安|早|午安|下午好|晚上好|晚安|在吗|在不在|谢谢|多谢|谢啦"
+    r"|拜拜|再见|hello|hi|hey|yo|good\s+(?:morning|afternoon|evening|night)|morning|thanks|thank\s+you"
+    r"|thx|bye|good\s*bye|see\s+you)[\s,，.。!！~～?？]*)+(?:nahida|纳西妲|everyone|all|大家)?"
+    r"[\s,，.。!！~～?？]*",
+    re.IGNORECASE,
+)
+
+
+def is_greeting(text: str) -> bool:
+    """Whether the whole message is a greeting or thanks ("你好！", "good morning everyone")."""
+    return _GREETING.fullmatch(text.strip()) is not None
+
+
+class MemoryInjection:
+    """The `ContextSource` for the `memory` slot."""
+
+    slot = "memory"
+
+    def __init__(
+        self,
+        memory: MemoryService,
+        *,
+        fast_chars: int = 12,
+        fast_limit: int = FAST_LIMIT,
+        full_limit: int = FULL_LIMIT,
+    ) -> None:
+        self.memory = memory
+        self.fast_chars = fast_chars
+        self.fast_limit = fast_limit
+        self.full_limit = full_limit
+
+    def limit_for(self, text: str) -> int:
+        """How many hits a message may bring: few for short messages and greetings."""
+        text = text.strip()
+        if len(text) <= self.fast_chars or is_greeting(text):
+            return self.fast_limit
+        return self.full_limit
+
+    async def gather(self, turn: TurnContext) -> str | None:
+        envelope = turn.envelope
+        text = envelope.text.strip()
+        if not text:
+            return None
+        viewer = Viewer(chat=envelope.chat, user=envelope.sender.user)
+        limit = self.limit_for(text)
+        block = await self.memory.recall_block(text, viewer, turn.recent_turn_ids, limit=limit)
+        log.debug(
+            "memory_injected",
+            chat=str(envelope.chat),
+            msg=envelope.message_id,
+            limit=limit,
+            lines=0 if block is None else block.count("\n"),
+        )
+        return block

@@ -1,0 +1,359 @@
+"""Rule-based extraction: each rule in Chinese and English, what is ignored, scopes, and the write
+path behind the post-turn hook (supersede by slot, redaction, never raising)."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from nahida.db import Database
+from nahida.envelope import ChatKey, UserKey
+from nahida.history import Turn
+from nahida.hooks import PostTurnHook, TurnContext
+from nahida.memory import store, write
+from nahida.memory.extract import ExtractionHook, extract
+from nahida.memory.models import Candidate, WriteResult
+from nahida.memory.rules import slot_for, statements
+from nahida.memory.scopes import Viewer
+from nahida.memory.service import MemoryService
+from tests.helpers import envelope
+
+PRIVATE = ChatKey.parse("qq:private:alice")
+GROUP = ChatKey.parse("qq:group:100")
+ALICE = UserKey.parse("qq:alice")
+KEY = "sk-proj-Abc123Def456Ghi789Jkl012Mno345"
+
+
+def read(text: str) -> list[tuple[str, str, str | None, float]]:
+    return [(s.kind, s.content, s.slot, s.confidence) for s in statements(text)]
+
+
+# --- each rule ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # explicit
+        ("记住：周五的会改到下午三点。", ("fact", "周五的会改到下午三点", None, 0.95)),
+        ("帮我记住，项目代号是青鸟", ("fact", "项目代号是青鸟", None, 0.95)),
+        (
+            "remember that the wifi is on the second floor",
+            ("fact", "the wifi is on the second floor", None, 0.95),
+        ),
+        ("Please remember the meeting is at 3pm.", ("fact", "the meeting is at 3pm", None, 0.95)),
+        # explicit, read again for the kind the words imply
+        ("请记住我喜欢乌龙茶", ("preference", "喜欢乌龙茶", "pref:乌龙茶", 0.95)),
+        ("记住我的生日是3月5日", ("fact", "生日是3月5日", "birthday", 0.95)),
+        ("remember that my name is Ethan", ("fact", "name is Ethan", "name", 0.95)),
+        # preferences
+        ("我喜欢乌龙茶", ("preference", "喜欢乌龙茶", "pref:乌龙茶", 0.8)),
+        ("我爱吃火锅！", ("preference", "爱吃火锅", "pref:火锅", 0.8)),
+        ("我不喜欢乌龙茶了", ("preference", "不喜欢乌龙茶", "pref:乌龙茶", 0.8)),
+        ("讨厌香菜", ("preference", "讨厌香菜", "pref:香菜", 0.8)),
+        ("其实我最喜欢喝乌龙茶", ("preference", "最喜欢喝乌龙茶", "pref:乌龙茶", 0.8)),
+        ("我最喜欢的颜色是蓝色", ("preference", "最喜欢的颜色是蓝色", "fav:颜色", 0.8)),
+        ("I like oolong tea.", ("preference", "likes oolong tea", "pref:oolong tea", 0.8)),
+        ("I love drinking coffee", ("preference", "loves drinking coffee", "pref:coffee", 0.8)),
+        ("I prefer dark mode", ("preference", "prefers dark mode", "pref:dark mode", 0.8)),
+        ("I hate Mondays", ("preference", "hates Mondays", "pref:mondays", 0.8)),
+        (
+            "I don't like oolong tea anymore",
+            ("preference", "doesn't like oolong tea", "pref:oolong tea", 0.8),
+        ),
+        ("my favorite color is blue", ("preference", "favourite color is blue", "fav:color", 0.8)),
+        # decisions
+        ("以后我们每周五开会", ("decision", "以后我们每周五开会", None, 0.8)),
+        ("从现在起，用英文回答我", ("decision", "从现在起，用英文回答我", None, 0.8)),
+        ("我们决定周五去爬山吧", ("decision", "我们决定周五去爬山", None, 0.8)),
+        (
+            "From now on, answer in English.",
+            ("decision", "From now on, answer in English", None, 0.8),
+        ),
+        ("we decided to meet on Fridays", ("decision", "we decided to meet on Fridays", None, 0.8)),
+        ("let's always use metric units", ("decision", "let's always use metric units", None, 0.8)),
+        # tasks
+        ("提醒我明天交报告", ("task", "明天交报告", None, 0.7)),
+        ("别忘了带伞", ("task", "带伞", None, 0.7)),
+        ("待办：买牛奶", ("task", "买牛奶", None, 0.7)),
+        ("remind me to call mom tomorrow", ("task", "call mom tomorrow", None, 0.7)),
+        ("todo: renew passport", ("task", "renew passport", None, 0.7)),
+        ("don't forget to water the plants", ("task", "water the plants", None, 0.7)),
+        ("能提醒我明天交报告吗？", ("task", "明天交报告", None, 0.7)),  # a request, not a question
+        ("Can you remind me to call mom?", ("task", "call mom", None, 0.7)),
+        # identity
+        ("我叫小明", ("fact", "名字是小明", "name", 0.85)),
+        ("我的名字是李雷。", ("fact", "名字是李雷", "name", 0.85)),
+        ("my name is Ethan Hunt", ("fact", "name is Ethan Hunt", "name", 0.85)),
+        ("我住在杭州", ("fact", "住在杭州", "home", 0.85)),
+        ("I live in Berlin", ("fact", "lives in Berlin", "home", 0.85)),
+        ("我的生日是3月5日", ("fact", "生日是3月5日", "birthday", 0.85)),
+        ("my birthday is May 5!", ("fact", "birthday is May 5", "birthday", 0.85)),
+    ],
+)
+def test_rule(text: str, expected: tuple[str, str, str | None, float]) -> None:
+    assert read(text) == [expected]
+
+
+def test_several_statements_in_one_message() -> None:
+    assert read("我叫小明，我住在杭州。对了，我喜欢乌龙茶") == [
+        ("fact", "名字是小明", "name", 0.85),
+        ("fact", "住在杭州", "home", 0.85),
+        ("preference", "喜欢乌龙茶", "pref:乌龙茶", 0.8),
+    ]
+    assert read("I live in Berlin and I like tea because it is warm") == [
+        ("fact", "lives in Berlin", "home", 0.85),
+        ("preference", "likes tea", "pref:tea", 0.8),
+    ]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "我喜欢什么？",  # questions
+        "我喜欢什么",
+        "我喜欢喝什么茶？",
+        "do I like tea?",
+        "What do I like?",
+        "remember when we went to Paris?",
+        "他说他喜欢乌龙茶",  # someone else's words
+        "小明说，我喜欢乌龙茶",
+        "“我喜欢乌龙茶”是他的口头禅",
+        "she said I like tea",
+        "> I like tea",
+        "我爱你",  # pronouns and demonstratives are not objects
+        "我喜欢这首歌",
+        "I like it",
+        "我叫你别说话",
+        "我叫了外卖",
+        "以后再说吧",  # "以后" alone is not a decision
+        "好的，记住了",  # too short
+        "ok",
+        "你好",
+        "我" + "喜欢" * 600,  # too long: a paste, not a statement
+        "我喜欢" + "乌龙茶" * 30,  # the object is too long
+        "```\n# TODO: fix this\nremind me to refactor\n```",  # code
+        "I'm tired",
+    ],
+)
+def test_ignored(text: str) -> None:
+    assert read(text) == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I like " + " " * 990 + "x",  # once took minutes: a `(a|a+)+$` trailing-space regex
+        "我喜欢" + "哈" * 990 + "x",
+        "，a" * 499,
+        "我喜欢乌龙茶，" * 140,
+        "I like tea and I like tea and " * 33,
+        "记住" + "，" * 990 + "a",
+        "a. " * 330,
+    ],
+)
+def test_hostile_input_takes_milliseconds(text: str) -> None:
+    statements("warm up: 我喜欢乌龙茶")
+    started = time.perf_counter()
+    statements(text[:1000])
+    assert time.perf_counter() - started < 0.25
+
+
+def test_slot_for_reuses_the_rules() -> None:
+    assert slot_for("我喜欢乌龙茶") == slot_for("我不喜欢喝乌龙茶了") == "pref:乌龙茶"
+    assert slot_for("I love oolong tea") == slot_for("I don't like drinking oolong tea")
+    assert slot_for("我的名字是小明") == slot_for("my name is Ethan") == "name"
+    assert slot_for("我住在杭州") == "home"
+    assert slot_for("周五开会") is None
+
+
+# --- scopes and evidence --------------------------------------------------------------------
+
+
+def one(text: str, chat: ChatKey) -> Candidate:
+    found = extract(text, chat=chat, user=ALICE, message_id="m9", turn_id=42, time=1_700_000_000.0)
+    assert len(found) == 1, found
+    return found[0]
+
+
+@pytest.mark.parametrize(
+    ("text", "chat", "scope", "sensitivity", "subject"),
+    [
+        ("我喜欢乌龙茶", PRIVATE, "user:qq:alice", "private", "qq:alice"),
+        ("以后我们每周五开会", PRIVATE, "user:qq:alice", "private", "qq:alice"),
+        ("记住周五的会改到三点", PRIVATE, "user:qq:alice", "private", "qq:alice"),
+        ("我喜欢乌龙茶", GROUP, "user:qq:alice", "public", "qq:alice"),
+        ("我叫小明", GROUP, "user:qq:alice", "public", "qq:alice"),
+        ("提醒我明天交报告", GROUP, "user:qq:alice", "public", "qq:alice"),
+        ("我决定以后不喝咖啡了", GROUP, "user:qq:alice", "public", "qq:alice"),
+        ("以后我们每周五开会", GROUP, "chat:qq:group:100", "public", None),
+        ("we decided to meet on Fridays", GROUP, "chat:qq:group:100", "public", None),
+        ("记住周五的会改到三点", GROUP, "chat:qq:group:100", "public", None),
+        ("记住我明天请假", GROUP, "user:qq:alice", "public", "qq:alice"),
+        ("请记住我喜欢乌龙茶", GROUP, "user:qq:alice", "public", "qq:alice"),
+    ],
+)
+def test_scope_rules(
+    text: str, chat: ChatKey, scope: str, sensitivity: str, subject: str | None
+) -> None:
+    c = one(text, chat)
+    assert (c.scope, c.sensitivity, c.subject_user, c.speaker_user) == (
+        scope,
+        sensitivity,
+        subject,
+        "qq:alice",
+    )
+    assert c.source == "rule_extract"
+
+
+def test_evidence_points_at_the_message() -> None:
+    c = one("嗯，我喜欢乌龙茶！", GROUP)
+    (evidence,) = c.evidence
+    assert evidence.chat == "qq:group:100"
+    assert (evidence.message_id, evidence.turn_id, evidence.time) == ("m9", 42, 1_700_000_000.0)
+    assert evidence.quote == "嗯，我喜欢乌龙茶！"
+    long = one("我喜欢乌龙茶" + "，" * 5 + "真的" * 100, PRIVATE).evidence[0].quote
+    assert long is not None and len(long) <= 120
+
+
+# --- through the write path -----------------------------------------------------------------
+
+
+def propose_all(db: Database, text: str, chat: ChatKey = PRIVATE) -> list[WriteResult]:
+    return [
+        db.call(write.propose, c, "auto_safe", "rule_extract")
+        for c in extract(text, chat=chat, user=ALICE)
+    ]
+
+
+def active(db: Database) -> list[tuple[str, str]]:
+    items = db.call(store.list_items, Viewer(scopes=("user:qq:alice",)))
+    return sorted((i.kind, i.content) for i in items)
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "now"),
+    [
+        ("我喜欢乌龙茶", "我不喜欢乌龙茶了", "不喜欢乌龙茶"),
+        ("I like oolong tea", "I don't like oolong tea anymore", "doesn't like oolong tea"),
+        ("I like oolong tea", "I love drinking oolong tea", "loves drinking oolong tea"),
+        ("我住在杭州", "我住在上海浦东", "住在上海浦东"),
+        ("我叫小明", "记住我的名字是李雷", "名字是李雷"),
+        ("my birthday is May 5", "my birthday is June 1", "birthday is June 1"),
+    ],
+)
+def test_a_new_value_supersedes_the_old_one(
+    db: Database, first: str, second: str, now: str
+) -> None:
+    (created,) = propose_all(db, first)
+    (replaced,) = propose_all(db, second)
+    assert created.outcome == "created"
+    assert (replaced.outcome, replaced.replaced) == ("superseded", created.item_id)
+    assert [content for _, content in active(db)] == [now]
+    old = db.call(store.get, created.item_id)
+    assert old is not None and old.status == "superseded"
+
+
+def test_said_in_a_group_supersedes_what_was_said_in_private(db: Database) -> None:
+    propose_all(db, "我喜欢乌龙茶", PRIVATE)
+    (result,) = propose_all(db, "我不喜欢乌龙茶了", GROUP)
+    assert result.outcome == "superseded"
+    new = db.call(store.get, result.item_id)
+    assert new is not None and new.sensitivity == "public"
+
+
+def test_saying_it_again_merges(db: Database) -> None:
+    (first,) = propose_all(db, "我喜欢乌龙茶")
+    (again,) = propose_all(db, "其实我喜欢乌龙茶。")
+    assert (again.outcome, again.item_id) == ("merged", first.item_id)
+
+
+def test_negation_of_a_longer_preference_supersedes(db: Database) -> None:
+    propose_all(db, "我喜欢喝乌龙茶")
+    (result,) = propose_all(db, "我不喜欢喝乌龙茶了")
+    assert result.outcome == "superseded"
+
+
+# --- the post-turn hook ---------------------------------------------------------------------
+
+
+def turn_context(text: str, *, chat: str = "qq:private:alice", role: str = "user") -> TurnContext:
+    env = envelope(text, chat=chat, user="qq:alice")
+    turn = Turn(7, "s_1", chat, role, text, datetime.now(UTC), speaker="qq:alice")
+    return TurnContext(env, "s_1", turn, "zh", False, frozenset({7}))
+
+
+def everything(db: Database) -> str:
+    def run(conn: Any) -> str:
+        tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        return "\n".join(
+            str(v) for t in tables for row in conn.execute(f'SELECT * FROM "{t}"') for v in row
+        )
+
+    return db.call(run)
+
+
+async def test_hook_proposes_what_the_user_said(db: Database) -> None:
+    hook: PostTurnHook = ExtractionHook(MemoryService(db))
+    assert hook.name == "extract"
+    await hook.after_turn(turn_context("我叫小明，我喜欢乌龙茶"), "echo")
+    assert active(db) == [("fact", "名字是小明"), ("preference", "喜欢乌龙茶")]
+    item = db.call(store.list_items, Viewer(scopes=("user:qq:alice",)))[0]
+    assert item.source == "rule_extract" and item.evidence[0].turn_id == 7
+
+
+async def test_hook_never_reads_the_bot(db: Database) -> None:
+    hook = ExtractionHook(MemoryService(db))
+    await hook.after_turn(turn_context("今天天气不错呀"), "我喜欢乌龙茶，记住我叫小明")
+    await hook.after_turn(turn_context("我喜欢乌龙茶", role="assistant"), None)
+    assert active(db) == []
+
+
+async def test_hook_respects_the_commit_mode(db: Database) -> None:
+    hook = ExtractionHook(MemoryService(db, mode="manual_review"))
+    await hook.after_turn(turn_context("我喜欢乌龙茶"), None)
+    assert active(db) == []
+    assert [c.content for _, c, _ in db.call(write.pending, None, 10)] == ["喜欢乌龙茶"]
+
+
+async def test_secret_said_to_remember_is_redacted_never_stored(db: Database) -> None:
+    hook = ExtractionHook(MemoryService(db))
+    await hook.after_turn(turn_context(f"记住我的 api key 是 {KEY}"), None)
+    (item,) = db.call(store.list_items, Viewer(scopes=("user:qq:alice",)))
+    assert item.content == "我的 api key 是 [REDACTED:openai_key]"
+    assert item.evidence[0].quote == "记住我的 api key 是 [REDACTED:openai_key]"
+    dumped = everything(db)
+    assert KEY not in dumped and KEY.lower() not in dumped and "REDACTED" in dumped
+
+
+class BrokenMemory(MemoryService):
+    def __init__(self, db: Database) -> None:
+        super().__init__(db)
+        self.calls = 0
+
+    async def propose(self, candidate: Candidate, actor: str) -> WriteResult:
+        self.calls += 1
+        if self.calls == 1:
+            raise RuntimeError("disk on fire")
+        return await super().propose(candidate, actor)
+
+
+async def test_hook_logs_and_continues_when_a_write_fails(db: Database) -> None:
+    memory = BrokenMemory(db)
+    await ExtractionHook(memory).after_turn(turn_context("我叫小明，我喜欢乌龙茶"), None)
+    assert memory.calls == 2
+    assert active(db) == [("preference", "喜欢乌龙茶")]  # the second still went through
+
+
+async def test_hook_never_raises(db: Database, monkeypatch: pytest.MonkeyPatch) -> None:
+    from nahida.memory import extract as module
+
+    def explode(*args: object, **kwargs: object) -> list[Candidate]:
+        raise ValueError("bad rule")
+
+    monkeypatch.setattr(module, "extract", explode)
+    await ExtractionHook(MemoryService(db)).after_turn(turn_context("我喜欢乌龙茶"), None)
+    assert active(db) == []

@@ -1,0 +1,167 @@
+"""The `memory` prompt slot: line format, hot-window exclusion, budget, fast/full path, access."""
+
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+
+from nahida import history
+from nahida.context import estimate_tokens
+from nahida.db import Connection, Database
+from nahida.hooks import ContextSource, TurnContext
+from nahida.memory import store
+from nahida.memory.injection import MemoryInjection, is_greeting
+from nahida.memory.models import Candidate, MemoryItem
+from nahida.memory.pack import GUARD
+from nahida.memory.service import MemoryService
+from tests.helpers import envelope
+
+DM = "qq:private:alice"
+GROUP = "qq:group:100"
+ITEM_LINE = re.compile(
+    r"- \[(m_[0-9a-f]{6})\] (fact|preference|decision|task|procedure|warning|summary)"
+    r" · (global|chat|user) · \d{4}-\d{2}-\d{2}: \S.*"
+)
+HISTORY_LINE = re.compile(r"- \[history · \d{4}-\d{2}-\d{2}[^\]]*\] \S.*")
+
+
+def add(db: Database, content: str, **fields: object) -> MemoryItem:
+    values: dict[str, object] = {
+        "scope": "user:qq:alice",
+        "kind": "preference",
+        "source": "import",
+        "confidence": 0.8,
+        "subject_user": "qq:alice",
+        **fields,
+    }
+    candidate = Candidate(content=content, **values)  # type: ignore[arg-type]
+    return db.call(lambda conn: store.create(conn, candidate, "test"))
+
+
+def said(db: Database, text: str, chat: str = DM, at: float | None = None) -> history.Turn:
+    turn = history.NewTurn(chat, "user", text, at or time.time() - 30, speaker="qq:alice")
+    recorded = db.call(history.record, turn)
+    assert recorded is not None
+    return recorded
+
+
+def context(
+    db: Database, text: str, chat: str = DM, hot: frozenset[int] = frozenset()
+) -> TurnContext:
+    turn = said(db, text, chat, at=time.time())
+    env = envelope(text, chat=chat, user="qq:alice")
+    return TurnContext(env, turn.session_id, turn, "zh", False, frozenset({turn.id}) | hot)
+
+
+def item_ids(block: str | None) -> list[str]:
+    assert block is not None
+    return [m.group(1) for m in map(ITEM_LINE.fullmatch, block.splitlines()) if m]
+
+
+async def test_every_line_names_id_kind_scope_and_date_and_the_guard_ends_it(
+    db: Database,
+) -> None:
+    tea = add(db, "喜欢乌龙茶")
+    rule = add(db, "以后我们喝茶只喝乌龙茶", kind="decision", scope=f"chat:{DM}", subject_user=None)
+    said(db, "上次买的乌龙茶很好喝")
+    source: ContextSource = MemoryInjection(MemoryService(db))
+    assert source.slot == "memory"
+    block = await source.gather(context(db, "推荐一款乌龙茶给我吧，要适合下午喝的那种"))
+    assert block is not None
+    *lines, last = block.splitlines()
+    assert last == GUARD
+    assert all(ITEM_LINE.fullmatch(line) or HISTORY_LINE.fullmatch(line) for line in lines), lines
+    assert sorted(item_ids(block)) == sorted([tea.id, rule.id])
+    assert f"[{tea.id}] preference · user · " in block
+    assert f"[{rule.id}] decision · chat · " in block
+    assert any(HISTORY_LINE.fullmatch(line) and "上次买的乌龙茶" in line for line in lines)
+
+
+async def test_hot_window_turns_are_left_out(db: Database) -> None:
+    said(db, "乌龙茶要用九十度的水泡")
+    hot = said(db, "乌龙茶第一泡要倒掉")
+    block = await MemoryInjection(MemoryService(db)).gather(
+        context(db, "乌龙茶怎么泡", hot=frozenset({hot.id}))
+    )
+    assert block is not None
+    assert "九十度" in block
+    assert "第一泡" not in block
+    assert "乌龙茶怎么泡" not in block  # the current message is shown as itself
+
+
+async def test_nothing_to_say_gives_no_section(db: Database) -> None:
+    add(db, "喜欢乌龙茶")
+    injection = MemoryInjection(MemoryService(db))
+    assert await injection.gather(context(db, "今天的天气怎么样")) is None
+    assert await injection.gather(context(db, "！？")) is None
+
+
+async def test_budget_is_respected(db: Database) -> None:
+    for n in range(30):
+        add(db, f"乌龙茶笔记第{n}条：冲泡温度和时间都要记录下来，方便以后对比不同批次的口感")
+    block = await MemoryInjection(MemoryService(db, budget_tokens=120)).gather(
+        context(db, "把乌龙茶笔记都找出来，我想对比一下冲泡温度")
+    )
+    assert block is not None
+    assert estimate_tokens(block) <= 120
+    assert 1 <= len(item_ids(block)) < 15
+    assert (
+        await MemoryInjection(MemoryService(db, budget_tokens=10)).gather(
+            context(db, "把乌龙茶笔记都找出来，我想对比一下冲泡温度")
+        )
+        is None
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "lines"),
+    [
+        ("乌龙茶", 5),  # short: the fast path
+        ("乌龙茶 thanks!", 5),
+        ("我想把所有关于乌龙茶的笔记都整理一遍", 15),  # the full path
+    ],
+)
+async def test_fast_path_for_short_messages_full_path_otherwise(
+    db: Database, text: str, lines: int
+) -> None:
+    for n in range(20):
+        add(db, f"乌龙茶 笔记 n{n}")
+    block = await MemoryInjection(MemoryService(db)).gather(context(db, text))
+    assert len(item_ids(block)) == lines
+
+
+def test_greetings_take_the_fast_path() -> None:
+    injection = MemoryInjection(MemoryService.__new__(MemoryService), fast_chars=4)
+    assert injection.limit_for("good morning everyone!") == 5
+    assert injection.limit_for("你好！") == 5
+    assert injection.limit_for("good morning, what did we decide") == 15
+    assert is_greeting("Hi Nahida!") and not is_greeting("hi, how do I brew oolong")
+
+
+async def test_injected_items_are_counted_as_accessed(db: Database) -> None:
+    tea = add(db, "喜欢乌龙茶")
+    coffee = add(db, "不喝咖啡")
+    before = time.time()
+    injection = MemoryInjection(MemoryService(db))
+    await injection.gather(context(db, "乌龙茶"))
+    await injection.gather(context(db, "乌龙茶好喝吗"))
+
+    def fetch(conn: Connection, item_id: str) -> MemoryItem:
+        found = store.get(conn, item_id)
+        assert found is not None
+        return found
+
+    used, unused = db.call(fetch, tea.id), db.call(fetch, coffee.id)
+    assert used.access_count == 2
+    assert used.last_accessed is not None and used.last_accessed >= before
+    assert (unused.access_count, unused.last_accessed) == (0, None)
+
+
+async def test_the_viewer_is_the_speaker_where_they_speak(db: Database) -> None:
+    add(db, "喜欢乌龙茶")  # private to Alice
+    add(db, "群里统一买乌龙茶", kind="decision", scope=f"chat:{GROUP}", subject_user=None)
+    injection = MemoryInjection(MemoryService(db))
+    block = await injection.gather(context(db, "乌龙茶", chat=GROUP))
+    assert block is not None and "群里统一买乌龙茶" in block and "喜欢乌龙茶" not in block
