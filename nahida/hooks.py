@@ -28,6 +28,7 @@ class TurnContext:
     language: Language
     is_bot_admin: bool
     recent_turn_ids: frozenset[int] = frozenset()  # the hot window the prompt shows verbatim
+    addressed: bool = True  # False: group talk the bot only observed (no reply)
 
 
 class ContextSource(Protocol):
@@ -41,4 +42,5 @@ class PostTurnHook(Protocol):
     name: str
 
     async def after_turn(self, turn: TurnContext, reply: str | None) -> None:
-        """Runs after the reply was sent and stored; `reply` is None when none was produced."""
+        """Runs after the reply was sent and stored, and after observed group talk was stored
+        (`turn.addressed` False); `reply` is None when none was produced."""

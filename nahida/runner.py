@@ -96,8 +96,6 @@ class SessionRunner:
         if recorded is None:
             log.info("duplicate_message_dropped")
             return
-        if not respond:
-            return
         turn, hot = recorded
         ctx = TurnContext(
             envelope,
@@ -106,7 +104,11 @@ class SessionRunner:
             self.settings.language,
             self.is_bot_admin(envelope),
             frozenset([turn.id, *(t.id for t in hot)]),
+            addressed=respond,
         )
+        if not respond:
+            await self._run_hooks(ctx, None)  # observed talk still feeds memory
+            return
         if not self.model.configured:
             await self._reply(envelope, t("no_model", ctx.language))
             return

@@ -101,7 +101,8 @@ class PluginHook:
     fn: TurnHook
 
     async def after_turn(self, turn: TurnContext, reply: str | None) -> None:
-        await self.fn(turn, reply)
+        if turn.addressed:  # plugins see the turns the bot answered
+            await self.fn(turn, reply)
 
 
 def _adapt(handler: PluginHandler) -> Handler:

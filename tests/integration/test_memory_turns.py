@@ -9,18 +9,23 @@ from __future__ import annotations
 import io
 import re
 from pathlib import Path
+from typing import ClassVar
 
 from nahida.adapters.console.adapter import ConsoleAdapter
 from nahida.app import App, Paths, console_app
 from nahida.config import Config
 from nahida.db import Database
+from nahida.envelope import ChatKey, Reply, UserKey
 from nahida.memory import store
 from nahida.memory.extract import ExtractionHook
 from nahida.memory.injection import MemoryInjection
 from nahida.memory.pack import GUARD
 from nahida.memory.scopes import Viewer
+from nahida.providers.echo import EchoProvider
+from nahida.providers.router import ModelRouter, resolve_routes
+from nahida.server import InboundServer
 from tests.fakes.llm_server import FakeOpenAIServer
-from tests.helpers import config, openai_provider
+from tests.helpers import config, envelope, openai_provider
 
 SECTION = "## Relevant memory\n"
 ITEM_LINE = re.compile(r"- \[(m_[0-9a-f]{6})\] (\w+) · (\w+) · \d{4}-\d{2}-\d{2}: (.+)")
@@ -115,3 +120,34 @@ async def test_the_bots_own_words_are_never_extracted(
     await chat(tmp_path, ["今天过得怎么样"], cfg)
     with Database(tmp_path / "data" / "nahida.db") as db:
         assert db.call(store.list_items, Viewer(scopes=("user:console:local",))) == []
+
+
+async def test_observed_group_talk_is_extracted_but_not_answered(tmp_path: Path) -> None:
+    class Silent:
+        platform = "test"
+        sent: ClassVar[list[Reply]] = []
+
+        def mount(self, server: InboundServer) -> None:
+            return None
+
+        async def run(self, submit: object) -> None:
+            return None
+
+        async def send(self, reply: Reply) -> str | None:
+            self.sent.append(reply)
+            return None
+
+    model = ModelRouter({"echo": EchoProvider()}, resolve_routes({}, {"echo": "m"}))
+    app = App(
+        Config(), Paths(None, tmp_path / "d", tmp_path / "w"), adapters=[Silent()], model=model
+    )
+    try:
+        await app.runner.handle(envelope("我喜欢乌龙茶", chat="test:group:g1", to_me=False))
+        assert Silent.sent == []
+        viewer = Viewer(ChatKey.parse("test:group:g1"), UserKey.parse("test:u1"))
+        items = await app.memory.list_items(viewer)
+        assert [(i.kind, i.content, i.sensitivity) for i in items] == [
+            ("preference", "喜欢乌龙茶", "public")
+        ]
+    finally:
+        app.db.close()
