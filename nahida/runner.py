@@ -106,20 +106,25 @@ class SessionRunner:
             frozenset([turn.id, *(t.id for t in hot)]),
             addressed=respond,
         )
+        reply: str | None = None
         if not respond:
-            await self._run_hooks(ctx, None)  # observed talk still feeds memory
-            return
-        if not self.model.configured:
+            pass  # observed group talk: stored, and the hooks still feed memory from it
+        elif not self.model.configured:
             await self._reply(envelope, t("no_model", ctx.language))
-            return
+        else:
+            reply = await self._answer(ctx, hot)
+        await self._run_hooks(ctx, reply)
+
+    async def _answer(self, ctx: TurnContext, hot: list[Turn]) -> str | None:
+        """Model → reply → persist; the stored answer, or None when the model failed."""
+        envelope = ctx.envelope
         try:
             completion = await self._complete(ctx, hot)
         except ProviderError as exc:
             log.warning("provider_failed", error=str(exc), error_type=type(exc).__name__)
-            await self.db.run(history.mark_error, turn.id, f"{type(exc).__name__}: {exc}")
+            await self.db.run(history.mark_error, ctx.turn.id, f"{type(exc).__name__}: {exc}")
             await self._reply(envelope, t("provider_failed", ctx.language))
-            await self._run_hooks(ctx, None)
-            return
+            return None
         text = completion.text.strip() or t("empty_model_reply", ctx.language)
         sent_id, error = await self._reply(envelope, text)
         await self.db.run(
@@ -135,7 +140,7 @@ class SessionRunner:
                 index=index_text(text) if len(text) <= 400 else None,
             ),
         )
-        await self._run_hooks(ctx, text)
+        return text
 
     def _is_command_for_me(self, envelope: Envelope) -> bool:
         """Known commands as the policy allows; unknown ones only when addressed to the bot."""

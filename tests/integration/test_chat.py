@@ -108,3 +108,10 @@ async def test_anthropic_provider_from_yaml(
     body = anthropic_server.requests[0].body
     assert body["model"] == "claude-test"
     assert "Nahida" in body["system"]
+
+
+async def test_memory_works_without_a_model(tmp_path: Path) -> None:
+    out, _ = await chat_through_console(tmp_path, ["我喜欢乌龙茶", "/memory list"])
+    lines = out.splitlines()
+    assert lines[0] == t("no_model", "zh")
+    assert any(line.endswith("喜欢乌龙茶") and " · preference · " in line for line in lines[1:])
