@@ -39,6 +39,7 @@ from nahida.policy import ReplyPolicy
 from nahida.providers.base import Provider
 from nahida.providers.client import ClientSettings
 from nahida.providers.router import ModelRouter, resolve_routes
+from nahida.ratelimit import RateLimiter
 from nahida.runner import RunnerSettings, SessionRunner
 from nahida.scheduler import Scheduler
 from nahida.server import InboundServer
@@ -161,6 +162,7 @@ class App:
             persona=Persona(paths.workspace),
             memory=self.memory,
             sources=[MemoryInjection(self.memory)],
+            limiter=RateLimiter(config.bot.rate_limit.per_chat_per_minute),
             hooks=[
                 ExtractionHook(self.memory),
                 *(hook for plugin in self.plugins for hook in plugin.hooks),

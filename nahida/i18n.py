@@ -60,6 +60,10 @@ MESSAGES: dict[str, dict[Language, str]] = {
         "en": "Resumed session {id}: {title}",
     },
     "turns_count": {"zh": "{n} 条", "en": "{n} turns"},
+    "rate_limited": {
+        "zh": "这里消息有点多，我先歇一会儿，过一分钟再叫我吧。",
+        "en": "That's a lot of messages here; I'll pause for a minute before answering again.",
+    },
     # /memory -------------------------------------------------------------------------------
     "cmd_memory": {
         "zh": "查看和管理长期记忆：/memory remember|search|list|forget|why|review",

@@ -29,6 +29,7 @@ from nahida.memory.service import MemoryService
 from nahida.memory.tokens import index_text
 from nahida.policy import ReplyPolicy
 from nahida.providers.router import ModelRouter
+from nahida.ratelimit import RateLimiter
 from nahida.tools import Completion, ToolRegistry, complete
 
 log = structlog.get_logger(__name__)
@@ -61,6 +62,7 @@ class SessionRunner:
         tools: ToolRegistry | None = None,
         sources: Sequence[ContextSource] = (),
         hooks: Sequence[PostTurnHook] = (),
+        limiter: RateLimiter | None = None,
     ) -> None:
         self.db = db
         self.model = model
@@ -73,6 +75,7 @@ class SessionRunner:
         self.tools = tools or ToolRegistry()
         self.sources = list(sources)
         self.hooks = list(hooks)
+        self.limiter = limiter
 
     def is_bot_admin(self, envelope: Envelope) -> bool:
         return str(envelope.sender.user) in self.settings.admins
@@ -89,6 +92,8 @@ class SessionRunner:
             await self._command(envelope)
             return
         respond = self.policy.should_respond(envelope)
+        limited = respond and self._over_limit(envelope)
+        respond = respond and not limited
         window = self.settings.hot_size * 2 if respond else 0
         recorded = await self.db.run(
             history.record_with_window, self._user_turn(envelope, respond), self._split, window
@@ -107,7 +112,10 @@ class SessionRunner:
             addressed=respond,
         )
         reply: str | None = None
-        if not respond:
+        if limited:  # stored as observed; the chat hears once that the bot is pausing
+            if self.limiter is not None and self.limiter.take_notice(str(envelope.chat)):
+                await self._reply(envelope, t("rate_limited", ctx.language))
+        elif not respond:
             pass  # observed group talk: stored, and the hooks still feed memory from it
         elif not self.model.configured:
             await self._reply(envelope, t("no_model", ctx.language))
@@ -141,6 +149,11 @@ class SessionRunner:
             ),
         )
         return text
+
+    def _over_limit(self, envelope: Envelope) -> bool:
+        if self.limiter is None or self.is_bot_admin(envelope):
+            return False
+        return not self.limiter.allow(str(envelope.chat))
 
     def _is_command_for_me(self, envelope: Envelope) -> bool:
         """Known commands as the policy allows; unknown ones only when addressed to the bot."""

@@ -1,0 +1,343 @@
+"""QQ through OneBot v11: the adapter that turns events into envelopes and replies into actions.
+
+    implementation ──reverse WS / forward WS / HTTP POST──▶ inbound queue ──▶ _handle ──▶ submit
+                   ◀──────── WS action / HTTP API ────────── send(reply)
+
+Every transport (see `reverse.py`, `forward.py`) hands raw event objects to one inbound queue;
+a single task parses them in arrival order, drops duplicates (`events.dedup_key`, bounded), the
+bot's own messages and malformed events, and turns messages into `Envelope`s: addressing
+(`addressing.py`), the sender's group role (`roles.py`), mentions and the reply target. Notices
+(recall, poke, member changes) are logged, not submitted: they carry no words to answer, and a
+member change only invalidates the cached role. Readers never wait for this task, so action
+answers keep flowing while it waits on a lookup or on the bus.
+
+Replies go to the account that last heard from the chat (several accounts may share a server),
+through whatever socket that account has *now*, waiting up to `send_wait` for a reconnect.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections import OrderedDict
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import aiohttp
+import structlog
+
+from nahida.adapters.base import Submit
+from nahida.adapters.onebot import config as onebot_config
+from nahida.adapters.onebot.addressing import address, nickname_pattern
+from nahida.adapters.onebot.api import Caller, ConnectionClosedError, HttpApi, OneBotApi
+from nahida.adapters.onebot.config import OneBotConfig
+from nahida.adapters.onebot.connection import (
+    ClientRole,
+    ConnectionRegistry,
+    Counters,
+    WsConnection,
+)
+from nahida.adapters.onebot.events import (
+    Deduplicator,
+    EventError,
+    HeartbeatEvent,
+    LifecycleEvent,
+    MemberNotice,
+    MessageEvent,
+    NoticeEvent,
+    dedup_key,
+    id_of,
+    parse_event,
+)
+from nahida.adapters.onebot.forward import ForwardClient
+from nahida.adapters.onebot.message import from_reply, to_segments
+from nahida.adapters.onebot.reverse import ReverseEndpoints
+from nahida.adapters.onebot.roles import MemberRoles
+from nahida.config import Config
+from nahida.envelope import ChatKey, Envelope, Reply, Role, Sender, UserKey
+from nahida.errors import AdapterError
+
+if TYPE_CHECKING:
+    from nahida.server import InboundServer
+
+log = structlog.get_logger(__name__)
+
+PLATFORM = "onebot"
+ROUTES = 10_000  # chats whose answering account is remembered
+
+
+class OneBotAdapter:
+    platform = PLATFORM
+
+    def __init__(
+        self, settings: OneBotConfig, *, nicknames: tuple[str, ...] = (), bot_name: str = ""
+    ) -> None:
+        self.settings = settings
+        self.bot_name = bot_name
+        self.counters = Counters()
+        self.registry = ConnectionRegistry()
+        self.roles = MemberRoles(self._member_info, ttl=settings.role_cache_seconds)
+        self._nicknames: re.Pattern[str] | None = nickname_pattern(nicknames)
+        self._inbound: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self._seen = Deduplicator(settings.dedup_size)
+        self._sent = Deduplicator(settings.dedup_size)  # (self_id, message_id) the bot sent
+        self._routes: OrderedDict[str, str] = OrderedDict()  # chat -> self_id that heard it
+        self._http = HttpApi(settings.url, settings.token, settings.api_timeout)
+        self.endpoints = ReverseEndpoints(settings, self.counters, self._accept, self.serve)
+
+    # -- transports ---------------------------------------------------------------------------
+
+    def mount(self, server: InboundServer) -> None:
+        if self.settings.mode == "reverse_ws":
+            server.add_route("GET", self.settings.path, self.endpoints.websocket)
+        elif self.settings.mode == "http":
+            server.add_route("POST", self.settings.http_path, self.endpoints.http_events)
+        server.app.on_shutdown.append(self._on_server_shutdown)
+
+    async def _on_server_shutdown(self, app: object) -> None:
+        await self.registry.close_all("server shutting down")
+
+    async def run(self, submit: Submit) -> None:
+        session: aiohttp.ClientSession | None = None
+        try:
+            async with asyncio.TaskGroup() as group:
+                group.create_task(self._process(submit), name="onebot events")
+                if self.settings.mode == "forward_ws":
+                    timeout = aiohttp.ClientTimeout(total=None, connect=10, sock_connect=10)
+                    session = aiohttp.ClientSession(timeout=timeout)
+                    client = ForwardClient(self.settings, session, self._connection, self.serve)
+                    for url, role in self.settings.forward_urls():
+                        group.create_task(client.run(url, role), name=f"onebot forward {role}")
+        finally:
+            await self.registry.close_all("adapter stopped")
+            if session is not None:
+                await session.close()
+            await self._http.aclose()
+
+    def _connection(
+        self, socket: aiohttp.ClientWebSocketResponse, role: ClientRole, peer: str
+    ) -> WsConnection:
+        return WsConnection(
+            socket,
+            role=role,
+            self_id=None,  # learned from get_login_info or the first event
+            on_event=self._accept,
+            counters=self.counters,
+            timeout=self.settings.api_timeout,
+            heartbeat_grace=self.settings.heartbeat_grace,
+            peer=peer,
+        )
+
+    async def serve(self, conn: WsConnection) -> None:
+        """Serve one socket until it closes; registered for actions once its account is known."""
+        self.registry.attach(conn)
+        try:
+            async with asyncio.TaskGroup() as group:
+                group.create_task(conn.serve())
+                if conn.self_id is not None:
+                    self._register(conn)
+                elif conn.can_call:
+                    try:
+                        async with asyncio.timeout(self.settings.lookup_timeout):
+                            info = await OneBotApi(conn).get_login_info()
+                    except (AdapterError, TimeoutError) as exc:
+                        log.info("login_info_unavailable", peer=conn.peer, error=str(exc))
+                    else:
+                        if conn.self_id is None:
+                            conn.self_id = info.user_id
+                            self._register(conn)
+        finally:
+            if not self.registry.detach(conn) and conn.self_id is not None:
+                log.info("replaced_connection_gone", self_id=conn.self_id, role=conn.role)
+
+    def _register(self, conn: WsConnection) -> None:
+        for old in self.registry.register(conn):
+            log.warning("connection_replaced", self_id=conn.self_id, role=conn.role, old=repr(old))
+        log.info("connection_registered", self_id=conn.self_id, role=conn.role, peer=conn.peer)
+
+    def _accept(self, conn: WsConnection | None, data: dict[str, Any]) -> None:
+        """Called by readers for every event object; never blocks them."""
+        if conn is not None and conn.self_id is None:
+            conn.self_id = id_of(data.get("self_id"))
+            if conn.self_id is not None:
+                self._register(conn)
+        if data.get("meta_event_type") == "heartbeat":
+            return  # the connection's watchdog already took what it needs
+        if self._inbound.qsize() >= self.settings.queue_limit:
+            self.counters.overflow += 1
+            if self.counters.overflow % 1000 == 1:  # one line per thousand, not a flood
+                log.warning(
+                    "inbound_queue_full_events_dropped",
+                    limit=self.settings.queue_limit,
+                    dropped_so_far=self.counters.overflow,
+                )
+            return
+        self._inbound.put_nowait(data)
+
+    # -- events ---------------------------------------------------------------------------------
+
+    async def _process(self, submit: Submit) -> None:
+        while True:
+            data = await self._inbound.get()
+            try:
+                await self._handle(data, submit)
+            except Exception:
+                log.exception("onebot_event_failed", post_type=data.get("post_type"))
+
+    async def _handle(self, data: dict[str, Any], submit: Submit) -> None:
+        try:
+            event = parse_event(data)
+        except EventError as exc:
+            self.counters.malformed += 1
+            log.warning("malformed_event_dropped", error=str(exc), payload=repr(data)[:200])
+            return
+        self.counters.events += 1
+        key = dedup_key(event)
+        if key is not None and self._seen.seen(key):
+            self.counters.duplicates += 1
+            log.debug("duplicate_event_dropped", key=repr(key))
+            return
+        if isinstance(event, MessageEvent):
+            if event.from_self:
+                self.counters.own_messages += 1
+                return
+            envelope = await self.envelope(event)
+            self._route(str(envelope.chat), event.self_id)
+            await submit(envelope)
+        elif isinstance(event, NoticeEvent):
+            self._notice(event)
+        elif isinstance(event, LifecycleEvent):
+            log.info("onebot_lifecycle", self_id=event.self_id, sub_type=event.sub_type)
+        elif not isinstance(event, HeartbeatEvent):
+            log.debug("onebot_event_ignored", post_type=event.post_type, self_id=event.self_id)
+
+    def _notice(self, event: NoticeEvent) -> None:
+        self.counters.notices += 1
+        if isinstance(event, MemberNotice) and event.group_id and event.user_id:
+            self.roles.forget(event.self_id, event.group_id, event.user_id)
+        log.info(
+            "onebot_notice",
+            kind=type(event).__name__,
+            notice_type=event.notice_type,
+            sub_type=event.sub_type,
+            self_id=event.self_id,
+            group=event.group_id,
+            user=event.user_id,
+        )
+
+    async def envelope(self, event: MessageEvent) -> Envelope:
+        """The envelope for one message event (addressing may ask the implementation)."""
+
+        async def reply_sender(message_id: str) -> str | None:
+            return await self._reply_sender(event.self_id, message_id)
+
+        found = await address(
+            event, nicknames=self._nicknames, reply_sender=reply_sender, bot_name=self.bot_name
+        )
+        if event.is_group and event.group_id is not None:
+            chat = ChatKey(PLATFORM, "group", event.group_id)
+        else:
+            chat = ChatKey(PLATFORM, "private", event.user_id)
+        name = event.sender.display_name
+        role = Role.MEMBER
+        if event.anonymous is not None:
+            name = str(event.anonymous.get("name") or "anonymous")
+        elif event.group_id is not None:
+            role = await self.roles.role(
+                event.self_id, event.group_id, event.user_id, event.sender.role
+            )
+        when = _when(event.time)
+        return Envelope(
+            platform=PLATFORM,
+            self_id=event.self_id,
+            chat=chat,
+            sender=Sender(UserKey(PLATFORM, event.user_id), name, role),
+            message_id=event.message_id,
+            time=when,
+            segments=to_segments(found.segments),
+            text=found.text,
+            to_me=found.to_me,
+            reply_to=found.reply_to,
+            mentions=tuple(str(UserKey(PLATFORM, m)) for m in found.mentions),
+            raw=event.raw,
+        )
+
+    async def _reply_sender(self, self_id: str, message_id: str) -> str | None:
+        """Who sent `message_id`: the bot when it is one of ours, else ask `get_msg`."""
+        if (self_id, message_id) in self._sent:
+            return self_id
+        limit = self.settings.lookup_timeout
+        try:
+            async with asyncio.timeout(limit):
+                data = await OneBotApi(await self._caller(self_id, limit)).get_msg(message_id)
+        except (AdapterError, TimeoutError) as exc:
+            log.info("reply_lookup_failed", self_id=self_id, message=message_id, error=str(exc))
+            return None
+        sender = data.get("sender")
+        return id_of(sender.get("user_id") if isinstance(sender, dict) else data.get("user_id"))
+
+    async def _member_info(self, self_id: str, group_id: str, user_id: str) -> dict[str, object]:
+        limit = self.settings.lookup_timeout
+        async with asyncio.timeout(limit):
+            api = OneBotApi(await self._caller(self_id, limit))
+            return await api.get_group_member_info(group_id, user_id)
+
+    # -- actions --------------------------------------------------------------------------------
+
+    def _route(self, chat: str, self_id: str) -> None:
+        self._routes[chat] = self_id
+        self._routes.move_to_end(chat)
+        if len(self._routes) > ROUTES:
+            self._routes.popitem(last=False)
+
+    async def _caller(self, self_id: str | None, wait: float) -> Caller:
+        if self.settings.mode == "http":
+            return self._http
+        return await self.registry.api_for(self_id, wait)
+
+    def api(self, caller: Caller) -> OneBotApi:
+        return OneBotApi(caller, self.settings.api_timeout)
+
+    async def call(self, action: str, params: dict[str, Any], self_id: str | None = None) -> Any:
+        """Any action, on the account's live connection (for plugins and tests)."""
+        caller = await self._caller(self_id, self.settings.send_wait)
+        return await self.api(caller).call(action, params)
+
+    async def send(self, reply: Reply) -> str | None:
+        if reply.chat.platform != PLATFORM:
+            raise AdapterError(f"the OneBot adapter cannot send to {reply.chat}")
+        self_id = self._routes.get(str(reply.chat))
+        message = from_reply(reply)
+        for attempt in (1, 2):
+            caller = await self._caller(self_id, self.settings.send_wait)
+            api = self.api(caller)
+            try:
+                if reply.chat.is_group:
+                    sent = await api.send_group_msg(reply.chat.id, message)
+                else:
+                    sent = await api.send_private_msg(reply.chat.id, message)
+            except ConnectionClosedError as exc:
+                if exc.sent or attempt == 2:
+                    raise
+                continue  # the socket died before the frame left: the new one gets it
+            if sent is not None:
+                account = caller.self_id if isinstance(caller, WsConnection) else self_id
+                self._sent.seen((account or "", sent))
+            return sent
+        return None
+
+
+def _when(epoch: float | None) -> datetime:
+    """The event's time; now when it is missing or nonsense."""
+    if epoch:
+        try:
+            return datetime.fromtimestamp(epoch, UTC)
+        except (OverflowError, OSError, ValueError):
+            pass
+    return datetime.now(UTC)
+
+
+def build(section: dict[str, Any], config: Config) -> OneBotAdapter:
+    """The adapter for `channels.onebot` (called by `nahida.app`)."""
+    settings = onebot_config.load(section)
+    return OneBotAdapter(settings, nicknames=tuple(config.bot.nicknames), bot_name=config.bot.name)

@@ -1,0 +1,96 @@
+"""The `channels.onebot` section, validated by the adapter's own model.
+
+    channels:
+      onebot:
+        enabled: true
+        mode: reverse_ws             # reverse_ws | forward_ws | http
+        path: /onebot/v11/ws         # reverse_ws: where implementations connect (any number of
+                                     #   accounts, Universal or split API/Event sockets)
+        http_path: /onebot/v11/http  # http: where events are POSTed to us
+        url: ""                      # forward_ws: ws URL we connect to (Universal);
+                                     # http: the implementation's HTTP API base URL
+        access_token: ""             # checked on reverse_ws, sent on forward_ws and the HTTP API
+        secret: ""                   # http: X-Signature HMAC-SHA1 of each POSTed body
+
+The remaining keys have defaults that suit NapCat, LLOneBot, Lagrange and go-cqhttp.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
+
+from nahida.errors import ConfigError
+
+Mode = Literal["reverse_ws", "forward_ws", "http"]
+
+
+class OneBotConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = False
+    mode: Mode = "reverse_ws"
+    path: str = "/onebot/v11/ws"
+    http_path: str = "/onebot/v11/http"
+    url: str = ""
+    # forward_ws with split sockets instead of one Universal `url`
+    api_url: str = ""
+    event_url: str = ""
+    access_token: SecretStr = SecretStr("")
+    secret: SecretStr = SecretStr("")
+
+    api_timeout: float = Field(30.0, gt=0)  # seconds per action
+    lookup_timeout: float = Field(3.0, gt=0)  # get_msg / get_group_member_info while parsing
+    send_wait: float = Field(10.0, ge=0)  # how long a reply waits for a (re)connected socket
+    heartbeat_grace: float = Field(2.5, ge=1)  # silent heartbeat intervals before closing
+    ping_interval: float = Field(30.0, ge=0)  # WebSocket ping/pong; 0 turns it off
+    reconnect_min: float = Field(1.0, gt=0)  # forward_ws backoff: first wait ...
+    reconnect_max: float = Field(60.0, gt=0)  # ... doubling up to this
+    role_cache_seconds: float = Field(600.0, ge=0)
+    dedup_size: int = Field(4096, ge=0)
+    queue_limit: int = Field(10_000, ge=1)  # inbound events waiting to be handled
+
+    @model_validator(mode="after")
+    def _mode_needs(self) -> OneBotConfig:
+        for name in ("path", "http_path"):
+            if not getattr(self, name).startswith("/"):
+                raise ValueError(f"{name} must start with '/'")
+        if self.mode == "forward_ws":
+            if not self.url and not (self.api_url and self.event_url):
+                raise ValueError("forward_ws needs `url` (or both `api_url` and `event_url`)")
+            for name in ("url", "api_url", "event_url"):
+                _check_scheme(name, getattr(self, name), ("ws", "wss"))
+        if self.mode == "http":
+            if not self.url:
+                raise ValueError("http mode needs `url`, the implementation's HTTP API")
+            _check_scheme("url", self.url, ("http", "https"))
+        if self.reconnect_max < self.reconnect_min:
+            raise ValueError("reconnect_max must not be below reconnect_min")
+        return self
+
+    @property
+    def token(self) -> str:
+        return self.access_token.get_secret_value()
+
+    def forward_urls(self) -> list[tuple[str, Literal["Universal", "API", "Event"]]]:
+        if self.url:
+            return [(self.url, "Universal")]
+        return [(self.api_url, "API"), (self.event_url, "Event")]
+
+
+def _check_scheme(name: str, url: str, schemes: tuple[str, ...]) -> None:
+    if url and urlsplit(url).scheme not in schemes:
+        raise ValueError(f"{name} must be a {' or '.join(schemes)} URL, not {url!r}")
+
+
+def load(section: dict[str, Any]) -> OneBotConfig:
+    """Validate `channels.onebot`; errors name the dotted key."""
+    try:
+        return OneBotConfig.model_validate(section)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(p) for p in first["loc"])
+        key = "channels.onebot" + (f".{loc}" if loc else "")
+        raise ConfigError(first["msg"], key=key) from None

@@ -1,0 +1,140 @@
+"""The routes implementations connect to: reverse WebSocket and HTTP POST events.
+
+Reverse WebSocket (`path`): the implementation connects with `X-Self-ID`, `X-Client-Role`
+(`Universal`, or split `API` + `Event` sockets) and its token as `Authorization: Bearer <t>`,
+the older `Token <t>`, or `?access_token=<t>`. A missing token is refused with 401 and a wrong
+one with 403, both before the upgrade; the log line names the peer and the reason, never the
+token. Any number of accounts may connect; each socket is served by the adapter.
+
+HTTP POST (`http_path`): each event is one POST. With a `secret`, `X-Signature: sha1=<hex>` must
+be the HMAC-SHA1 of the raw body (401 missing, 403 wrong); without one, a configured
+`access_token` is checked as above. The answer is 204 at once; replies go through the HTTP API.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import structlog
+from aiohttp import web
+
+from nahida.adapters.onebot.config import OneBotConfig
+from nahida.adapters.onebot.connection import ClientRole, Counters, WsConnection
+from nahida.adapters.onebot.events import id_of
+
+log = structlog.get_logger(__name__)
+
+Accept = Callable[[WsConnection | None, dict[str, Any]], None]
+Serve = Callable[[WsConnection], Awaitable[None]]
+_ROLES: dict[str, ClientRole] = {"universal": "Universal", "api": "API", "event": "Event"}
+MAX_FRAME = 16 * 1024 * 1024  # forwarded chat records can be large
+
+
+def presented_token(request: web.Request) -> str | None:
+    """The token a client presented: Bearer or Token header, else `access_token` query."""
+    header = request.headers.get("Authorization", "")
+    scheme, _, value = header.strip().partition(" ")
+    if scheme.lower() in ("bearer", "token") and value.strip():
+        return value.strip()
+    query = request.query.get("access_token")
+    return query or None
+
+
+def token_problem(request: web.Request, expected: str) -> tuple[int, str] | None:
+    """None when access is allowed; otherwise the HTTP status and a reason safe to log."""
+    if not expected:
+        return None
+    given = presented_token(request)
+    if given is None:
+        return 401, "missing access token"
+    if not hmac.compare_digest(given.encode(), expected.encode()):
+        return 403, "wrong access token"
+    return None
+
+
+def signature_problem(body: bytes, header: str | None, secret: str) -> tuple[int, str] | None:
+    if not header:
+        return 401, "missing X-Signature"
+    want = "sha1=" + hmac.new(secret.encode(), body, hashlib.sha1).hexdigest()
+    if not hmac.compare_digest(header.strip().lower().encode(), want.encode()):
+        return 403, "wrong X-Signature"
+    return None
+
+
+def _refuse(request: web.Request, status: int, reason: str, what: str) -> web.Response:
+    log.warning(
+        "onebot_refused",
+        endpoint=what,
+        status=status,
+        reason=reason,
+        peer=request.remote,
+        path=request.path,  # never the query: it may hold the token
+        self_id=request.headers.get("X-Self-ID"),
+    )
+    return web.Response(status=status, text=reason)
+
+
+class ReverseEndpoints:
+    def __init__(
+        self, settings: OneBotConfig, counters: Counters, accept: Accept, serve: Serve
+    ) -> None:
+        self.settings = settings
+        self.counters = counters
+        self._accept = accept
+        self._serve = serve
+
+    async def websocket(self, request: web.Request) -> web.StreamResponse:
+        problem = token_problem(request, self.settings.token)
+        if problem is not None:
+            return _refuse(request, *problem, "reverse_ws")
+        self_id = id_of(request.headers.get("X-Self-ID"))
+        if self_id is None:
+            return _refuse(request, 400, "missing X-Self-ID", "reverse_ws")
+        role = _ROLES.get(request.headers.get("X-Client-Role", "Universal").strip().lower())
+        if role is None:
+            return _refuse(request, 400, "unknown X-Client-Role", "reverse_ws")
+        socket = web.WebSocketResponse(
+            heartbeat=self.settings.ping_interval or None,
+            timeout=2.0,
+            max_msg_size=MAX_FRAME,
+        )
+        if not socket.can_prepare(request).ok:
+            return _refuse(request, 400, "not a WebSocket upgrade", "reverse_ws")
+        await socket.prepare(request)
+        conn = WsConnection(
+            socket,
+            role=role,
+            self_id=self_id,
+            on_event=self._accept,
+            counters=self.counters,
+            timeout=self.settings.api_timeout,
+            heartbeat_grace=self.settings.heartbeat_grace,
+            peer=request.remote or "",
+        )
+        await self._serve(conn)
+        return socket
+
+    async def http_events(self, request: web.Request) -> web.StreamResponse:
+        body = await request.read()
+        secret = self.settings.secret.get_secret_value()
+        if secret:
+            problem = signature_problem(body, request.headers.get("X-Signature"), secret)
+        else:
+            problem = token_problem(request, self.settings.token)
+        if problem is not None:
+            return _refuse(request, *problem, "http_post")
+        try:
+            data = json.loads(body)
+        except ValueError:
+            data = None
+        if not isinstance(data, dict):
+            self.counters.malformed += 1
+            log.warning("malformed_post_dropped", peer=request.remote, body=body[:200])
+            return web.Response(status=400, text="body is not a JSON object")
+        self.counters.frames += 1
+        self._accept(None, data)
+        return web.Response(status=204)

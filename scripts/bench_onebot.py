@@ -1,0 +1,261 @@
+"""OneBot end-to-end benchmark: a fake implementation floods the running bot over reverse WS.
+
+The bot is the whole App (adapter → bus → runner → SQLite on disk → instant echo model → reply
+action); the fake implementation runs in a second process (this machine has two cores) and
+sends M group messages from N groups over one reverse WebSocket, each addressed to the bot, with
+10% of the events delivered twice and a reconnect (same X-Self-ID, the old socket left half-open
+for a moment) half way through, replaying the last few events on the new socket as real
+implementations do. Latency is measured in the fake: event sent → reply action received.
+
+    .venv/bin/python scripts/bench_onebot.py --groups 50 --messages 10000 --runs 3
+
+`--window` bounds the messages awaiting a reply (a closed loop, so the inbound queue never
+overflows and throughput is the bot's); `--rate` sends open-loop at a fixed rate instead (for
+latency below saturation). `--no-runner` replies straight from the bus, leaving only the adapter,
+the bus and the wire. "bot CPU per message" is the bot process's CPU time (event loop and SQLite
+thread) per answered message: on a shared machine it is steadier than wall-clock rates.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import multiprocessing
+import random
+import resource
+import statistics
+import sys
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from nahida.adapters.onebot.adapter import OneBotAdapter  # noqa: E402
+from nahida.app import App, Paths, platform_adapters  # noqa: E402
+from nahida.config import Config  # noqa: E402
+from nahida.envelope import Envelope, Reply  # noqa: E402
+from nahida.logs import configure_logging  # noqa: E402
+from nahida.providers.echo import EchoProvider  # noqa: E402
+from nahida.providers.router import ModelRouter, resolve_routes  # noqa: E402
+
+BOT = 10001
+
+
+@dataclass(frozen=True)
+class Load:
+    groups: int
+    messages: int
+    duplicates: float
+    window: int
+    rate: float
+    reconnect: bool
+    runner: bool = True  # False: the bus handler replies at once (measures adapter + bus + WS)
+    concurrency: int = 16  # bus.concurrency (the default)
+
+
+# -- the fake implementation (child process) ------------------------------------------------------
+
+
+def implementation(url: str, load: Load, results: Any) -> None:
+    results.put(asyncio.run(_implementation(url, load)))
+
+
+async def _implementation(url: str, load: Load) -> dict[str, Any]:
+    from tests.fakes.onebot_impl import Call, FakeOneBot, at, text
+
+    rng = random.Random(7)
+    sent_at: dict[str, float] = {}
+    replied_at: dict[str, float] = {}
+    replies: Counter[str] = Counter()
+    progress = asyncio.Event()
+
+    def on_call(call: Call) -> None:
+        if call.action != "send_group_msg":
+            return
+        quote = next(s["data"]["id"] for s in call.params["message"] if s["type"] == "reply")
+        replies[quote] += 1
+        replied_at.setdefault(quote, call.at)
+        progress.set()
+
+    async with FakeOneBot(BOT) as impl:
+        impl.on_call = on_call
+        sock = await impl.connect(url)
+        events: list[dict[str, Any]] = []
+        injected = 0
+        old = None
+        started = time.monotonic()
+        for n in range(load.messages):
+            if load.reconnect and n == load.messages // 2:
+                old = sock
+                sock = await impl.connect(url)  # same X-Self-ID; the old one is still open
+                for event in events[-20:]:  # a reconnect burst replays recent events
+                    await sock.send(event)
+                    injected += 1
+            group = 100_000 + n % load.groups
+            event = impl.group_message(group, 200_000 + n % 97, [at(BOT), text(f" 消息 {n}")])
+            events.append(event)
+            if load.rate:
+                await asyncio.sleep(max(0.0, started + n / load.rate - time.monotonic()))
+            else:
+                while len(sent_at) - len(replied_at) >= load.window:
+                    progress.clear()
+                    await progress.wait()
+            sent_at[str(event["message_id"])] = time.monotonic()
+            await sock.send(event)
+            await asyncio.sleep(0)  # let the reader answer the bot's actions between events
+            if rng.random() < load.duplicates:
+                await sock.send(rng.choice(events[-50:]))
+                injected += 1
+            if old is not None and n == load.messages // 2 + 200:
+                await old.close()
+                old = None
+        last_sent = time.monotonic()
+        try:
+            async with asyncio.timeout(60):
+                while len(replied_at) < len(sent_at):
+                    progress.clear()
+                    await progress.wait()
+        except TimeoutError:
+            pass
+        if old is not None:
+            await old.close()
+    latencies = sorted((replied_at[m] - sent_at[m]) * 1000 for m in replied_at)
+    end = max(replied_at.values(), default=last_sent)
+    return {
+        "sent": len(sent_at),
+        "injected_duplicates": injected,
+        "replied": len(replied_at),
+        "lost": len(sent_at) - len(replied_at),
+        "duplicate_replies": sum(c - 1 for c in replies.values() if c > 1),
+        "seconds": end - started,
+        "rate": len(replied_at) / (end - started),
+        "p50": statistics.median(latencies) if latencies else float("nan"),
+        "p99": latencies[max(0, int(len(latencies) * 0.99) - 1)] if latencies else float("nan"),
+    }
+
+
+# -- the bot (this process) ---------------------------------------------------------------------
+
+
+async def one_run(load: Load) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="nahida-bench-onebot-") as tmp:
+        return await _one_run(load, Path(tmp))
+
+
+async def _one_run(load: Load, tmp: Path) -> dict[str, Any]:
+    config = Config.model_validate(
+        {
+            "server": {"host": "127.0.0.1", "port": 0},
+            "channels": {"onebot": {"enabled": True, "mode": "reverse_ws"}},
+            "scheduler": {"enabled": False},
+            "bus": {"concurrency": load.concurrency},
+            "bot": {"rate_limit": {"per_chat_per_minute": 0}},  # measure throughput, not the cap
+        }
+    )
+    model = ModelRouter({"echo": EchoProvider()}, resolve_routes({}, {"echo": "instant"}))
+    app = App(
+        config,
+        Paths(None, tmp / "data", tmp / "workspace"),
+        adapters=platform_adapters(config),
+        model=model,
+    )
+    if not load.runner:
+
+        async def reply_at_once(envelope: Envelope) -> None:
+            text = f"echo: {envelope.text}"
+            quote, mention = envelope.message_id, envelope.sender.user
+            await app.send(Reply.text(envelope.chat, text, quote=quote, mention=mention))
+
+        app.bus._handler = reply_at_once  # what is left is the adapter, the bus and the wire
+    running = asyncio.create_task(app.run())
+    while app.server.port == 0:  # noqa: ASYNC110 - the server sets its port when it starts
+        await asyncio.sleep(0.01)
+    url = f"ws://127.0.0.1:{app.server.port}/onebot/v11/ws"
+    context = multiprocessing.get_context("spawn")
+    results = context.Queue()
+    child = context.Process(target=implementation, args=(url, load, results))
+    cpu_before = _cpu_seconds()
+    child.start()
+    result: dict[str, Any] = await asyncio.to_thread(results.get)
+    result["bot_cpu_ms"] = (_cpu_seconds() - cpu_before) * 1000 / max(1, result["replied"])
+    await asyncio.to_thread(child.join)
+    adapter = app.adapters["onebot"]
+    assert isinstance(adapter, OneBotAdapter)
+    result["dropped_by_adapter"] = adapter.counters.duplicates
+    result["handled"] = app.bus.handled
+    app.stop()
+    await running
+    return result
+
+
+def _cpu_seconds() -> float:
+    """CPU time of this process (every thread: the event loop and the SQLite worker)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def row(name: str, values: list[float], fmt: str) -> str:
+    cells = " | ".join(format(v, fmt) for v in values)
+    return f"| {name} | {cells} | **{format(statistics.median(values), fmt)}** |"
+
+
+async def main(load: Load, runs: int) -> int:
+    configure_logging("ERROR")
+    results = []
+    for _ in range(runs):
+        results.append(await one_run(load))
+    mode = f"open loop at {load.rate:g}/s" if load.rate else f"window {load.window}"
+    runner = "full runner + SQLite" if load.runner else "no runner (direct reply)"
+    runner += f", bus concurrency {load.concurrency}"
+    print(
+        f"# bench_onebot: {load.messages} messages from {load.groups} groups over one reverse WS, "
+        f"{load.duplicates:.0%} duplicates, reconnect: {'yes' if load.reconnect else 'no'}, "
+        f"{mode}, {runner}"
+    )
+    print()
+    print("| metric | " + " | ".join(f"run {i + 1}" for i in range(runs)) + " | median |")
+    print("|---|" + "---|" * (runs + 1))
+    print(row("messages/s end to end", [r["rate"] for r in results], ",.0f"))
+    print(row("latency p50 (ms)", [r["p50"] for r in results], ".1f"))
+    print(row("latency p99 (ms)", [r["p99"] for r in results], ".1f"))
+    print(row("bot CPU per message (ms)", [r["bot_cpu_ms"] for r in results], ".2f"))
+    print(row("wall time (s)", [r["seconds"] for r in results], ".2f"))
+    print(row("messages sent", [r["sent"] for r in results], "d"))
+    print(row("duplicate events injected", [r["injected_duplicates"] for r in results], "d"))
+    print(row("duplicates dropped by adapter", [r["dropped_by_adapter"] for r in results], "d"))
+    print(row("lost (no reply)", [r["lost"] for r in results], "d"))
+    print(row("duplicate replies", [r["duplicate_replies"] for r in results], "d"))
+    bad = any(r["lost"] or r["duplicate_replies"] for r in results)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--groups", type=int, default=50)
+    parser.add_argument("--messages", type=int, default=10_000)
+    parser.add_argument("--duplicates", type=float, default=0.10)
+    parser.add_argument("--window", type=int, default=1000)
+    parser.add_argument("--rate", type=float, default=0.0, help="open-loop messages/s (0: off)")
+    parser.add_argument("--no-reconnect", action="store_true")
+    parser.add_argument(
+        "--no-runner", action="store_true", help="reply straight from the bus: adapter cost only"
+    )
+    parser.add_argument("--concurrency", type=int, default=16, help="bus.concurrency")
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args()
+    bench = Load(
+        args.groups,
+        args.messages,
+        args.duplicates,
+        args.window,
+        args.rate,
+        not args.no_reconnect,
+        not args.no_runner,
+        args.concurrency,
+    )
+    sys.exit(asyncio.run(main(bench, args.runs)))

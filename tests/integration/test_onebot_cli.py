@@ -1,0 +1,92 @@
+"""`nahida run` as users start it: a YAML config with `channels.onebot`, a real process, the fake
+LLM server as the model and the fake implementation connecting over reverse WebSocket."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import sys
+from pathlib import Path
+
+import aiohttp
+
+from tests.fakes.llm_server import FakeOpenAIServer
+from tests.fakes.onebot_impl import FakeOneBot, at, text
+
+TOKEN = "cli-token-123"
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+async def connect_when_up(impl: FakeOneBot, url: str, process: asyncio.subprocess.Process) -> None:
+    async with asyncio.timeout(30):
+        while True:
+            assert process.returncode is None, "nahida run exited early"
+            try:
+                await impl.connect(url, token=TOKEN)
+                return
+            except aiohttp.ClientConnectorError:
+                await asyncio.sleep(0.1)
+
+
+async def test_nahida_run_answers_over_reverse_ws(
+    tmp_path: Path, openai_server: FakeOpenAIServer
+) -> None:
+    port = free_port()
+    config = tmp_path / "nahida.yaml"
+    config.write_text(
+        f"""
+server: {{host: 127.0.0.1, port: {port}}}
+providers:
+  main: {{type: openai, base_url: "{openai_server.url}", api_key: sk-test, model: m1}}
+channels:
+  onebot:
+    enabled: true
+    mode: reverse_ws
+    path: /onebot/v11/ws
+    access_token: "${{ONEBOT_TOKEN}}"
+bot: {{nicknames: [nahida], group_policy: mention}}
+scheduler: {{enabled: false}}
+""",
+        encoding="utf-8",
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NAHIDA", "OPENAI"))}
+    env["ONEBOT_TOKEN"] = TOKEN
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "nahida",
+        "--config",
+        str(config),
+        "--data-dir",
+        str(tmp_path / "data"),
+        "--workspace",
+        str(tmp_path / "workspace"),
+        "run",
+        env=env,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        async with FakeOneBot(10001) as impl:
+            await connect_when_up(impl, f"ws://127.0.0.1:{port}/onebot/v11/ws", process)
+            sock = impl.sockets[-1]
+            await sock.send(impl.group_message(20001, 30001, [at(10001), text(" 你好")]))
+            (call,) = await impl.wait_calls("send_group_msg", within=15)
+            words = "".join(s["data"].get("text", "") for s in call.params["message"])
+            assert words.strip() == "echo: user30001: 你好"
+            assert openai_server.requests[0].body["model"] == "m1"
+    finally:
+        if process.returncode is None:
+            process.send_signal(signal.SIGTERM)
+        async with asyncio.timeout(15):
+            _, stderr = await process.communicate()
+    assert process.returncode == 0, stderr.decode()[-2000:]
+    assert TOKEN not in stderr.decode()  # the token never reaches the logs
