@@ -21,6 +21,8 @@ import typer
 from nahida import history
 from nahida.adapters.console.adapter import ConsoleAdapter
 from nahida.app import App, Paths, console_app, platform_adapters
+from nahida.cli_history import history_app
+from nahida.cli_memory import memory_app
 from nahida.config import Config, load_config
 from nahida.db import Database
 from nahida.errors import NahidaError
@@ -38,6 +40,8 @@ app = typer.Typer(
 )
 session_app = typer.Typer(help="Conversation sessions.", no_args_is_help=True)
 app.add_typer(session_app, name="session")
+app.add_typer(memory_app, name="memory")
+app.add_typer(history_app, name="history")
 
 
 class State:

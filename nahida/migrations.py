@@ -80,9 +80,27 @@ CREATE TABLE chats (
 CREATE VIRTUAL TABLE turns_fts USING fts5 (body, scopes, tokenize = 'unicode61 remove_diacritics 0')
 """
 
+
+def _porter_fts(conn: Connection) -> None:
+    """Re-create both FTS indexes with FTS5's porter stemmer over unicode61 (English "painted"
+    finds "painting"); the stored jieba tokens are copied over, so nothing is re-tokenized."""
+    for table in ("turns_fts", "memory_items_fts"):
+        conn.execute(f"ALTER TABLE {table} RENAME TO {table}_0002")
+        conn.execute(
+            f"CREATE VIRTUAL TABLE {table} USING fts5"
+            " (body, scopes, tokenize = 'porter unicode61 remove_diacritics 0')"
+        )
+        conn.execute(
+            f"INSERT INTO {table} (rowid, body, scopes)"
+            f" SELECT rowid, body, scopes FROM {table}_0002"
+        )
+        conn.execute(f"DROP TABLE {table}_0002")
+
+
 MIGRATIONS: list[Migration] = [
     Migration("0001_sessions_and_turns", _sql(SESSIONS_AND_TURNS)),
     Migration("0002_memory", _sql(MEMORY_TABLES)),
+    Migration("0003_porter_fts", _porter_fts),
 ]
 
 

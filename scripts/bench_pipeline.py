@@ -26,6 +26,7 @@ sys.path.insert(0, str(ROOT))
 from nahida.app import App, Paths  # noqa: E402
 from nahida.config import Config  # noqa: E402
 from nahida.envelope import ChatKey, Envelope, Reply, Role, Segment, Sender, UserKey  # noqa: E402
+from nahida.logs import configure_logging  # noqa: E402
 from nahida.providers.echo import EchoProvider  # noqa: E402
 from nahida.providers.router import ModelRouter, resolve_routes  # noqa: E402
 from nahida.server import InboundServer  # noqa: E402
@@ -68,8 +69,16 @@ class BenchAdapter:
         return None
 
 
+LINES = [
+    line.strip()
+    for line in (ROOT / "tests" / "data" / "chat_lines_zh_en.txt").read_text("utf-8").splitlines()
+    if line.strip() and not line.startswith("/")  # chat talk, not commands
+]
+
+
 def envelope(chat: int, n: int, kind: str) -> Envelope:
     key = ChatKey("bench", "group" if kind == "group" else "private", f"c{chat}")
+    text = f"{LINES[(chat * 31 + n * 7) % len(LINES)]} #{n}"  # ordinary chat lines, numbered
     return Envelope(
         platform="bench",
         self_id="bot",
@@ -77,8 +86,8 @@ def envelope(chat: int, n: int, kind: str) -> Envelope:
         sender=Sender(UserKey("bench", f"u{chat % 97}"), f"user{chat % 97}", Role.MEMBER),
         message_id=f"{chat}-{n}",
         time=datetime.now(UTC),
-        segments=(Segment.plain(f"第{n}条消息 message {n} from chat {chat}"),),
-        text=f"第{n}条消息 message {n} from chat {chat}",
+        segments=(Segment.plain(text),),
+        text=text,
         to_me=True,
     )
 
@@ -94,12 +103,16 @@ async def pump(app: App, adapter: BenchAdapter, chats: int, messages: int, offse
     return time.perf_counter() - started
 
 
-async def main(chats: int, messages: int, idle_chats: int, idle_batches: int) -> int:
+async def main(chats: int, messages: int, idle_chats: int, idle_batches: int, memory: bool) -> int:
+    configure_logging("WARNING", "json")  # as `nahida run` would, minus the info lines
     tmp = Path(tempfile.mkdtemp(prefix="nahida-bench-"))
     config = Config.model_validate({"bus": {"idle_timeout": 1.0}})  # default concurrency
     model = ModelRouter({"echo": EchoProvider()}, resolve_routes({}, {"echo": "instant"}))
     adapter = BenchAdapter()
     app = App(config, Paths(None, tmp / "data", tmp / "ws"), adapters=[adapter], model=model)
+    if not memory:  # the bare pipeline: no recall into the prompt, no extraction after the turn
+        app.runner.sources.clear()
+        app.runner.hooks.clear()
     overhead: list[float] = []
     handle = app.runner.handle
 
@@ -118,7 +131,7 @@ async def main(chats: int, messages: int, idle_chats: int, idle_batches: int) ->
     out_of_order = 0
     for chat in range(chats):
         key = f"bench:{'group' if chat % 2 else 'private'}:c{chat}"
-        got = [int(text.split("第")[1].split("条")[0]) for text in adapter.replies[key]]
+        got = [int(text.rsplit("#", 1)[1]) for text in adapter.replies[key]]
         out_of_order += got != list(range(messages))
     overhead_ms = sorted(x * 1000 for x in overhead)
     p50 = statistics.median(overhead_ms)
@@ -136,7 +149,8 @@ async def main(chats: int, messages: int, idle_chats: int, idle_batches: int) ->
     app.stop()
     await runner_task
 
-    print(f"# bench_pipeline: {chats} chats x {messages} messages, instant model, SQLite on disk")
+    what = "with memory (recall + extraction)" if memory else "without memory steps"
+    print(f"# bench_pipeline: {chats} chats x {messages} messages, instant model, {what}")
     print()
     print("| metric | value |")
     print("|---|---|")
@@ -165,5 +179,11 @@ if __name__ == "__main__":
     parser.add_argument("--messages", type=int, default=10)
     parser.add_argument("--idle-chats", type=int, default=10_000)
     parser.add_argument("--idle-batches", type=int, default=5)
+    parser.add_argument(
+        "--no-memory", action="store_true", help="leave out memory recall and extraction"
+    )
     args = parser.parse_args()
-    sys.exit(asyncio.run(main(args.chats, args.messages, args.idle_chats, args.idle_batches)))
+    code = asyncio.run(
+        main(args.chats, args.messages, args.idle_chats, args.idle_batches, not args.no_memory)
+    )
+    sys.exit(code)

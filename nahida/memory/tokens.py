@@ -19,8 +19,13 @@ The FTS contract (the memory store creates its tables to match):
         body,      -- index_text(title + content)
         scopes,    -- scopes_text([scope, ...]): one scope_token() per scope the row belongs to
         ...,
-        tokenize = 'unicode61 remove_diacritics 0'
+        tokenize = 'porter unicode61 remove_diacritics 0'
     )
+
+FTS5's porter wrapper stems each of our tokens, in the index and in the query alike ("painted",
+"painting" → "paint"); it changes only ASCII suffixes, so Chinese tokens pass through unchanged,
+and a scope token can lose at most its last few hex digits: two scopes would have to share their
+first 19 hex digits (76 bits of a hash) to collide.
 
 `scoped_match(text, scopes)` gives `scopes : ("zs…" OR "zs…") AND body : ("t1" OR "t2")`, so the
 scope filter sits inside the MATCH and applies before ranking. Rank with `bm25(table, 1.0, 0.0)`
@@ -52,7 +57,16 @@ _EN_STOPWORDS = """
     these those i you he she we they me my your our his her do does did not no so if then than
     from what which who how can will just there here
 """
-STOPWORDS: frozenset[str] = frozenset((_ZH_STOPWORDS + _EN_STOPWORDS).split())
+# Words that make a question a question and say nothing about what it is about.
+_ZH_QUESTION_WORDS = """
+    什么 啥 哪 哪里 哪儿 哪个 哪些 哪位 谁 怎么 怎样 怎么样 如何 为什么 为何 多少 几 是否 是不是
+    来着 么 嘛 吗 呢 呀 啊
+"""
+_EN_QUESTION_WORDS = """
+    when where why whom whose would could should has have had any some s t d ll m re ve
+"""
+QUESTION_WORDS: frozenset[str] = frozenset((_ZH_QUESTION_WORDS + _EN_QUESTION_WORDS).split())
+STOPWORDS: frozenset[str] = frozenset((_ZH_STOPWORDS + _EN_STOPWORDS).split()) | QUESTION_WORDS
 
 _UNICODE32 = unicodedata.ucd_3_2_0
 _jieba_lock = threading.Lock()
@@ -95,6 +109,11 @@ def match_query(text: str, *, max_terms: int = 32, stopwords: bool = True) -> st
     if not terms:
         return None
     return " OR ".join(_quote(t) for t in terms[:max_terms])
+
+
+def has_content(text: str) -> bool:
+    """Whether the text has a searchable word that is not a stopword."""
+    return any(t not in STOPWORDS for t in tokenize(text))
 
 
 def scope_token(scope: str) -> str:

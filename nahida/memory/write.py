@@ -96,6 +96,8 @@ def _store_candidate(
     conn: Connection, candidate: Candidate, status: str, item_id: str | None, reason: str
 ) -> str:
     candidate_id = new_id("c")
+    while conn.execute("SELECT 1 FROM memory_candidates WHERE id = ?", (candidate_id,)).fetchone():
+        candidate_id = new_id("c")
     now = time.time()
     conn.execute(
         "INSERT INTO memory_candidates (id, scope, kind, title, content, confidence, importance,"

@@ -1,0 +1,185 @@
+"""`nahida memory search`: recall as a person asking in a chat would get it, from the command line.
+
+    nahida memory search "她上周去哪了" --chat onebot:group:1 --user 42 [--at ISO] [--json]
+    nahida memory search --queries questions.jsonl [--limit N] [--json]
+
+Visibility is that of the question asked in that chat by that user (`recall.viewer_for`: DESIGN §4),
+over all of that chat's history (no hot window is excluded). `--at` (a query's `time`) is the
+moment the question is asked, default now: "yesterday" resolves against it, in its UTC offset, and
+nothing said or stored later is returned. A queries file has one object per line, `{"id": …,
+"chat": …, "user": …, "q": …, "time": …}` (user and time optional); the output has one JSON line
+per input line, `{"id": …, "hits": [...], "took_ms": …}`, or `{"id": …, "error": …}` for a bad one.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from nahida.db import Database
+from nahida.history_import import parse_moment
+from nahida.memory import recall
+from nahida.memory.recall import Hit, Query
+from nahida.memory.tokens import warm_up
+
+if TYPE_CHECKING:
+    from nahida.cli import State
+
+TEXT_WIDTH = 72
+
+
+@dataclass(frozen=True, slots=True)
+class Question:
+    chat: str
+    q: str
+    user: str | None = None
+    at: datetime | None = None
+
+    def query(self, limit: int) -> Query:
+        return Query(
+            self.q,
+            recall.viewer_for(self.chat, self.user),
+            at=self.at.timestamp() if self.at else None,
+            limit=limit,
+            tz=self.at.tzinfo if self.at else None,
+        )
+
+
+def ask(db: Database, question: Question, limit: int) -> tuple[list[Hit], float]:
+    """The hits and the milliseconds the search took."""
+    query = question.query(limit)
+    started = time.perf_counter()
+    hits = db.call(recall.search, query)
+    return hits, (time.perf_counter() - started) * 1000
+
+
+def question_of(data: object) -> Question:
+    """A queries-file line as a question; ValueError says what is wrong."""
+    if not isinstance(data, dict):
+        raise ValueError("not a JSON object")
+    chat, q, user = data.get("chat"), data.get("q"), data.get("user")
+    if not isinstance(chat, str):
+        raise ValueError("chat must be a ChatKey string")
+    if not isinstance(q, str) or not q.strip():
+        raise ValueError("q must be a non-empty string")
+    if user is not None and not isinstance(user, str | int):
+        raise ValueError("user must be a user id")
+    at = parse_moment(data["time"]) if data.get("time") is not None else None
+    recall.viewer_for(chat, str(user) if user is not None else None)  # validates the keys
+    return Question(chat, q, str(user) if user is not None else None, at)
+
+
+def _when(epoch: float, at: datetime | None) -> str:
+    moment = datetime.fromtimestamp(epoch, at.tzinfo) if at else datetime.fromtimestamp(epoch)
+    return f"{moment:%Y-%m-%d %H:%M}"
+
+
+def table(hits: list[Hit], at: datetime | None) -> list[str]:
+    """A readable table: rank, score, id, time, who (or scope) and the text."""
+    if not hits:
+        return ["no hits"]
+    lines = [f"{'#':>2}  {'score':>8}  {'id':<10}  {'time':<16}  {'who / scope':<16}  text"]
+    for rank, hit in enumerate(hits, start=1):
+        who = (hit.speaker or "") if hit.kind == "turn" else hit.scope
+        text = " ".join(hit.text.split())
+        if len(text) > TEXT_WIDTH:
+            text = text[: TEXT_WIDTH - 1] + "…"
+        lines.append(
+            f"{rank:>2}  {hit.score:>8.4f}  {hit.id:<10}  {_when(hit.time, at):<16}"
+            f"  {who[:16]:<16}  {text}"
+        )
+    return lines
+
+
+def _state(ctx: typer.Context) -> State:
+    state: State = ctx.obj
+    return state
+
+
+def _run_file(db: Database, path: Path, limit: int, as_json: bool) -> None:
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            ident: Any = None
+            try:
+                data = json.loads(line)
+                ident = data.get("id") if isinstance(data, dict) else None
+                question = question_of(data)
+            except ValueError as exc:  # JSONDecodeError is a ValueError
+                if as_json:
+                    typer.echo(json.dumps({"id": ident, "error": f"line {number}: {exc}"}))
+                else:
+                    typer.echo(f"line {number}: {exc}", err=True)
+                continue
+            hits, took = ask(db, question, limit)
+            if as_json:
+                out = {"id": ident, "hits": [h.to_json() for h in hits], "took_ms": round(took, 3)}
+                typer.echo(json.dumps(out, ensure_ascii=False))
+            else:
+                typer.echo(f"== {ident if ident is not None else number}: {question.q}")
+                typer.echo("\n".join(table(hits, question.at)))
+
+
+def search(
+    ctx: typer.Context,
+    query: Annotated[str | None, typer.Argument(help="The question.")] = None,
+    chat: Annotated[str | None, typer.Option(help="ChatKey the question is asked in.")] = None,
+    user: Annotated[str | None, typer.Option(help="User id (on the chat's platform).")] = None,
+    at: Annotated[
+        str | None,
+        typer.Option(help="ISO-8601 moment of the question (no offset: UTC; default now)."),
+    ] = None,
+    queries: Annotated[
+        Path | None, typer.Option(help="JSONL of questions: {id, chat, user, q, time}.")
+    ] = None,
+    limit: Annotated[int, typer.Option(min=1, max=200)] = 10,
+    as_json: Annotated[bool, typer.Option("--json", help="JSON output.")] = False,
+) -> None:
+    """Search memory items and history as a question asked in a chat."""
+    if (query is None) == (queries is None):
+        typer.echo("error: give a QUERY with --chat, or --queries FILE", err=True)
+        raise typer.Exit(2)
+    question: Question | None = None
+    if query is not None:
+        if chat is None:
+            typer.echo("error: --chat is required with a QUERY", err=True)
+            raise typer.Exit(2)
+        try:
+            moment = parse_moment(at) if at is not None else None
+            recall.viewer_for(chat, user)
+        except ValueError as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(2) from None
+        question = Question(chat, query, user, moment)
+    elif queries is not None and not queries.is_file():
+        typer.echo(f"error: cannot read {queries}", err=True)
+        raise typer.Exit(1)
+    warm_up()
+    db = Database(_state(ctx).paths.database)
+    try:
+        if question is None:
+            assert queries is not None
+            _run_file(db, queries, limit, as_json)
+            return
+        hits, took = ask(db, question, limit)
+    finally:
+        db.close()
+    if as_json:
+        out = {
+            "q": question.q,
+            "chat": question.chat,
+            "user": question.user,
+            "at": question.at.isoformat() if question.at else None,
+            "hits": [h.to_json() for h in hits],
+            "took_ms": round(took, 3),
+        }
+        typer.echo(json.dumps(out, ensure_ascii=False, indent=2))
+        return
+    typer.echo("\n".join(table(hits, question.at)))

@@ -1,0 +1,276 @@
+"""Memory store benchmark: ingest rate, scoped search latency and database size at 10k–1M items.
+
+Items are spread over 1,000 scopes (1 global, 600 chats, 399 users), their text drawn from
+jieba's dictionary by word frequency (Zipf-like, mostly Chinese, some English words), 8–24 words
+each. Ingest goes through the real store path, `store.create` (the item row, its FTS row with
+jieba tokens, and the `create` audit event), in transactions of `--batch` items on the database
+thread. Three rates: the whole write path (`write.propose`: safety filter, dedup lookup,
+candidate row) for the first 2,000 items; `store.create` tokenizing inline for the next 8,000;
+then the bulk path for the rest: the same `store.create` with the jieba tokens of the next batch
+computed ahead by worker processes (the same `index_text`) while the database thread stores this
+batch, so the rows, FTS rows and audit events are exactly those of the live path.
+Search is `recall.search` for items (top 10, FTS5 bm25, the scope filter inside the MATCH) as a
+question in a group chat by one of its users would ask it: global, that chat, and that user's
+public items. Sizes grow in place: the 100k database is the 10k one plus 90k more items.
+
+    .venv/bin/python scripts/bench_memory.py              # 10k and 100k (about a minute)
+    .venv/bin/python scripts/bench_memory.py --full       # also 1M (several minutes, ~1 GB)
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+from bisect import bisect
+from itertools import accumulate
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import jieba  # noqa: E402
+
+from nahida.db import Connection, Database, transaction  # noqa: E402
+from nahida.envelope import ChatKey, UserKey  # noqa: E402
+from nahida.memory import recall, store, write  # noqa: E402
+from nahida.memory.models import KINDS, Candidate, Evidence  # noqa: E402
+from nahida.memory.recall import Query  # noqa: E402
+from nahida.memory.scopes import Viewer  # noqa: E402
+from nahida.memory.tokens import index_text, warm_up  # noqa: E402
+
+CHATS = 600
+USERS = 399
+ENGLISH = [
+    "meeting",
+    "project",
+    "deadline",
+    "coffee",
+    "travel",
+    "python",
+    "server",
+    "release",
+    "budget",
+    "music",
+    "concert",
+    "movie",
+    "hiking",
+    "dinner",
+    "weekend",
+    "birthday",
+    "office",
+    "report",
+    "design",
+    "review",
+    "market",
+    "price",
+    "ticket",
+    "hotel",
+    "flight",
+    "train",
+    "weather",
+    "doctor",
+    "school",
+    "homework",
+    "game",
+    "party",
+    "photo",
+    "camera",
+    "phone",
+    "laptop",
+]
+
+
+class Corpus:
+    """Words with cumulative weights, for Zipf-like sampling."""
+
+    def __init__(self, rng: random.Random, size: int = 30_000) -> None:
+        path = Path(jieba.__file__).parent / "dict.txt"
+        entries = []
+        with path.open(encoding="utf-8") as handle:
+            for line in handle:
+                word, freq, *_ = line.split()
+                if 1 <= len(word) <= 4 and all("\u4e00" <= c <= "\u9fff" for c in word):
+                    entries.append((int(freq), word))
+        entries.sort(reverse=True)
+        top = entries[:size] + [(entries[size // 10][0], w) for w in ENGLISH]
+        self.words = [w for _, w in top]
+        self.cumulative = list(accumulate(f**0.8 for f, _ in top))
+        self.rng = rng
+
+    def word(self) -> str:
+        return self.words[bisect(self.cumulative, self.rng.random() * self.cumulative[-1])]
+
+    def text(self) -> str:
+        return "".join(
+            self.word() + (" " if self.rng.random() < 0.3 else "")
+            for _ in range(self.rng.randint(8, 24))
+        )
+
+
+def scopes() -> list[tuple[str, str]]:
+    """(scope, sensitivity) for the 1,000 scopes."""
+    found = [("global", "public")]
+    found += [(f"chat:bench:group:g{n}", "public") for n in range(CHATS)]
+    found += [(f"user:bench:u{n}", "public" if n % 2 else "private") for n in range(USERS)]
+    return found
+
+
+def candidates(corpus: Corpus, count: int, rng: random.Random) -> list[Candidate]:
+    spread = scopes()
+    made = []
+    for _ in range(count):
+        scope, sensitivity = spread[rng.randrange(len(spread))]
+        made.append(
+            Candidate(
+                scope=scope,
+                kind=KINDS[rng.randrange(4)],
+                content=corpus.text(),
+                source="import",
+                confidence=0.8,
+                sensitivity=sensitivity,
+                evidence=(Evidence(chat="bench:group:g1", message_id=str(rng.randrange(10**9))),),
+            )
+        )
+    return made
+
+
+def ingest(conn: Connection, batch: list[Candidate]) -> None:
+    with transaction(conn):
+        for candidate in batch:
+            store.create(conn, candidate, "bench")
+
+
+def propose_all(conn: Connection, batch: list[Candidate]) -> None:
+    with transaction(conn):
+        for candidate in batch:
+            write.propose(conn, candidate, "auto_safe", "bench")
+
+
+def ingest_ahead(conn: Connection, batch: list[Candidate], bodies: dict[str, str]) -> None:
+    """`store.create` for each candidate, with its jieba tokens computed ahead (by the same
+    `index_text`, in worker processes): the same rows, FTS rows and audit events."""
+    real = store.index_text
+    store.index_text = bodies.__getitem__  # type: ignore[assignment]
+    try:
+        ingest(conn, batch)
+    finally:
+        store.index_text = real  # type: ignore[assignment]
+
+
+def _bodies_of(batch: list[Candidate]) -> list[str]:
+    return [f"{c.title} {c.content}" for c in batch]  # what store.create indexes
+
+
+def timed_ingest(db: Database, items: list[Candidate], batch: int, fn: object) -> float:
+    started = time.perf_counter()
+    for start in range(0, len(items), batch):
+        db.call(fn, items[start : start + batch])  # type: ignore[arg-type]
+    return len(items) / (time.perf_counter() - started)
+
+
+def timed_bulk(db: Database, items: list[Candidate], batch: int, pool: Any) -> float:
+    """Tokenize the next batch in the pool while the database thread stores this one."""
+    started = time.perf_counter()
+    chunks = [items[i : i + batch] for i in range(0, len(items), batch)]
+    pending = pool.map_async(index_text, _bodies_of(chunks[0]), chunksize=100)
+    for n, chunk in enumerate(chunks):
+        tokens = pending.get()
+        if n + 1 < len(chunks):
+            pending = pool.map_async(index_text, _bodies_of(chunks[n + 1]), chunksize=100)
+        db.call(ingest_ahead, chunk, dict(zip(_bodies_of(chunk), tokens, strict=True)))
+    return len(items) / (time.perf_counter() - started)
+
+
+def search_latency(db: Database, corpus: Corpus, rng: random.Random, n: int) -> list[float]:
+    took = []
+    for i in range(n + 50):
+        chat = ChatKey("bench", "group", f"g{rng.randrange(CHATS)}")
+        viewer = Viewer(chat, UserKey("bench", f"u{rng.randrange(USERS)}"))
+        text = " ".join(corpus.word() for _ in range(rng.randint(1, 4)))
+        query = Query(text, viewer, limit=10, turns=False)
+        started = time.perf_counter()
+        db.call(recall.search, query)
+        if i >= 50:  # warm-up
+            took.append((time.perf_counter() - started) * 1000)
+    return sorted(took)
+
+
+def size_mb(path: Path) -> float:
+    total = sum(p.stat().st_size for p in path.parent.glob(path.name + "*"))
+    return total / 2**20
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--full", action="store_true", help="also 1M items")
+    parser.add_argument("--sizes", default="", help="comma-separated item counts (overrides)")
+    parser.add_argument("--queries", type=int, default=500)
+    parser.add_argument("--batch", type=int, default=2000)
+    parser.add_argument("--dir", type=Path, help="where to keep the database (default: temp)")
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--workers", type=int, default=2, help="tokenizing processes (bulk)")
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",") if s] or (
+        [10_000, 100_000, 1_000_000] if args.full else [10_000, 100_000]
+    )
+    rng = random.Random(args.seed)
+    warm_up()
+    corpus = Corpus(rng)
+    folder = Path(args.dir or tempfile.mkdtemp(prefix="nahida-bench-memory-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "bench.db"
+    for old in folder.glob("bench.db*"):
+        old.unlink()
+    pool = multiprocessing.get_context("fork").Pool(args.workers)  # before the db thread starts
+    db = Database(path)
+    rows = []
+    try:
+        sample = candidates(corpus, 2_000, rng)
+        propose_rate = timed_ingest(db, sample, args.batch, propose_all)
+        live = candidates(corpus, 8_000, rng)
+        live_rate = timed_ingest(db, live, args.batch, ingest)
+        have = len(sample) + len(live)
+        for size in sizes:
+            rates = []
+            while have < size:
+                chunk = candidates(corpus, min(50_000, size - have), rng)
+                rates.append((len(chunk), timed_bulk(db, chunk, args.batch, pool)))
+                have += len(chunk)
+            total = sum(n for n, _ in rates)
+            rate = total / sum(n / r for n, r in rates) if rates else live_rate
+            label = f"{rate:,.0f} items/s" + ("" if rates else " (inline)")
+            db.call(lambda conn: conn.execute("PRAGMA wal_checkpoint(TRUNCATE)"))
+            took = search_latency(db, corpus, rng, args.queries)
+            p50 = statistics.median(took)
+            p95 = took[int(len(took) * 0.95) - 1]
+            rows.append((size, label, p50, p95, took[-1], size_mb(path)))
+            print(f"{size:,} items: {rate:,.0f}/s, p50 {p50:.2f} ms", file=sys.stderr)
+    finally:
+        db.close()
+        pool.terminate()
+    print(f"# bench_memory: {len(scopes())} scopes, SQLite {os.path.basename(str(path))} on disk")
+    print()
+    print(f"- write path (`write.propose`: safety, dedup lookup, candidate, item, FTS, audit):"
+          f" {propose_rate:,.0f} items/s (first 2,000 items)")  # fmt: skip
+    print(f"- `store.create` on the database thread, tokenizing inline: {live_rate:,.0f} items/s"
+          " (next 8,000 items)")  # fmt: skip
+    print(f"- bulk: the same `store.create`, jieba tokens computed ahead by {args.workers}"
+          " worker processes: the ingest column below")  # fmt: skip
+    print()
+    print("| items | ingest (bulk) | search p50 | p95 | max | database |")
+    print("|---|---|---|---|---|---|")
+    for size, label, p50, p95, worst, mb in rows:
+        print(f"| {size:,} | {label} | {p50:.2f} ms | {p95:.2f} ms | {worst:.1f} ms"
+              f" | {mb:,.0f} MB |")  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

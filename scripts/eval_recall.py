@@ -1,0 +1,405 @@
+"""Recall evaluation on the dev sets (protocol: ../shared/eval/README.md), ours vs plain BM25.
+
+Imports each set's turns through `nahida.history_import` (the code `nahida history import` runs),
+asks every question through `recall.search` with the query `nahida memory search` builds for that
+chat, user and moment (`nahida.cli_search.Question`), and scores recall@k / hit@k against the
+evidence message ids. In the same run, a plain BM25 baseline (rank_bm25 `BM25Okapi` over jieba
+search-mode tokens of the same chat's turns, lower-cased, punctuation dropped) answers the same
+questions. Prints Markdown tables.
+
+    .venv/bin/python scripts/eval_recall.py                  # both sets (about a minute)
+    .venv/bin/python scripts/eval_recall.py --set locomo --conv conv-26
+    .venv/bin/python scripts/eval_recall.py --set memdaily --limit-questions 300
+
+The data is read in place from ../shared/eval (relative to the repository root); it is never
+copied into the repository.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from rank_bm25 import BM25Okapi  # noqa: E402
+
+from nahida.cli_search import Question as CliQuestion  # noqa: E402
+from nahida.db import Connection, Database  # noqa: E402
+from nahida.history_import import import_lines  # noqa: E402
+from nahida.memory import recall  # noqa: E402
+from nahida.memory.recall import Tuning  # noqa: E402
+from nahida.memory.tokens import _tokenizer, warm_up  # noqa: E402
+
+EVAL_DIR = ROOT.parent / "shared" / "eval"
+KS = (1, 5, 10)
+IDLE_SPLIT = 720 * 60.0  # the config default, session.idle_split_minutes
+CHINA = timezone(timedelta(hours=8))
+LOCOMO_CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+MEMDAILY_CATEGORIES = {
+    1: "simple",
+    2: "conditional",
+    3: "comparative",
+    4: "aggregative",
+    5: "post-processing",
+    6: "noisy",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Question:
+    id: str
+    chat: str
+    user: str | None
+    q: str
+    at: datetime | None
+    category: int
+    evidence: frozenset[str]
+
+
+@dataclass(slots=True)
+class EvalSet:
+    name: str
+    categories: dict[int, str]
+    lines: list[str] = field(default_factory=list)  # history import JSONL
+    questions: list[Question] = field(default_factory=list)
+
+
+def _read(path: Path) -> list[dict[str, Any]]:
+    with path.open(encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+
+def _line(chat: str, user: str, name: str, text: str, at: datetime, mid: str, role: str) -> str:
+    record = {
+        "chat": chat,
+        "user": user,
+        "name": name,
+        "text": text,
+        "time": at.isoformat(),
+        "message_id": mid,
+        "role": role,
+    }
+    return json.dumps(record, ensure_ascii=False)
+
+
+def load_locomo(root: Path, convs: Sequence[str] = ()) -> EvalSet:
+    """Each conversation a group chat; a session's turns at its date plus their index in seconds."""
+    data = EvalSet("locomo", LOCOMO_CATEGORIES)
+    index: dict[tuple[str, int], int] = defaultdict(int)
+    for turn in _read(root / "locomo" / "turns.jsonl"):
+        if convs and turn["conv"] not in convs:
+            continue
+        key = (turn["conv"], turn["session"])
+        start = datetime.strptime(turn["date"], "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
+        at = start + timedelta(seconds=index[key])
+        index[key] += 1
+        chat = f"import:group:{turn['conv']}"
+        speaker = turn["speaker"]
+        data.lines.append(_line(chat, speaker, speaker, turn["text"], at, turn["dia_id"], "user"))
+    for n, q in enumerate(_read(root / "locomo" / "questions.jsonl")):
+        if q["category"] not in LOCOMO_CATEGORIES or (convs and q["conv"] not in convs):
+            continue
+        chat = f"import:group:{q['conv']}"
+        data.questions.append(
+            Question(
+                f"locomo-{n}", chat, None, q["q"], None, q["category"], frozenset(q["evidence"])
+            )
+        )
+    return data
+
+
+_CN_DATE = re.compile(r"(\d{4})年(\d{1,2})月(\d{1,2})日(?:\s*周.)?\s*(\d{1,2}):(\d{2})")
+
+
+def _memdaily_time(text: str) -> datetime:
+    found = _CN_DATE.search(text)
+    if found is None:
+        raise ValueError(f"unexpected MemDaily date {text!r}")
+    year, month, day, hour, minute = map(int, found.groups())
+    return datetime(year, month, day, hour, minute, tzinfo=CHINA)
+
+
+def load_memdaily(root: Path, convs: Sequence[str] = (), limit: int | None = None) -> EvalSet:
+    """Each trajectory a private chat of `user`, after one MemoryBank-CN user's turns."""
+    data = EvalSet("memdaily", MEMDAILY_CATEGORIES)
+    questions = [
+        q
+        for q in _read(root / "memdaily" / "questions.jsonl")
+        if q["category"] in MEMDAILY_CATEGORIES
+    ]
+    if convs:
+        questions = [q for q in questions if q["conv"] in convs]
+    if limit is not None:
+        questions = questions[:limit]
+    wanted = {q["conv"] for q in questions}
+    bank: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for turn in _read(root / "memorybank_cn" / "turns.jsonl"):
+        bank[turn["conv"]].append(turn)
+    bank_users = list(bank)  # in order of first appearance
+    own: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for turn in _read(root / "memdaily" / "turns.jsonl"):
+        if turn["conv"] in wanted:
+            own[turn["conv"]].append(turn)
+    for conv in sorted(wanted, key=lambda c: (c.rsplit("-", 1)[0], int(c.rsplit("-", 1)[1]))):
+        chat = f"import:private:{conv}"
+        tid = int(conv.rsplit("-", 1)[1])
+        distractors = bank[bank_users[tid % len(bank_users)]]
+        per_day: dict[str, int] = defaultdict(int)
+        for turn in distractors:
+            day = datetime.fromisoformat(turn["date"]).replace(tzinfo=CHINA)
+            at = day + timedelta(seconds=per_day[turn["date"]])
+            per_day[turn["date"]] += 1
+            role = "assistant" if turn["speaker"] == "AI" else "user"
+            mid = f"mb:{turn['dia_id']}"
+            data.lines.append(_line(chat, "user", turn["speaker"], turn["text"], at, mid, role))
+        for turn in own[conv]:
+            at = _memdaily_time(turn["date"])
+            data.lines.append(_line(chat, "user", "user", turn["text"], at, turn["dia_id"], "user"))
+    for n, q in enumerate(questions):
+        data.questions.append(
+            Question(
+                f"memdaily-{n}",
+                f"import:private:{q['conv']}",
+                "user",
+                q["q"],
+                _memdaily_time(q["question_time"]),
+                q["category"],
+                frozenset(q["evidence"]),
+            )
+        )
+    return data
+
+
+# scoring --------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Scores:
+    recall: dict[int, list[float]] = field(default_factory=lambda: defaultdict(list))
+    hit: dict[int, list[float]] = field(default_factory=lambda: defaultdict(list))
+
+    def add(self, evidence: frozenset[str], ranked: Sequence[Sequence[str]]) -> None:
+        for k in KS:
+            found: set[str] = set()
+            for ids in ranked[:k]:
+                found.update(ids)
+            overlap = len(evidence & found)
+            self.recall[k].append(overlap / len(evidence))
+            self.hit[k].append(1.0 if overlap else 0.0)
+
+
+def _mean(values: list[float]) -> float:
+    return statistics.fmean(values) if values else 0.0
+
+
+# the two retrievers ---------------------------------------------------------------------------
+
+Retriever = Callable[[Question], list[list[str]]]
+
+
+def ours(db: Database, limit: int, timings: list[float], tuning: Tuning) -> Retriever:
+    """`recall.search` with the query `nahida memory search` builds (viewer, moment, zone)."""
+
+    def ask(question: Question) -> list[list[str]]:
+        query = CliQuestion(question.chat, question.q, question.user, question.at).query(limit)
+        started = time.perf_counter()
+        hits = db.call(recall.search, query, tuning)
+        timings.append((time.perf_counter() - started) * 1000)
+        return [h.message_ids for h in hits]
+
+    return ask
+
+
+def bm25_tokens(text: str) -> list[str]:
+    """jieba search-mode tokens, lower-cased, punctuation (and spaces) dropped."""
+    words = _tokenizer().cut_for_search(text.lower())
+    return [w.strip() for w in words if any(ch.isalnum() for ch in w)]
+
+
+def baseline(db: Database, limit: int) -> Retriever:
+    cache: dict[tuple[str, float | None], tuple[BM25Okapi, list[str]]] = {}
+    token_cache: dict[str, list[str]] = {}
+
+    def chat_turns(conn: Connection, chat: str, at: float | None) -> list[tuple[str, str]]:
+        sql = (
+            "SELECT message_id, content FROM turns WHERE chat = ? AND role IN ('user', 'assistant')"
+        )
+        params: list[object] = [chat]
+        if at is not None:
+            sql += " AND time <= ?"
+            params.append(at)
+        return [(r[0], r[1]) for r in conn.execute(sql + " ORDER BY id", params)]
+
+    def tokens_of(text: str) -> list[str]:
+        found = token_cache.get(text)
+        if found is None:
+            found = token_cache[text] = bm25_tokens(text)
+        return found
+
+    def ask(question: Question) -> list[list[str]]:
+        at = question.at.timestamp() if question.at else None
+        key = (question.chat, at)
+        if key not in cache:
+            turns = db.call(chat_turns, question.chat, at)
+            corpus = [tokens_of(text) or ["\u0000"] for _, text in turns]
+            cache[key] = (BM25Okapi(corpus), [mid for mid, _ in turns])
+        index, ids = cache[key]
+        scores = index.get_scores(tokens_of(question.q))
+        order = sorted(range(len(ids)), key=lambda i: -scores[i])[:limit]
+        return [[ids[i]] for i in order if scores[i] > 0]
+
+    return ask
+
+
+# reporting ------------------------------------------------------------------------------------
+
+
+def _table(
+    title: str, categories: dict[int, str], per_cat: dict[str, dict[int, Scores]], metric: str
+) -> list[str]:
+    lines = [
+        f"### {title}: {metric}@k",
+        "",
+        f"| category | n | ours {metric}@1 | @5 | @10 | BM25 {metric}@1 | @5 | @10"
+        " | ours/BM25 @5 | @10 |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    rows = [(f"{c} {name}", c) for c, name in categories.items()] + [("overall", 0)]
+    for label, cat in rows:
+        mine, base = per_cat["ours"].get(cat), per_cat["bm25"].get(cat)
+        if mine is None or base is None:
+            continue
+        values_m = [_mean(getattr(mine, metric)[k]) for k in KS]
+        values_b = [_mean(getattr(base, metric)[k]) for k in KS]
+        ratios = [
+            m / b if b else float("nan") for m, b in zip(values_m[1:], values_b[1:], strict=True)
+        ]
+        n = len(getattr(mine, metric)[1])
+        cells = [f"{v:.3f}" for v in values_m] + [f"{v:.3f}" for v in values_b]
+        cells += [f"{r:.2f}" for r in ratios]
+        lines.append(f"| {label} | {n} | " + " | ".join(cells) + " |")
+    lines.append("")
+    return lines
+
+
+def run_set(
+    data: EvalSet, limit: int, dump: Any | None, tuning: Tuning, keep: Path | None
+) -> list[str]:
+    out: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="nahida-eval-") as tmp:
+        path = (keep / f"{data.name}.db") if keep else Path(tmp) / "eval.db"
+        reuse = path.exists()
+        db = Database(path)
+        try:
+            report = import_lines(db, [] if reuse else data.lines, IDLE_SPLIT)
+            if report.bad:
+                raise SystemExit(f"{data.name}: bad import lines: {report.bad[:3]}")
+            timings: list[float] = []
+            retrievers = {"ours": ours(db, limit, timings, tuning), "bm25": baseline(db, limit)}
+            per_cat: dict[str, dict[int, Scores]] = {
+                name: defaultdict(Scores) for name in retrievers
+            }
+            started = time.perf_counter()
+            for question in data.questions:
+                row: dict[str, Any] = {
+                    "id": question.id,
+                    "q": question.q,
+                    "evidence": sorted(question.evidence),
+                    "category": question.category,
+                }
+                for name, ask in retrievers.items():
+                    ranked = ask(question)
+                    for cat in (question.category, 0):
+                        per_cat[name][cat].add(question.evidence, ranked)
+                    row[name] = [ids[0] if len(ids) == 1 else ids for ids in ranked]
+                if dump is not None:
+                    dump.write(json.dumps(row, ensure_ascii=False) + "\n")
+            asked = time.perf_counter() - started
+        finally:
+            db.close()
+    timings.sort()
+    p50 = timings[len(timings) // 2] if timings else 0.0
+    p95 = timings[int(len(timings) * 0.95)] if timings else 0.0
+    out.append(f"## {data.name}")
+    out.append("")
+    out.append(
+        f"{report.imported} turns imported in {report.seconds:.2f} s "
+        f"({report.turns_per_second:,.0f} turns/s); {len(data.questions)} questions "
+        f"in {asked:.1f} s (ours p50 {p50:.1f} ms, p95 {p95:.1f} ms per search)"
+    )
+    out.append("")
+    out.extend(_table(data.name, data.categories, per_cat, "recall"))
+    out.extend(_table(data.name, data.categories, per_cat, "hit"))
+    return out
+
+
+def _tuning(pairs: Sequence[str]) -> Tuning:
+    values: dict[str, Any] = {}
+    defaults = Tuning()
+    for pair in pairs:
+        key, _, raw = pair.partition("=")
+        current = getattr(defaults, key)
+        values[key] = (
+            raw.lower() in ("1", "true", "yes") if isinstance(current, bool) else type(current)(raw)
+        )
+    return replace(defaults, **values)
+
+
+def main(argv: Iterable[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--set", choices=["locomo", "memdaily", "all"], default="all")
+    parser.add_argument("--eval-dir", type=Path, default=EVAL_DIR)
+    parser.add_argument("--conv", action="append", default=[], help="only these conversations")
+    parser.add_argument("--limit-questions", type=int, default=None)
+    parser.add_argument("--limit", type=int, default=10, help="hits per question (at least 10)")
+    parser.add_argument("--dump", type=Path, help="write per-question hits as JSONL here")
+    parser.add_argument(
+        "--tune", action="append", default=[], help="a recall.Tuning field, e.g. neighbours=0.3"
+    )
+    parser.add_argument(
+        "--keep-db", type=Path, help="keep the imported databases in this folder and reuse them"
+    )
+    args = parser.parse_args(list(argv) if argv is not None else None)
+    if not args.eval_dir.is_dir():
+        print(f"no eval data at {args.eval_dir}", file=sys.stderr)
+        return 2
+    warm_up()
+    tuning = _tuning(args.tune)
+    if args.tune:
+        print(f"tuning: {tuning}", file=sys.stderr)
+    sets: list[EvalSet] = []
+    if args.set in ("locomo", "all"):
+        locomo = load_locomo(args.eval_dir, args.conv)
+        if args.limit_questions is not None:
+            locomo.questions = locomo.questions[: args.limit_questions]
+        sets.append(locomo)
+    if args.set in ("memdaily", "all"):
+        sets.append(load_memdaily(args.eval_dir, args.conv, args.limit_questions))
+    dump = args.dump.open("w", encoding="utf-8") if args.dump else None
+    try:
+        print("# Recall on the dev sets: ours vs plain BM25")
+        print()
+        for data in sets:
+            lines = run_set(data, max(args.limit, max(KS)), dump, tuning, args.keep_db)
+            print("\n".join(lines))
+    finally:
+        if dump is not None:
+            dump.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

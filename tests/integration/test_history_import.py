@@ -1,0 +1,126 @@
+"""History import from JSONL: counts, idempotence, bad lines, sessions split on gaps, indexing."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from nahida import history
+from nahida.db import Database
+from nahida.history_import import import_lines
+from nahida.memory import recall
+from nahida.memory.recall import Query
+
+CHAT = "qq:group:100"
+SPLIT = 720 * 60.0
+
+
+def line(text: str, mid: str, time: str, **extra: Any) -> str:
+    record = {
+        "chat": CHAT,
+        "user": "42",
+        "name": "Alice",
+        "text": text,
+        "time": time,
+        "message_id": mid,
+        "role": "user",
+    }
+    record.update(extra)
+    return json.dumps(record, ensure_ascii=False)
+
+
+GOOD = [
+    line("我们周末去杭州爬山吧", "1", "2024-04-01T09:00:00+08:00"),
+    line("好呀，我来订票", "2", "2024-04-01T09:01:00+08:00", user="43", name="Bob"),
+    line("票订好了", "3", "2024-04-01T09:05:00+08:00", role="assistant", user=None, name=None),
+    line("the hike was great", "4", "2024-04-03T10:00:00Z"),  # two days later: a new session
+    line("photos are up", "5", "2024-04-03T10:02:00"),  # no offset: UTC
+]
+
+
+def test_turns_are_imported_like_live_messages(db: Database) -> None:
+    report = import_lines(db, GOOD, SPLIT)
+    assert (report.imported, report.duplicates, report.bad) == (5, 0, [])
+    assert report.turns_per_second > 0
+    sessions = db.call(history.list_sessions, CHAT, 10)
+    assert sorted(s.turn_count for s in sessions) == [2, 3]
+    first = min(sessions, key=lambda s: s.created_at)
+    turns = db.call(history.session_turns, first.id)
+    assert [(t.role, t.speaker, t.speaker_name, t.message_id) for t in turns] == [
+        ("user", "qq:42", "Alice", "1"),
+        ("user", "qq:43", "Bob", "2"),
+        ("assistant", None, None, "3"),
+    ]
+    assert first.title == "我们周末去杭州爬山吧"
+    assert turns[0].time.isoformat() == "2024-04-01T01:00:00+00:00"
+    hits = db.call(recall.search, Query("杭州爬山", recall.viewer_for(CHAT), tz=None))
+    assert hits[0].message_ids == ["1"]
+
+
+def test_importing_again_changes_nothing(db: Database) -> None:
+    import_lines(db, GOOD, SPLIT)
+    again = import_lines(db, [*GOOD, GOOD[0]], SPLIT)
+    assert (again.imported, again.duplicates, again.bad) == (0, 6, [])
+    count = db.call(lambda conn: conn.execute("SELECT count(*) FROM turns").fetchone()[0])
+    fts = db.call(lambda conn: conn.execute("SELECT count(*) FROM turns_fts").fetchone()[0])
+    assert (count, fts) == (5, 5)
+
+
+def test_a_repeated_message_id_in_one_file_is_a_duplicate(db: Database) -> None:
+    report = import_lines(db, [GOOD[0], GOOD[1], GOOD[0]], SPLIT)
+    assert (report.imported, report.duplicates) == (2, 1)
+
+
+def test_bad_lines_are_reported_with_their_number_and_skipped(db: Database) -> None:
+    lines = [
+        GOOD[0],
+        "{not json",
+        "",  # blank lines are skipped silently
+        json.dumps(["a", "list"]),
+        line("x", "b1", "2024-04-01T10:00:00Z", chat="qq:channel:1"),
+        line("x", "b2", "yesterday"),
+        line("x", "b3", "2024-04-01T10:00:00Z", role="system"),
+        line("", "b4", "2024-04-01T10:00:00Z"),
+        line("x", "", "2024-04-01T10:00:00Z"),
+        line("x", "b6", "2024-04-01T10:00:00Z", user=None),
+        GOOD[1],
+    ]
+    report = import_lines(db, lines, SPLIT)
+    assert (report.imported, report.duplicates) == (2, 0)
+    errors = {bad.line: bad.error for bad in report.bad}
+    assert sorted(errors) == [2, 4, 5, 6, 7, 8, 9, 10]
+    assert errors[2].startswith("not JSON")
+    assert errors[4] == "not a JSON object"
+    assert errors[5].startswith("chat:")
+    assert "ISO-8601" in errors[6]
+    assert "role" in errors[7]
+    assert errors[8] == "text is empty"
+    assert errors[9] == "message_id is empty"
+    assert errors[10] == "user is missing"
+    assert report.to_json()["bad"] == 8
+    assert report.to_json()["errors"][0] == {"line": 2, "error": errors[2]}
+
+
+def test_an_assistant_turn_before_any_user_turn_opens_no_session(db: Database) -> None:
+    orphan = line("hello, I am the bot", "0", "2024-03-31T08:00:00Z", role="assistant")
+    report = import_lines(db, [orphan, GOOD[0]], SPLIT)
+    assert report.imported == 1
+    assert [(b.line, b.error) for b in report.bad] == [
+        (1, "assistant turn before any user turn of its chat")
+    ]
+
+
+def test_sessions_split_on_the_idle_gap_in_time_order(db: Database) -> None:
+    def at(minutes: int, mid: str) -> str:
+        hour, minute = divmod(minutes, 60)
+        return line(f"message {mid}", mid, f"2024-04-01T{hour:02d}:{minute:02d}:00Z")
+
+    shuffled = [at(0, "a"), at(200, "d"), at(10, "b"), at(20, "c"), at(210, "e")]
+    report = import_lines(db, shuffled, 60 * 60.0)  # a gap over an hour starts a session
+    assert report.imported == 5
+    sessions = sorted(db.call(history.list_sessions, CHAT, 10), key=lambda s: s.created_at)
+    contents = [[t.message_id for t in db.call(history.session_turns, s.id)] for s in sessions]
+    assert contents == [["a", "b", "c"], ["d", "e"]]
+    no_split = import_lines(db, [line("later", "z", "2024-04-02T12:00:00Z")], 0.0)
+    assert no_split.imported == 1
+    assert len(db.call(history.list_sessions, CHAT, 10)) == 2  # 0 never splits
