@@ -12,14 +12,14 @@ ensure_venv() {
         exit 2
     fi
     if [ ! -x "$VENV/bin/python" ]; then
-        echo "Creating $VENV (first run) ..." >&2
+        echo "Creating .venv (first run) ..." >&2
         "$python" -m venv "$VENV"
     fi
     local stamp="$VENV/.nahida-installed$extras"
     local want
     want="$(cat "$ROOT/pyproject.toml" | sha256sum | cut -c1-16)"
     if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
-        echo "Installing nahida$extras into $VENV ..." >&2
+        echo "Installing nahida$extras into .venv ..." >&2
         "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip >&2
         "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e "$ROOT$extras" >&2
         echo "$want" > "$stamp"
