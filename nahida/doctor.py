@@ -12,9 +12,10 @@ import time
 from typing import Any
 
 from nahida import db as dbmod
-from nahida.app import Paths, build_model_router, build_provider
+from nahida.app import Paths, build_provider
 from nahida.config import Config, masked_dump
 from nahida.errors import NahidaError
+from nahida.providers.router import resolve_routes
 
 
 async def _providers(config: Config) -> list[dict[str, Any]]:
@@ -45,9 +46,7 @@ async def diagnose(config: Config, paths: Paths) -> dict[str, Any]:
     warm_up()
     jieba_ok = bool(tokenize("纳西妲记得你喜欢喝茶"))
     jieba_ms = round((time.perf_counter() - started) * 1000, 1)
-    router = build_model_router(config)
-    routes = {task: router.route(task) for task in ("chat", "compress", "dream", "embed", "rerank")}
-    await router.aclose()
+    routes = resolve_routes(config.models, {n: p.model for n, p in config.providers.items()})
     providers = await _providers(config)
     report: dict[str, Any] = {
         "python": sys.version.split()[0],
@@ -65,7 +64,7 @@ async def diagnose(config: Config, paths: Paths) -> dict[str, Any]:
             "database": str(paths.database),
             "workspace": str(paths.workspace),
         },
-        "models": {t: (f"{r.provider}/{r.model}" if r else None) for t, r in routes.items()},
+        "models": {t: f"{r.provider}/{r.model}" for t, r in routes.items()} or None,
         "providers": providers,
         "config": masked_dump(config),
     }
@@ -95,7 +94,8 @@ def render(report: dict[str, Any]) -> str:
     for p in report["providers"]:
         state = "reachable" if p["reachable"] else f"NOT reachable: {p.get('error', '')}"
         lines.append(f"{mark(p['reachable'])}provider {p['name']} ({p['type']}) {state}")
-    lines.append("models: " + ", ".join(f"{t}={m}" for t, m in report["models"].items()))
+    models = report["models"] or {}
+    lines.append("models: " + (", ".join(f"{t}={m}" for t, m in models.items()) or "none"))
     lines.append("paths: " + ", ".join(f"{k}={v}" for k, v in report["paths"].items()))
     import yaml
 
