@@ -105,6 +105,13 @@ def _console(config: Config) -> ConsoleAdapter:
     return ConsoleAdapter(bot_name=config.bot.name, user_name=you)
 
 
+def _banner(config: Config, console: ConsoleAdapter, bot: App) -> None:
+    if console.interactive:
+        hint = "（Ctrl-D 退出）" if config.bot.language == "zh" else "(Ctrl-D to quit)"
+        status = "" if bot.model.configured else " · no model configured"
+        typer.echo(f"{config.bot.name} · /help {hint}{status}", err=True)
+
+
 @app.command()
 def chat(
     ctx: typer.Context,
@@ -130,10 +137,7 @@ def chat(
             raise fail(f"no session matches {resume!r} (see `nahida session list`)", 1)
         bot.db.call(history.resume, chat_key, found.id)
         typer.echo(f"resumed {found.id}: {found.title}", err=True)
-    if console.interactive:
-        hint = "（Ctrl-D 退出）" if config.bot.language == "zh" else "(Ctrl-D to quit)"
-        status = "" if bot.model.configured else " · no model configured"
-        typer.echo(f"Nahida · /help {hint}{status}", err=True)
+    _banner(config, console, bot)
     asyncio.run(bot.run())
 
 
@@ -145,7 +149,10 @@ def run(ctx: typer.Context) -> None:
     adapters = platform_adapters(config, str(state.paths.config or "config"))
     if not adapters:
         _logging(config, quiet=True)
-        asyncio.run(console_app(config, state.paths, _console(config)).run())
+        console = _console(config)
+        bot = console_app(config, state.paths, console)
+        _banner(config, console, bot)
+        asyncio.run(bot.run())
         return
     _logging(config, quiet=False)
     asyncio.run(App(config, state.paths, adapters=adapters).run())

@@ -62,6 +62,9 @@ class ConsoleAdapter:
             self._prompt()
             line = await queue.get()
             if line is None:
+                if self.interactive:
+                    self._stdout.write("\n")  # leave the prompt line on Ctrl-D
+                    self._stdout.flush()
                 return
             if not line.strip():
                 continue
