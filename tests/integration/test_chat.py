@@ -115,3 +115,21 @@ async def test_memory_works_without_a_model(tmp_path: Path) -> None:
     lines = out.splitlines()
     assert lines[0] == t("no_model", "zh")
     assert any(line.endswith("喜欢乌龙茶") and " · preference · " in line for line in lines[1:])
+
+
+async def test_interactive_console_prompts_and_waits_for_each_reply(tmp_path: Path) -> None:
+    import io
+
+    from nahida.adapters.console.adapter import ConsoleAdapter
+    from nahida.app import Paths, console_app
+    from nahida.config import Config
+
+    out = io.StringIO()
+    console = ConsoleAdapter(
+        stdin=io.StringIO("你好\n/new\n"), stdout=out, interactive=True, user_name="你"
+    )
+    app = console_app(Config(), Paths(None, tmp_path / "d", tmp_path / "w"), console)
+    await app.run()
+    assert out.getvalue() == (
+        f"你 > Nahida > {t('no_model', 'zh')}\n你 > Nahida > {t('new_session', 'zh')}\n你 > \n"
+    )
