@@ -24,11 +24,12 @@ import itertools
 import json
 import time
 from dataclasses import dataclass, field
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 from aiohttp import WSMsgType, web
 from lark_oapi.ws.pb.pbbp2_pb2 import Frame
+
+from tests.fakes.loopback import LoopbackServer
 
 INVALID_TOKEN = 99991663
 SERVICE_ID = 7
@@ -74,7 +75,7 @@ class Ack:
     payload: dict[str, Any] = field(default_factory=dict)
 
 
-class FakeLarkServer:
+class FakeLarkServer(LoopbackServer):
     def __init__(
         self,
         *,
@@ -114,38 +115,14 @@ class FakeLarkServer:
         app.router.add_get("/open-apis/contact/v3/users/{open_id}", self._user)
         app.router.add_post("/callback/ws/endpoint", self._endpoint)
         app.router.add_get("/ws", self._socket)
-        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
-        self._port: int | None = None
+        super().__init__(app)
 
-    # -- lifecycle ---------------------------------------------------------------------------
-
-    async def start(self) -> None:
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        self._port = self._runner.addresses[0][1]
-
-    async def close(self) -> None:
+    async def before_close(self) -> None:
         await self.drop_connections()
-        await self._runner.cleanup()
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
 
     @property
     def url(self) -> str:
-        if self._port is None:
-            raise RuntimeError("server not started")
-        return f"http://127.0.0.1:{self._port}"
+        return self.base_url
 
     # -- scripting and inspection -------------------------------------------------------------
 
@@ -321,7 +298,7 @@ class FakeLarkServer:
         if body.get("AppID") != self.app_id or body.get("AppSecret") != self.app_secret:
             return web.json_response({"code": 1000040351, "msg": "invalid app credentials"})
         device = f"device-{next(self._ids)}"
-        url = f"ws://127.0.0.1:{self._port}/ws?device_id={device}&service_id={SERVICE_ID}"
+        url = f"ws://127.0.0.1:{self.port}/ws?device_id={device}&service_id={SERVICE_ID}"
         data = {"URL": url, "ClientConfig": CLIENT_CONFIG}
         return web.json_response({"code": 0, "msg": "ok", "data": data})
 

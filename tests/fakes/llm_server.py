@@ -23,8 +23,7 @@ import json
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from types import TracebackType
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar
 
 import anthropic.types as at
 import openai.types
@@ -33,6 +32,8 @@ from aiohttp import web
 from openai.types.chat.chat_completion import Choice
 from openai.types.chat.chat_completion_message_function_tool_call import Function
 from openai.types.completion_usage import CompletionUsage
+
+from tests.fakes.loopback import LoopbackServer
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +77,7 @@ class Raw:
 Behaviour = Text | CallTool | Fail | Hang | Raw
 
 
-class FakeLLMServer(abc.ABC):
+class FakeLLMServer(LoopbackServer, abc.ABC):
     """Shared machinery: the aiohttp server, the script and the request log."""
 
     route: ClassVar[str]
@@ -90,39 +91,15 @@ class FakeLLMServer(abc.ABC):
         app = web.Application()
         app.router.add_post(self.route, self._handle)
         app.router.add_get("/v1/models", self._models)  # what `ping()` asks; never scripted
-        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
-        self._port: int | None = None
+        super().__init__(app)
 
-    # -- lifecycle ---------------------------------------------------------------------------
-
-    async def start(self) -> None:
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        self._port = self._runner.addresses[0][1]
-
-    async def close(self) -> None:
+    async def before_close(self) -> None:
         self._closing.set()  # lets hanging handlers return before the runner waits for them
-        await self._runner.cleanup()
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
 
     @property
     def url(self) -> str:
         """The base URL to give the SDK."""
-        if self._port is None:
-            raise RuntimeError("server not started")
-        return f"http://127.0.0.1:{self._port}{self.url_suffix}"
+        return self.base_url + self.url_suffix
 
     # -- script ------------------------------------------------------------------------------
 
