@@ -226,14 +226,6 @@ def mark_error(conn: Connection, turn_id: int, error: str) -> None:
     conn.execute("UPDATE turns SET error = ? WHERE id = ?", (error, turn_id))
 
 
-def recent_turns(conn: Connection, session_id: str, limit: int) -> list[Turn]:
-    """The last `limit` turns of a session, oldest first."""
-    rows = conn.execute(
-        "SELECT * FROM turns WHERE session_id = ? ORDER BY id DESC LIMIT ?", (session_id, limit)
-    ).fetchall()
-    return [_turn(r) for r in reversed(rows)]
-
-
 def session_turns(conn: Connection, session_id: str) -> list[Turn]:
     rows = conn.execute("SELECT * FROM turns WHERE session_id = ? ORDER BY id", (session_id,))
     return [_turn(r) for r in rows]

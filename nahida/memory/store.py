@@ -234,16 +234,3 @@ def by_slot(conn: Connection, scope: str, slot: str) -> list[MemoryItem]:
         (scope, slot),
     )
     return [MemoryItem.from_row(r) for r in rows]
-
-
-def active_in_scope(conn: Connection, scope: str, kind: str | None = None) -> list[MemoryItem]:
-    if kind is None:
-        rows = conn.execute(
-            "SELECT * FROM memory_items WHERE scope = ? AND status = 'active'", (scope,)
-        )
-    else:
-        rows = conn.execute(
-            "SELECT * FROM memory_items WHERE scope = ? AND status = 'active' AND kind = ?",
-            (scope, kind),
-        )
-    return [MemoryItem.from_row(r) for r in rows]
