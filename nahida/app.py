@@ -1,8 +1,10 @@
-"""The composition root: the only module that imports concrete adapters and providers.
+"""The composition root: the only module that imports concrete adapters, providers and stores.
 
-`App` wires config → database → model router → runner → bus → adapters, owns the one TaskGroup
-every long-running task belongs to, and shuts down gracefully: stop accepting, drain the bus
-(replies still go out), then stop adapters, the server and the scheduler, then close the database.
+`App` wires config → memory (store) → model router → runner → bus → adapters, owns the one
+TaskGroup every long-running task belongs to (bus workers, background work, job runs, adapter
+loops), and shuts down gracefully: stop accepting, drain the bus (replies still go out), drain
+the background work, stop adapters and the server, let running jobs finish their unit of work,
+then close the store. `open_memory` builds memory for the app and the CLI alike.
 """
 
 from __future__ import annotations
@@ -18,22 +20,26 @@ from typing import Any
 
 import structlog
 
-from nahida import history
 from nahida.adapters.base import Adapter
+from nahida.adapters.console.adapter import CHAT as CONSOLE_CHAT
 from nahida.adapters.console.adapter import USER as CONSOLE_USER
 from nahida.adapters.console.adapter import ConsoleAdapter
+from nahida.background import BackgroundWork
 from nahida.bus import EventBus
 from nahida.commands import memory as memory_commands
 from nahida.commands import session as session_commands
 from nahida.commands.router import CommandRouter
 from nahida.config import Config, ProviderConfig
-from nahida.db import Database
 from nahida.envelope import Reply
 from nahida.errors import AdapterError, ConfigError
-from nahida.memory.extract import ExtractionHook
-from nahida.memory.injection import MemoryInjection
-from nahida.memory.service import MemoryService
-from nahida.memory.tokens import warm_up
+from nahida.memory import (
+    CleanupEmptySessions,
+    MemoryService,
+    Store,
+    StoreCapabilities,
+    turn_parts,
+    warm_up,
+)
 from nahida.plugins import LoadedPlugin, context_factory, load_plugins
 from nahida.policy import ReplyPolicy
 from nahida.providers.base import Provider
@@ -53,6 +59,17 @@ CHANNELS: dict[str, str] = {
     "onebot": "nahida.adapters.onebot.adapter",
     "lark": "nahida.adapters.lark.adapter",
 }
+# Provider protocols by `providers.<name>.type`: (module, class). Imported on first use: each SDK
+# takes up to a second to import, and most installs use one.
+PROVIDERS: dict[str, tuple[str, str]] = {
+    "openai": ("nahida.providers.openai", "OpenAIProvider"),
+    "anthropic": ("nahida.providers.anthropic", "AnthropicProvider"),
+}
+# Memory store backends: (module, class). One today; PostgreSQL is the scale-out path.
+STORES: dict[str, tuple[str, str]] = {
+    "sqlite": ("nahida.memory.store.sqlite", "SqliteStore"),
+}
+STORE = "sqlite"
 
 
 @dataclass(frozen=True)
@@ -74,14 +91,32 @@ def build_provider(name: str, settings: ProviderConfig) -> Provider:
         timeout=settings.timeout,
         max_retries=settings.max_retries,
     )
-    # Imported here: each SDK takes up to a second to import, and most installs use one.
-    if settings.type == "anthropic":
-        from nahida.providers.anthropic import AnthropicProvider
+    module, cls = PROVIDERS[settings.type]
+    provider: Provider = getattr(importlib.import_module(module), cls)(name, client)
+    return provider
 
-        return AnthropicProvider(name, client)
-    from nahida.providers.openai import OpenAIProvider
 
-    return OpenAIProvider(name, client)
+def open_store(paths: Paths) -> Store:
+    module, cls = STORES[STORE]
+    store: Store = getattr(importlib.import_module(module), cls)(paths.database)
+    return store
+
+
+def store_capabilities() -> StoreCapabilities:
+    """What the store backend can do on this installation (without opening the database)."""
+    module, _ = STORES[STORE]
+    caps: StoreCapabilities = importlib.import_module(module).probe()
+    return caps
+
+
+def open_memory(config: Config, paths: Paths) -> MemoryService:
+    """Memory as the app and the CLI use it: the store, migrated, behind the facade."""
+    return MemoryService(
+        open_store(paths),
+        mode=config.memory.commit_mode,
+        budget_tokens=config.memory.budget_tokens,
+        idle_split=config.session.idle_split_minutes * 60.0,
+    )
 
 
 def build_model_router(config: Config, source: str = "config") -> ModelRouter:
@@ -123,16 +158,12 @@ class App:
         source = str(paths.config) if paths.config else "config"
         ensure_workspace(paths.workspace)
         self.model = model or build_model_router(config, source)
-        self.db = Database(paths.database)
-        self.db.call(history.cleanup_empty)
+        self.memory = open_memory(config, paths)
         self.adapters = {a.platform: a for a in adapters}
         commands = CommandRouter()
         session_commands.register(commands)
         memory_commands.register(commands)
         admins = frozenset([*config.bot.admins, str(CONSOLE_USER)])
-        self.memory = MemoryService(
-            self.db, mode=config.memory.commit_mode, budget_tokens=config.memory.budget_tokens
-        )
         self.plugins: list[LoadedPlugin] = (
             load_plugins(
                 paths.plugins,
@@ -143,8 +174,11 @@ class App:
             if paths.plugins is not None
             else []
         )
+        parts = turn_parts(self.memory)
+        self.background = BackgroundWork(
+            concurrency=config.bus.concurrency, queue_size=config.bus.queue_size
+        )
         self.runner = SessionRunner(
-            db=self.db,
             model=self.model,
             send=self.send,
             commands=commands,
@@ -155,18 +189,19 @@ class App:
                 language=config.bot.language,
                 admins=admins,
                 hot_size=config.session.hot_size,
-                idle_split_seconds=config.session.idle_split_minutes * 60.0,
                 context_tokens=config.session.context_tokens,
                 max_tool_rounds=config.bot.max_tool_rounds,
             ),
             persona=Persona(paths.workspace),
             memory=self.memory,
-            sources=[MemoryInjection(self.memory)],
+            sources=parts.sources,
             limiter=RateLimiter(config.bot.rate_limit.per_chat_per_minute),
-            hooks=[
-                ExtractionHook(self.memory),
+            hooks=parts.inline,
+            background_hooks=[
+                *parts.background,
                 *(hook for plugin in self.plugins for hook in plugin.hooks),
             ],
+            background=self.background,
         )
         self.bus = EventBus(
             self.runner.handle,
@@ -175,13 +210,10 @@ class App:
             idle_timeout=config.bus.idle_timeout,
         )
         self.server = InboundServer(config.server.host, config.server.port)
-        self.scheduler = Scheduler()
-        self.scheduler.every("cleanup_empty_sessions", self._cleanup, seconds=3600)
+        self.scheduler = Scheduler(self.memory.runs)
+        self.scheduler.add(CleanupEmptySessions(self.memory))
         self._stop_when_adapters_done = stop_when_adapters_done
         self._stop: asyncio.Event | None = None
-
-    async def _cleanup(self) -> None:
-        await self.db.run(history.cleanup_empty)
 
     async def send(self, reply: Reply) -> str | None:
         adapter = self.adapters.get(reply.chat.platform)
@@ -212,12 +244,13 @@ class App:
         try:
             async with asyncio.TaskGroup() as group:
                 group.create_task(self.bus.run())
+                group.create_task(self.background.run())
                 for adapter in self.adapters.values():
                     adapter.mount(self.server)
                 if self.server.needed:
                     await self.server.start()
                 if self.config.scheduler.enabled:
-                    self.scheduler.start()
+                    self.scheduler.start(group)
                 tasks = [group.create_task(self._run_adapter(a)) for a in self.adapters.values()]
                 waiters = [group.create_task(self._stop.wait())]
                 if self._stop_when_adapters_done and tasks:
@@ -225,17 +258,37 @@ class App:
                 await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
                 log.info("shutting_down", accepted=self.bus.accepted, handled=self.bus.handled)
                 await self.bus.shutdown()
+                await self.background.shutdown()
                 for task in [*tasks, *waiters]:
                     task.cancel()
                 await self.server.stop()
-                self.scheduler.stop()
+                await self.scheduler.stop()
         finally:
             for sig in (signal.SIGINT, signal.SIGTERM):
                 with contextlib.suppress(NotImplementedError, RuntimeError):
                     loop.remove_signal_handler(sig)
             await self.model.aclose()
-            self.db.close()
+            self.memory.close()
 
 
-def console_app(config: Config, paths: Paths, console: ConsoleAdapter, **kwargs: Any) -> App:
-    return App(config, paths, adapters=[console], stop_when_adapters_done=True, **kwargs)
+class TerminalApp(App):
+    """The app with the terminal as its one channel (`nahida chat`, `nahida run` without any)."""
+
+    chat = str(CONSOLE_CHAT)
+
+    def __init__(self, config: Config, paths: Paths, console: ConsoleAdapter, **kwargs: Any):
+        super().__init__(config, paths, adapters=[console], stop_when_adapters_done=True, **kwargs)
+        self.console = console
+
+    @property
+    def interactive(self) -> bool:
+        return self.console.interactive
+
+
+def console_app(
+    config: Config, paths: Paths, console: ConsoleAdapter | None = None, **kwargs: Any
+) -> TerminalApp:
+    if console is None:
+        you = "你" if config.bot.language == "zh" else "you"
+        console = ConsoleAdapter(bot_name=config.bot.name, user_name=you)
+    return TerminalApp(config, paths, console, **kwargs)

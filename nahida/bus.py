@@ -14,6 +14,9 @@ either reaches the old worker before it decides, or finds no entry and starts a 
 
 Every worker is a child of the TaskGroup inside `run()`; `submit()` spawns into it, and chats
 submitted to before `run()` starts get their workers when it does.
+
+The bus is generic over what it carries: envelopes keyed by chat by default, or any item with a
+`key` function (the background work queue, `nahida.background`, is one).
 """
 
 from __future__ import annotations
@@ -25,30 +28,40 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Hashable
 from contextvars import ContextVar
 from dataclasses import dataclass
+from typing import Any, Generic, TypeVar, cast
 
 import structlog
 
 from nahida.envelope import Envelope
 
+T = TypeVar("T")
 Handler = Callable[[Envelope], Awaitable[None]]
 DedupKey = Callable[[Envelope], Hashable]
 
 log = structlog.get_logger(__name__)
 
 # The bus whose worker runs this task, so a handler calling shutdown() does not wait on itself.
-_worker_of: ContextVar[EventBus | None] = ContextVar("nahida_bus_worker", default=None)
+_worker_of: ContextVar[EventBus[Any] | None] = ContextVar("nahida_bus_worker", default=None)
 
 
 def _envelope_dedup_key(envelope: Envelope) -> Hashable:
     return envelope.dedup_key
 
 
+def _envelope_chat(envelope: Envelope) -> str:
+    return str(envelope.chat)
+
+
+def _envelope_label(envelope: Envelope) -> dict[str, Any]:
+    return {"msg": envelope.message_id}
+
+
 @dataclass(slots=True, eq=False)
-class _Chat:
+class _Chat(Generic[T]):
     """One chat's queue. `None` in the queue only wakes an idle worker at shutdown."""
 
     key: str
-    queue: asyncio.Queue[Envelope | None]
+    queue: asyncio.Queue[T | None]
     pending: int = 0  # submits waiting for room in the queue
     has_worker: bool = False
 
@@ -57,16 +70,18 @@ class _Chat:
         return self.pending == 0 and self.queue.empty()
 
 
-class EventBus:
+class EventBus(Generic[T]):
     def __init__(
         self,
-        handler: Handler,
+        handler: Callable[[T], Awaitable[None]],
         *,
         concurrency: int = 16,
         queue_size: int = 100,
         idle_timeout: float = 30.0,
         dedup_size: int = 4096,
-        dedup_key: DedupKey | None = None,
+        dedup_key: Callable[[T], Hashable] | None = None,
+        key: Callable[[T], str] | None = None,
+        label: Callable[[T], dict[str, Any]] | None = None,
     ) -> None:
         if concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, not {concurrency}")
@@ -80,9 +95,12 @@ class EventBus:
         self._queue_size = queue_size
         self._idle_timeout = idle_timeout
         self._dedup_size = dedup_size  # 0 turns deduplication off
-        self._dedup_key = dedup_key or _envelope_dedup_key
+        # The defaults are for envelopes; a bus of other items passes its own.
+        self._dedup_key = dedup_key or cast(Callable[[T], Hashable], _envelope_dedup_key)
+        self._key = key or cast(Callable[[T], str], _envelope_chat)
+        self._label = label or cast(Callable[[T], dict[str, Any]], _envelope_label)
         self._slots = asyncio.Semaphore(concurrency)
-        self._chats: dict[str, _Chat] = {}
+        self._chats: dict[str, _Chat[T]] = {}
         self._seen: OrderedDict[Hashable, None] = OrderedDict()
         self._tg: asyncio.TaskGroup | None = None
         self._running = False
@@ -121,7 +139,7 @@ class EventBus:
     def closed(self) -> bool:
         return self._closing
 
-    async def submit(self, envelope: Envelope) -> bool:
+    async def submit(self, envelope: T) -> bool:
         """Queue `envelope` for its chat; wait while that chat's queue is full.
 
         Returns False when the envelope is a recent duplicate or the bus is shut down. Envelopes of
@@ -133,7 +151,7 @@ class EventBus:
         if self._seen_before(key):
             self._dropped_duplicates += 1
             return False
-        chat = self._chat_for(str(envelope.chat))
+        chat = self._chat_for(self._key(envelope))
         chat.pending += 1
         try:
             await chat.queue.put(envelope)
@@ -210,22 +228,22 @@ class EventBus:
             self._seen.popitem(last=False)
         return False
 
-    def _chat_for(self, key: str) -> _Chat:
+    def _chat_for(self, key: str) -> _Chat[T]:
         chat = self._chats.get(key)
         if chat is None:
-            chat = _Chat(key, asyncio.Queue(self._queue_size))
+            chat = _Chat[T](key, asyncio.Queue(self._queue_size))
             self._chats[key] = chat
             self._start_worker(chat)
         return chat
 
-    def _start_worker(self, chat: _Chat) -> None:
+    def _start_worker(self, chat: _Chat[T]) -> None:
         if self._tg is None or chat.has_worker:
             return  # run() starts it
         chat.has_worker = True
         self._workers += 1
         self._tg.create_task(self._work(chat), name=f"bus {chat.key}")
 
-    async def _work(self, chat: _Chat) -> None:
+    async def _work(self, chat: _Chat[T]) -> None:
         _worker_of.set(self)
         try:
             while not (self._closing and chat.idle):
@@ -243,11 +261,11 @@ class EventBus:
         finally:
             self._workers -= 1
 
-    async def _handle(self, chat: str, envelope: Envelope) -> None:
+    async def _handle(self, chat: str, envelope: T) -> None:
         async with self._slots:
             try:
                 await self._handler(envelope)
             except Exception:
                 self._failed += 1
-                log.exception("handler_failed", chat=chat, msg=envelope.message_id)
+                log.exception("handler_failed", chat=chat, **self._label(envelope))
         self._handled += 1

@@ -52,6 +52,11 @@ class ChatKey:
     def is_group(self) -> bool:
         return self.kind == "group"
 
+    @property
+    def person(self) -> UserKey | None:
+        """Whom a private chat is with (its key names them, DESIGN §2); None for a group."""
+        return None if self.is_group else UserKey(self.platform, self.id)
+
     def __str__(self) -> str:
         return f"{self.platform}:{self.kind}:{self.id}"
 

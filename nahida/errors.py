@@ -13,7 +13,11 @@ NahidaError
  ├── AdapterError           a platform connection or API call failed
  │    └── ActionFailedError         the platform answered a call with a failure
  ├── CommandError           a chat or CLI command was used wrongly (message is user-facing)
- └── MemoryError_           a memory read or write was refused or failed
+ ├── MemoryError_           a memory read or write was refused or failed
+ │    ├── SecretRefused             an explicit write held a secret; nothing was stored
+ │    └── MemoryPermissionError     the actor may not do this to that memory
+ │         └── PluginPermissionError    a plugin lacks a declared permission (nahida.plugins)
+ └── PluginError            a plugin could not be loaded (nahida.plugins)
 """
 
 from __future__ import annotations
@@ -92,3 +96,11 @@ class CommandError(NahidaError):
 
 class MemoryError_(NahidaError):  # named so it does not shadow the builtin MemoryError
     pass
+
+
+class SecretRefused(MemoryError_, ValueError):
+    """An explicit write contained a secret; nothing was stored."""
+
+
+class MemoryPermissionError(MemoryError_, PermissionError):
+    """The actor may not change or review that memory."""

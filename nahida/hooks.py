@@ -13,7 +13,7 @@ from nahida.envelope import Envelope
 from nahida.i18n import Language
 
 if TYPE_CHECKING:
-    from nahida.history import Turn
+    from nahida.memory import Turn
 
 SLOTS = ("profile", "rules", "summary", "memory")
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import structlog
 
-from nahida.memory.safety import redact
+from nahida.memory import redact
 
 
 class SecretMasker:

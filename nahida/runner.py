@@ -1,13 +1,17 @@
 """SessionRunner: handles one envelope, in the order every turn follows.
 
-    decide → (command → reply) | (persist → context → model → reply → persist → post-turn hooks)
+    decide → (command → reply) | (persist → context → model → reply → persist → post-turn work)
 
 Commands are answered without entering the conversation history. This module only knows the
-order; each step lives in its own module (policy, history, context, tools, hooks).
+order; each step lives in its own module (policy, memory, prompt, tools, hooks). Post-turn hooks
+are of two kinds: inline ones (fast, such as rule extraction) run on the chat's worker before its
+next message; background ones are handed to the work queue, so the chat's next message never
+waits for them (they keep the chat's order among themselves).
 """
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -15,20 +19,17 @@ from datetime import UTC, datetime
 
 import structlog
 
-from nahida import history
+from nahida.background import BackgroundWork
 from nahida.commands.router import CommandContext, CommandRouter
 from nahida.commands.router import parse as parse_command
-from nahida.context import build_prompt
-from nahida.db import Database
 from nahida.envelope import Envelope, Reply
 from nahida.errors import ProviderError
-from nahida.history import NewTurn, Turn
 from nahida.hooks import ContextSource, PostTurnHook, TurnContext
 from nahida.i18n import Language, t
-from nahida.memory.service import MemoryService
-from nahida.memory.tokens import index_text
+from nahida.memory import MemoryService, NewTurn, Turn
 from nahida.policy import ReplyPolicy
-from nahida.providers.router import ModelRouter
+from nahida.prompt import build_prompt
+from nahida.providers.base import ChatModel
 from nahida.ratelimit import RateLimiter
 from nahida.tools import Completion, ToolRegistry, complete
 
@@ -42,7 +43,6 @@ class RunnerSettings:
     language: Language = "zh"
     admins: frozenset[str] = frozenset()
     hot_size: int = 10
-    idle_split_seconds: float = 0.0
     context_tokens: int = 6000
     max_tool_rounds: int = 4
 
@@ -51,8 +51,7 @@ class SessionRunner:
     def __init__(
         self,
         *,
-        db: Database,
-        model: ModelRouter,
+        model: ChatModel,
         send: Send,
         commands: CommandRouter,
         policy: ReplyPolicy,
@@ -62,9 +61,10 @@ class SessionRunner:
         tools: ToolRegistry | None = None,
         sources: Sequence[ContextSource] = (),
         hooks: Sequence[PostTurnHook] = (),
+        background_hooks: Sequence[PostTurnHook] = (),
+        background: BackgroundWork | None = None,
         limiter: RateLimiter | None = None,
     ) -> None:
-        self.db = db
         self.model = model
         self.send = send
         self.commands = commands
@@ -75,6 +75,8 @@ class SessionRunner:
         self.tools = tools or ToolRegistry()
         self.sources = list(sources)
         self.hooks = list(hooks)
+        self.background_hooks = list(background_hooks)
+        self.background = background  # None: background hooks run inline too
         self.limiter = limiter
 
     def is_bot_admin(self, envelope: Envelope) -> bool:
@@ -95,8 +97,8 @@ class SessionRunner:
         limited = respond and self._over_limit(envelope)
         respond = respond and not limited
         window = self.settings.hot_size * 2 if respond else 0
-        recorded = await self.db.run(
-            history.record_with_window, self._user_turn(envelope, respond), self._split, window
+        recorded = await self.memory.sessions.record_user_turn(
+            self._user_turn(envelope, respond), window
         )
         if recorded is None:
             log.info("duplicate_message_dropped")
@@ -130,13 +132,12 @@ class SessionRunner:
             completion = await self._complete(ctx, hot)
         except ProviderError as exc:
             log.warning("provider_failed", error=str(exc), error_type=type(exc).__name__)
-            await self.db.run(history.mark_error, ctx.turn.id, f"{type(exc).__name__}: {exc}")
+            await self.memory.sessions.mark_error(ctx.turn.id, f"{type(exc).__name__}: {exc}")
             await self._reply(envelope, t("provider_failed", ctx.language))
             return None
         text = completion.text.strip() or t("empty_model_reply", ctx.language)
         sent_id, error = await self._reply(envelope, text)
-        await self.db.run(
-            history.record,
+        await self.memory.sessions.record(
             NewTurn(
                 chat=str(envelope.chat),
                 role="assistant",
@@ -145,8 +146,7 @@ class SessionRunner:
                 message_id=sent_id,
                 tool_calls=completion.tool_calls or None,
                 error=error,
-                index=index_text(text) if len(text) <= 400 else None,
-            ),
+            )
         )
         return text
 
@@ -162,10 +162,6 @@ class SessionRunner:
         addressed = envelope.to_me or not envelope.chat.is_group
         return addressed and parse_command(envelope.text) is not None
 
-    @property
-    def _split(self) -> float:
-        return self.settings.idle_split_seconds
-
     def _user_turn(self, envelope: Envelope, addressed: bool) -> NewTurn:
         return NewTurn(
             chat=str(envelope.chat),
@@ -176,12 +172,11 @@ class SessionRunner:
             speaker_name=envelope.sender.name or None,
             message_id=envelope.message_id,
             addressed=addressed,
-            index=index_text(envelope.text) if len(envelope.text) <= 400 else None,
         )
 
     async def _command(self, envelope: Envelope) -> None:
         ctx = CommandContext(
-            envelope, self.settings.language, self.db, self.is_bot_admin(envelope), self.memory
+            envelope, self.settings.language, self.is_bot_admin(envelope), self.memory
         )
         await self._reply(envelope, await self.commands.dispatch(ctx, envelope.text))
 
@@ -231,7 +226,23 @@ class SessionRunner:
 
     async def _run_hooks(self, ctx: TurnContext, reply: str | None) -> None:
         for hook in self.hooks:
-            try:
-                await hook.after_turn(ctx, reply)
-            except Exception:
-                log.exception("post_turn_hook_failed", hook=hook.name)
+            await _run_hook(hook, ctx, reply)
+        if not self.background_hooks:
+            return
+        if self.background is None:
+            for hook in self.background_hooks:
+                await _run_hook(hook, ctx, reply)
+            return
+        for hook in self.background_hooks:
+            await self.background.submit(
+                str(ctx.envelope.chat), hook.name, functools.partial(_run_hook, hook, ctx, reply)
+            )
+
+
+async def _run_hook(hook: PostTurnHook, ctx: TurnContext, reply: str | None) -> None:
+    envelope = ctx.envelope
+    with structlog.contextvars.bound_contextvars(chat=str(envelope.chat), msg=envelope.message_id):
+        try:
+            await hook.after_turn(ctx, reply)
+        except Exception:
+            log.exception("post_turn_hook_failed", hook=hook.name)

@@ -1,49 +1,203 @@
-"""Background jobs on APScheduler (3.x, in-process, on our event loop).
+"""Background jobs (DESIGN §1): the `Job` protocol, and the scheduler that runs jobs.
 
-Jobs are coroutines; a failing job is logged and retried at its next run. Later issues add
-consolidation, dreaming, embedding upkeep and Markdown sync here.
+A job is an object with a `name`, a `schedule` and `async run(ctx)`. APScheduler (3.x, on our
+event loop) decides when; each run is a child task of the app's TaskGroup, and:
+
+- at most one run of a job at a time, across processes sharing the database: a run first takes
+  the job's lease (`RunRecords`: the memory's `runs`), renews it while it runs and releases it
+  at the end; a process that finds it taken skips that run;
+- one record per run (`job_runs`: job, process, started, finished, outcome, counts, error), shown
+  by `nahida doctor`; outcomes are `ok`, `failed` (the error is recorded), `skipped` (the job
+  said why), `interrupted` (the app stopped during the run);
+- `stop()` asks running jobs to stop (`ctx.stopping`): a job checks it between units of work and
+  returns after finishing the current one. A run still going after the deadline is cancelled;
+  the unit the store is executing completes anyway, since the store drains its queue before the
+  database closes.
+
+A failing job is logged and recorded, and runs again at its next time.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from typing import Any
+import asyncio
+import contextlib
+import os
+import secrets
+import socket
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
 
 import structlog
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
+if TYPE_CHECKING:
+    from nahida.memory import JobOutcome
+
 log = structlog.get_logger(__name__)
 
-Job = Callable[[], Awaitable[None]]
+LEASE_SECONDS = 60.0
+STOP_DEADLINE = 10.0
+
+
+@dataclass(frozen=True, slots=True)
+class Schedule:
+    every: float  # seconds between runs
+    first: float | None = None  # seconds until the first run after start (None: `every`)
+
+
+@dataclass(slots=True)
+class JobContext:
+    """What a run sees: whether to stop, and where to count what it did."""
+
+    _stop: asyncio.Event
+    counts: dict[str, int] = field(default_factory=dict)
+    skipped: str | None = None
+
+    @property
+    def stopping(self) -> bool:
+        """The app is stopping: finish the current unit of work and return."""
+        return self._stop.is_set()
+
+    def count(self, what: str, n: int = 1) -> None:
+        self.counts[what] = self.counts.get(what, 0) + n
+
+    def skip(self, reason: str) -> None:
+        """Record the run as skipped (e.g. "no model"), with the reason."""
+        self.skipped = reason
+
+
+class Job(Protocol):
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def schedule(self) -> Schedule: ...
+
+    async def run(self, ctx: JobContext) -> None: ...
+
+
+class RunRecords(Protocol):
+    """Where runs are recorded and leased (`memory.runs`)."""
+
+    async def lease(self, job: str, holder: str, seconds: float) -> bool: ...
+    async def release(self, job: str, holder: str) -> None: ...
+    async def start(self, job: str, holder: str) -> int: ...
+    async def finish(
+        self, run_id: int, outcome: str, counts: dict[str, int], error: str | None = None
+    ) -> None: ...
+
+
+def process_label() -> str:
+    """Who holds a lease: host, pid and a random part (a pid can be reused)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
 
 
 class Scheduler:
-    def __init__(self) -> None:
-        self._scheduler = AsyncIOScheduler(timezone="UTC")
+    def __init__(
+        self,
+        runs: RunRecords | None = None,
+        *,
+        holder: str | None = None,
+        lease_seconds: float = LEASE_SECONDS,
+        deadline: float = STOP_DEADLINE,
+    ) -> None:
+        self.runs = runs  # None: no leases, no records (tests of the timing alone)
+        self.holder = holder or process_label()
+        self.lease_seconds = lease_seconds
+        self.deadline = deadline
         self.jobs: dict[str, Job] = {}
+        self._scheduler = AsyncIOScheduler(timezone="UTC")
+        self._group: asyncio.TaskGroup | None = None
+        self._running: dict[str, asyncio.Task[JobOutcome | None]] = {}
+        self._stop = asyncio.Event()
 
-    def every(self, name: str, job: Job, *, seconds: float, **options: Any) -> None:
-        self.jobs[name] = job
-        self._scheduler.add_job(
-            self._guarded,
-            "interval",
-            args=(name, job),
-            seconds=seconds,
-            id=name,
-            coalesce=True,
-            max_instances=1,
-            **options,
-        )
+    def add(self, job: Job) -> None:
+        if job.name in self.jobs:
+            raise ValueError(f"job {job.name!r} is already scheduled")
+        self.jobs[job.name] = job
 
-    async def _guarded(self, name: str, job: Job) -> None:
-        try:
-            await job()
-        except Exception:
-            log.exception("job_failed", job=name)
+    def start(self, group: asyncio.TaskGroup) -> None:
+        """Start firing jobs; each run becomes a task of `group`."""
+        import datetime as dt
 
-    def start(self) -> None:
+        self._group = group
+        now = dt.datetime.now(dt.UTC)
+        for name, job in self.jobs.items():
+            first = job.schedule.every if job.schedule.first is None else job.schedule.first
+            self._scheduler.add_job(
+                self._fire,
+                "interval",
+                args=(name,),
+                seconds=job.schedule.every,
+                next_run_time=now + dt.timedelta(seconds=first),
+                id=name,
+                coalesce=True,
+                max_instances=1,
+                misfire_grace_time=None,
+            )
         self._scheduler.start()
 
-    def stop(self) -> None:
+    async def _fire(self, name: str) -> None:
+        """APScheduler's callback: hand the run to the app's TaskGroup and return at once."""
+        if self._group is None or self._stop.is_set() or name in self._running:
+            return
+        task = self._group.create_task(self.run_now(name), name=f"job {name}")
+        self._running[name] = task
+        task.add_done_callback(lambda _: self._running.pop(name, None))
+
+    async def run_now(self, name: str) -> JobOutcome | None:
+        """Run a job once, now (leased and recorded); None when another process holds it."""
+        job = self.jobs[name]
+        bound = log.bind(job=name)
+        runs = self.runs
+        if runs is not None and not await runs.lease(name, self.holder, self.lease_seconds):
+            bound.info("job_leased_elsewhere")
+            return None
+        ctx = JobContext(self._stop)
+        run_id = await runs.start(name, self.holder) if runs is not None else 0
+        renew = asyncio.create_task(self._keep_lease(runs, name)) if runs is not None else None
+        outcome: JobOutcome = "ok"
+        error: str | None = None
+        try:
+            await job.run(ctx)
+            if ctx.skipped is not None:
+                outcome, error = "skipped", ctx.skipped
+            elif ctx.stopping:
+                outcome = "interrupted"
+        except asyncio.CancelledError:
+            outcome, error = "interrupted", "stopped at the shutdown deadline"
+            raise
+        except Exception as exc:
+            outcome, error = "failed", f"{type(exc).__name__}: {exc}"
+            bound.exception("job_failed")
+        finally:
+            if renew is not None:
+                renew.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await renew
+            if runs is not None:
+                await runs.finish(run_id, outcome, ctx.counts, error)
+                await runs.release(name, self.holder)
+            bound.info("job_finished", outcome=outcome, **ctx.counts)
+        return outcome
+
+    async def _keep_lease(self, runs: RunRecords, name: str) -> None:
+        while True:
+            await asyncio.sleep(self.lease_seconds / 3)
+            await runs.lease(name, self.holder, self.lease_seconds)
+
+    async def stop(self) -> None:
+        """No new runs; running ones finish their unit of work, or are cancelled after the
+        deadline. Returns when none is left."""
+        self._stop.set()
         if self._scheduler.running:
             self._scheduler.shutdown(wait=False)
+        running = list(self._running.values())
+        if not running:
+            return
+        _, late = await asyncio.wait(running, timeout=self.deadline)
+        for task in late:
+            log.warning("job_cancelled_at_deadline", job=task.get_name())
+            task.cancel()
+        if late:
+            await asyncio.wait(late)

@@ -7,13 +7,14 @@ webhook), so users open one port. It is started only when some route was mounted
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 import structlog
 from aiohttp import web
 
-log = structlog.get_logger(__name__)
+from nahida.adapters.base import RouteHandler
 
-RouteHandler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+log = structlog.get_logger(__name__)
 
 
 class InboundServer:
@@ -27,6 +28,9 @@ class InboundServer:
     def add_route(self, method: str, path: str, handler: RouteHandler) -> None:
         self.app.router.add_route(method, path, handler)
         self._routes += 1
+
+    def on_shutdown(self, callback: Callable[[Any], Awaitable[None]]) -> None:
+        self.app.on_shutdown.append(callback)
 
     @property
     def needed(self) -> bool:

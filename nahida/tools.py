@@ -8,27 +8,16 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import structlog
 
 from nahida.hooks import TurnContext
-from nahida.providers.base import ChatResponse, Message, Task, ToolCall, ToolSpec
+from nahida.providers.base import ChatModel, Message, ToolCall, ToolSpec
 
 log = structlog.get_logger(__name__)
 
 ToolFn = Callable[[dict[str, Any], TurnContext], Awaitable[str]]
-
-
-class ChatModel(Protocol):
-    async def chat(
-        self,
-        task: Task,
-        messages: tuple[Message, ...],
-        *,
-        tools: tuple[ToolSpec, ...] = (),
-        max_tokens: int | None = None,
-    ) -> ChatResponse: ...
 
 
 @dataclass

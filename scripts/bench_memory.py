@@ -2,13 +2,14 @@
 
 Items are spread over 1,000 scopes (1 global, 600 chats, 399 users), their text drawn from
 jieba's dictionary by word frequency (Zipf-like, mostly Chinese, some English words), 8–24 words
-each. Ingest goes through the real store path, `store.create` (the item row, its FTS row with
-jieba tokens, and the `create` audit event), in transactions of `--batch` items on the database
-thread. Three rates: the whole write path (`write.propose`: safety filter, dedup lookup,
-candidate row) for the first 2,000 items; `store.create` tokenizing inline for the next 8,000;
-then the bulk path for the rest: the same `store.create` with the jieba tokens of the next batch
-computed ahead by worker processes (the same `index_text`) while the database thread stores this
-batch, so the rows, FTS rows and audit events are exactly those of the live path.
+each. Ingest goes through the real store path, `write.create_item` (the item row, its FTS row
+with jieba tokens, and the `create` audit event), in transactions of `--batch` items on the
+store's thread; jieba always runs before the store call, as in the app. Three rates: the whole
+write path (`write.prepare` + `write.propose`: safety filter, tokens, dedup lookup, candidate row)
+for the first 2,000 items; `create_item` tokenizing in this process for the next 8,000; then the
+bulk path for the rest: the same `create_item` with the jieba tokens of the next batch computed
+ahead by worker processes (`tokenize.index_ahead`) while the store writes this batch, so the
+rows, FTS rows and audit events are exactly those of the live path.
 Search is `recall.search` for items (top 10, FTS5 bm25, the scope filter inside the MATCH) as a
 question in a group chat by one of its users would ask it: global, that chat, and that user's
 public items. Sizes grow in place: the 100k database is the 10k one plus 90k more items.
@@ -20,7 +21,6 @@ public items. Sizes grow in place: the 100k database is the 10k one plus 90k mor
 from __future__ import annotations
 
 import argparse
-import multiprocessing
 import os
 import random
 import statistics
@@ -30,20 +30,18 @@ import time
 from bisect import bisect
 from itertools import accumulate
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import jieba  # noqa: E402
 
-from nahida.db import Connection, Database, transaction  # noqa: E402
 from nahida.envelope import ChatKey, UserKey  # noqa: E402
-from nahida.memory import recall, store, write  # noqa: E402
-from nahida.memory.models import KINDS, Candidate, Evidence  # noqa: E402
-from nahida.memory.recall import Query  # noqa: E402
-from nahida.memory.scopes import Viewer  # noqa: E402
-from nahida.memory.tokens import index_text, warm_up  # noqa: E402
+from nahida.memory import KINDS, Candidate, Evidence, Query, Viewer, recall, write  # noqa: E402
+from nahida.memory.store.base import Tx  # noqa: E402
+from nahida.memory.store.sqlite import SqliteStore  # noqa: E402
+from nahida.memory.tokenize import index_ahead, warm_up  # noqa: E402
+from nahida.memory.write import Prepared  # noqa: E402
 
 CHATS = 600
 USERS = 399
@@ -141,54 +139,41 @@ def candidates(corpus: Corpus, count: int, rng: random.Random) -> list[Candidate
     return made
 
 
-def ingest(conn: Connection, batch: list[Candidate]) -> None:
-    with transaction(conn):
-        for candidate in batch:
-            store.create(conn, candidate, "bench")
+def ingest(tx: Tx, batch: list[Prepared]) -> None:
+    for prepared in batch:
+        write.create_item(tx, prepared, "bench")
 
 
-def propose_all(conn: Connection, batch: list[Candidate]) -> None:
-    with transaction(conn):
-        for candidate in batch:
-            write.propose(conn, candidate, "auto_safe", "bench")
+def propose_all(tx: Tx, batch: list[Prepared]) -> None:
+    for prepared in batch:
+        write.propose(tx, prepared, "auto_safe", "bench")
 
 
-def ingest_ahead(conn: Connection, batch: list[Candidate], bodies: dict[str, str]) -> None:
-    """`store.create` for each candidate, with its jieba tokens computed ahead (by the same
-    `index_text`, in worker processes): the same rows, FTS rows and audit events."""
-    real = store.index_text
-    store.index_text = bodies.__getitem__  # type: ignore[assignment]
-    try:
-        ingest(conn, batch)
-    finally:
-        store.index_text = real  # type: ignore[assignment]
+def timed_ingest(db: SqliteStore, items: list[Candidate], batch: int, unit: object) -> float:
+    """Prepare (filter, tokens) here, then store, batch by batch."""
+    started = time.perf_counter()
+    for start in range(0, len(items), batch):
+        prepared = [write.prepare(c) for c in items[start : start + batch]]
+        db.write_sync(unit, prepared)  # type: ignore[arg-type]
+    return len(items) / (time.perf_counter() - started)
 
 
 def _bodies_of(batch: list[Candidate]) -> list[str]:
-    return [f"{c.title} {c.content}" for c in batch]  # what store.create indexes
+    return [f"{c.title} {c.content}" for c in batch]  # what an item's index holds
 
 
-def timed_ingest(db: Database, items: list[Candidate], batch: int, fn: object) -> float:
-    started = time.perf_counter()
-    for start in range(0, len(items), batch):
-        db.call(fn, items[start : start + batch])  # type: ignore[arg-type]
-    return len(items) / (time.perf_counter() - started)
-
-
-def timed_bulk(db: Database, items: list[Candidate], batch: int, pool: Any) -> float:
-    """Tokenize the next batch in the pool while the database thread stores this one."""
+def timed_bulk(db: SqliteStore, items: list[Candidate], batch: int, workers: int) -> float:
+    """Tokenize the next batch in worker processes while the store writes this one."""
     started = time.perf_counter()
     chunks = [items[i : i + batch] for i in range(0, len(items), batch)]
-    pending = pool.map_async(index_text, _bodies_of(chunks[0]), chunksize=100)
-    for n, chunk in enumerate(chunks):
-        tokens = pending.get()
-        if n + 1 < len(chunks):
-            pending = pool.map_async(index_text, _bodies_of(chunks[n + 1]), chunksize=100)
-        db.call(ingest_ahead, chunk, dict(zip(_bodies_of(chunk), tokens, strict=True)))
+    ahead = index_ahead([_bodies_of(chunk) for chunk in chunks], workers)
+    for chunk, bodies in zip(chunks, ahead, strict=True):
+        prepared = [Prepared(c, (), body) for c, body in zip(chunk, bodies, strict=True)]
+        db.write_sync(ingest, prepared)
     return len(items) / (time.perf_counter() - started)
 
 
-def search_latency(db: Database, corpus: Corpus, rng: random.Random, n: int) -> list[float]:
+def search_latency(db: SqliteStore, corpus: Corpus, rng: random.Random, n: int) -> list[float]:
     took = []
     for i in range(n + 50):
         chat = ChatKey("bench", "group", f"g{rng.randrange(CHATS)}")
@@ -196,7 +181,7 @@ def search_latency(db: Database, corpus: Corpus, rng: random.Random, n: int) -> 
         text = " ".join(corpus.word() for _ in range(rng.randint(1, 4)))
         query = Query(text, viewer, limit=10, turns=False)
         started = time.perf_counter()
-        db.call(recall.search, query)
+        db.read_sync(recall.search, query, recall.plan(query))
         if i >= 50:  # warm-up
             took.append((time.perf_counter() - started) * 1000)
     return sorted(took)
@@ -228,8 +213,7 @@ def main() -> int:
     path = folder / "bench.db"
     for old in folder.glob("bench.db*"):
         old.unlink()
-    pool = multiprocessing.get_context("fork").Pool(args.workers)  # before the db thread starts
-    db = Database(path)
+    db = SqliteStore(path)
     rows = []
     try:
         sample = candidates(corpus, 2_000, rng)
@@ -241,12 +225,12 @@ def main() -> int:
             rates = []
             while have < size:
                 chunk = candidates(corpus, min(50_000, size - have), rng)
-                rates.append((len(chunk), timed_bulk(db, chunk, args.batch, pool)))
+                rates.append((len(chunk), timed_bulk(db, chunk, args.batch, args.workers)))
                 have += len(chunk)
             total = sum(n for n, _ in rates)
             rate = total / sum(n / r for n, r in rates) if rates else live_rate
             label = f"{rate:,.0f} items/s" + ("" if rates else " (inline)")
-            db.call(lambda conn: conn.execute("PRAGMA wal_checkpoint(TRUNCATE)"))
+            db.db.call(lambda conn: conn.execute("PRAGMA wal_checkpoint(TRUNCATE)"))
             took = search_latency(db, corpus, rng, args.queries)
             p50 = statistics.median(took)
             p95 = took[int(len(took) * 0.95) - 1]
@@ -254,14 +238,13 @@ def main() -> int:
             print(f"{size:,} items: {rate:,.0f}/s, p50 {p50:.2f} ms", file=sys.stderr)
     finally:
         db.close()
-        pool.terminate()
     print(f"# bench_memory: {len(scopes())} scopes, SQLite {os.path.basename(str(path))} on disk")
     print()
-    print(f"- write path (`write.propose`: safety, dedup lookup, candidate, item, FTS, audit):"
-          f" {propose_rate:,.0f} items/s (first 2,000 items)")  # fmt: skip
-    print(f"- `store.create` on the database thread, tokenizing inline: {live_rate:,.0f} items/s"
+    print(f"- write path (`write.prepare` + `propose`: safety, tokens, dedup lookup, candidate,"
+          f" item, FTS, audit): {propose_rate:,.0f} items/s (first 2,000 items)")  # fmt: skip
+    print(f"- `write.create_item`, tokenizing in this process: {live_rate:,.0f} items/s"
           " (next 8,000 items)")  # fmt: skip
-    print(f"- bulk: the same `store.create`, jieba tokens computed ahead by {args.workers}"
+    print(f"- bulk: the same `create_item`, jieba tokens computed ahead by {args.workers}"
           " worker processes: the ingest column below")  # fmt: skip
     print()
     print("| items | ingest (bulk) | search p50 | p95 | max | database |")

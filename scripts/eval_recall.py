@@ -36,12 +36,12 @@ sys.path.insert(0, str(ROOT))
 
 from rank_bm25 import BM25Okapi  # noqa: E402
 
-from nahida.cli_search import Question as CliQuestion  # noqa: E402
-from nahida.db import Connection, Database  # noqa: E402
-from nahida.history_import import import_lines  # noqa: E402
-from nahida.memory import recall  # noqa: E402
-from nahida.memory.recall import Tuning  # noqa: E402
-from nahida.memory.tokens import _tokenizer, warm_up  # noqa: E402
+from nahida.cli.search import Question as CliQuestion  # noqa: E402
+from nahida.memory import Tuning, recall  # noqa: E402
+from nahida.memory.importer import import_lines  # noqa: E402
+from nahida.memory.store.sqlite import SqliteStore  # noqa: E402
+from nahida.memory.store.sqlite.db import Connection  # noqa: E402
+from nahida.memory.tokenize import _tokenizer, warm_up  # noqa: E402
 
 EVAL_DIR = ROOT.parent / "shared" / "eval"
 KS = (1, 5, 10)
@@ -210,13 +210,13 @@ def _mean(values: list[float]) -> float:
 Retriever = Callable[[Question], list[list[str]]]
 
 
-def ours(db: Database, limit: int, timings: list[float], tuning: Tuning) -> Retriever:
+def ours(db: SqliteStore, limit: int, timings: list[float], tuning: Tuning) -> Retriever:
     """`recall.search` with the query `nahida memory search` builds (viewer, moment, zone)."""
 
     def ask(question: Question) -> list[list[str]]:
         query = CliQuestion(question.chat, question.q, question.user, question.at).query(limit)
         started = time.perf_counter()
-        hits = db.call(recall.search, query, tuning)
+        hits = db.read_sync(recall.search, query, recall.plan(query, tuning), tuning)
         timings.append((time.perf_counter() - started) * 1000)
         return [h.message_ids for h in hits]
 
@@ -229,11 +229,12 @@ def bm25_tokens(text: str) -> list[str]:
     return [w.strip() for w in words if any(ch.isalnum() for ch in w)]
 
 
-def baseline(db: Database, limit: int) -> Retriever:
+def baseline(db: SqliteStore, limit: int) -> Retriever:
     cache: dict[tuple[str, float | None], tuple[BM25Okapi, list[str]]] = {}
     token_cache: dict[str, list[str]] = {}
 
     def chat_turns(conn: Connection, chat: str, at: float | None) -> list[tuple[str, str]]:
+        """The baseline reads the SQLite rows directly: every turn of the chat up to `at`."""
         sql = (
             "SELECT message_id, content FROM turns WHERE chat = ? AND role IN ('user', 'assistant')"
         )
@@ -253,7 +254,7 @@ def baseline(db: Database, limit: int) -> Retriever:
         at = question.at.timestamp() if question.at else None
         key = (question.chat, at)
         if key not in cache:
-            turns = db.call(chat_turns, question.chat, at)
+            turns = db.db.call(chat_turns, question.chat, at, write=False)
             corpus = [tokens_of(text) or ["\u0000"] for _, text in turns]
             cache[key] = (BM25Okapi(corpus), [mid for mid, _ in turns])
         index, ids = cache[key]
@@ -302,7 +303,7 @@ def run_set(
     with tempfile.TemporaryDirectory(prefix="nahida-eval-") as tmp:
         path = (keep / f"{data.name}.db") if keep else Path(tmp) / "eval.db"
         reuse = path.exists()
-        db = Database(path)
+        db = SqliteStore(path)
         try:
             report = import_lines(db, [] if reuse else data.lines, IDLE_SPLIT)
             if report.bad:

@@ -1,4 +1,5 @@
-"""Shared fixtures: a fresh migrated database, fake LLM servers, and the no-network switch.
+"""Shared fixtures: a fresh migrated store and memory on it, fake LLM servers, and the no-network
+switch.
 
 Every test runs with outbound connections limited to loopback: a real network call fails loudly
 instead of reaching the internet (the switch pydantic-ai keeps in its conftest).
@@ -14,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from nahida.db import Database
+from nahida.memory import MemoryService
+from nahida.memory.store.sqlite import SqliteStore
 from tests.fakes.llm_fixtures import anthropic_server, openai_server
 
 __all__ = ["anthropic_server", "openai_server"]
@@ -74,7 +76,12 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def db(tmp_path: Path) -> Iterator[Database]:
-    database = Database(tmp_path / "test.db")
-    yield database
-    database.close()
+def store(tmp_path: Path) -> Iterator[SqliteStore]:
+    opened = SqliteStore(tmp_path / "test.db")
+    yield opened
+    opened.close()
+
+
+@pytest.fixture
+def memory(store: SqliteStore) -> MemoryService:
+    return MemoryService(store)

@@ -13,6 +13,8 @@ from nahida.adapters.console.adapter import ConsoleAdapter
 from nahida.app import App, Paths, console_app
 from nahida.config import Config
 from nahida.envelope import ChatKey, Envelope, Role, Segment, Sender, UserKey
+from nahida.memory import MemoryItem, Session, Turn, Viewer
+from nahida.memory.store.sqlite import SqliteStore
 
 _ids = itertools.count(1)
 
@@ -78,3 +80,41 @@ async def chat_through_console(
         setup(app)
     await app.run()
     return out.getvalue(), app
+
+
+class History:
+    """What an app stored, read back from its database file (or its open store)."""
+
+    def __init__(self, source: Path | SqliteStore) -> None:
+        self.owned = not isinstance(source, SqliteStore)
+        self.store = SqliteStore(source) if isinstance(source, Path) else source
+
+    def sessions(self, chat: str | None = None, limit: int = 10) -> list[Session]:
+        return self.store.read_sync(lambda tx: tx.sessions.latest(chat, limit))
+
+    def turns(self, session_id: str) -> list[Turn]:
+        return self.store.read_sync(lambda tx: tx.turns.of_session(session_id))
+
+    def item(self, item_id: str) -> MemoryItem | None:
+        return self.store.read_sync(lambda tx: tx.items.get(item_id))
+
+    def items(self, viewer: Viewer) -> list[MemoryItem]:
+        """Active items the viewer sees, most recently changed first."""
+        visibility = viewer.visibility()
+        return self.store.read_sync(
+            lambda tx: tx.items.listed(visibility, kind=None, status="active", limit=50)
+        )
+
+    def close(self) -> None:
+        self.__exit__()
+
+    def sql(self, statement: str, *params: object) -> list[Any]:
+        """Rows of one SQL statement on the SQLite file (to look at what was stored)."""
+        return self.store.db.call(lambda conn: conn.execute(statement, params).fetchall())
+
+    def __enter__(self) -> History:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.owned:
+            self.store.close()

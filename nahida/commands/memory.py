@@ -4,7 +4,7 @@ Every subcommand sees memory as the person asking sees it in this chat (DESIGN Â
 the chat and the sender, so an id from a scope they cannot see is answered "not found", never "not
 allowed", and nothing of other scopes leaks. Changes are made as an `Actor` built from the envelope
 (the sender, their role in a group, whether they are a bot admin); `MemoryService` decides what
-that actor may do (`can_forget`, `review_scopes`). This module parses and words the replies only.
+that actor may do (`memory/access.py`). This module parses and words the replies only.
 """
 
 from __future__ import annotations
@@ -14,11 +14,20 @@ from datetime import datetime
 
 from nahida.commands.router import Command, CommandContext, CommandRouter
 from nahida.i18n import MESSAGES, Language, t
-from nahida.memory.models import KINDS, Evidence, MemoryEvent, MemoryItem, WriteResult
-from nahida.memory.recall import Hit, Query
-from nahida.memory.scopes import Viewer
-from nahida.memory.service import Actor, Explanation, MemoryPermissionError
-from nahida.memory.write import SecretRefused
+from nahida.memory import (
+    KINDS,
+    Actor,
+    Evidence,
+    Explanation,
+    Hit,
+    MemoryEvent,
+    MemoryItem,
+    MemoryPermissionError,
+    Query,
+    SecretRefused,
+    Viewer,
+    WriteResult,
+)
 
 SEARCH_LIMIT = 5
 LIST_LIMIT = 10
@@ -87,7 +96,7 @@ async def remember(ctx: CommandContext, args: str) -> str:
         return t("memory_remember_usage", ctx.language)
     envelope = ctx.envelope
     try:
-        result = await ctx.memory.remember(
+        result = await ctx.memory.items.remember(
             args, chat=envelope.chat, user=envelope.sender.user, message_id=envelope.message_id
         )
     except SecretRefused:
@@ -112,7 +121,7 @@ async def search(ctx: CommandContext, args: str) -> str:
     query = args.strip()
     if not query:
         return t("memory_search_usage", ctx.language)
-    hits = await ctx.memory.search(Query(query, viewer_of(ctx), limit=SEARCH_LIMIT))
+    hits = await ctx.memory.recall.search(Query(query, viewer_of(ctx), limit=SEARCH_LIMIT))
     if not hits:
         return t("memory_no_results", ctx.language, query=snippet(query, 30))
     lines = [t("memory_search_header", ctx.language, query=snippet(query, 30))]
@@ -124,7 +133,7 @@ async def list_(ctx: CommandContext, args: str) -> str:
     kind = args.strip().lower() or None
     if kind is not None and kind not in KINDS:
         return t("memory_list_usage", ctx.language, kinds=", ".join(KINDS))
-    items = await ctx.memory.list_items(viewer_of(ctx), kind=kind, limit=LIST_LIMIT)
+    items = await ctx.memory.items.latest(viewer_of(ctx), kind=kind, limit=LIST_LIMIT)
     if not items:
         return t("memory_list_empty", ctx.language)
     lines = [t("memory_list_header", ctx.language, n=len(items))]
@@ -140,7 +149,7 @@ async def forget(ctx: CommandContext, args: str) -> str:
     item_id = _one_id(args)
     if item_id is None:
         return t("memory_forget_usage", lang)
-    item = await ctx.memory.visible_item(item_id, viewer_of(ctx))
+    item = await ctx.memory.items.visible(item_id, viewer_of(ctx))
     if item is None:
         return t("memory_not_found", lang, id=item_id)
     if item.status != "active":
@@ -148,7 +157,7 @@ async def forget(ctx: CommandContext, args: str) -> str:
             "memory_not_active", lang, id=item_id, status=_word("memory_status_", item.status, lang)
         )
     try:
-        await ctx.memory.forget(item_id, actor_of(ctx))
+        await ctx.memory.items.forget(item_id, actor_of(ctx))
     except MemoryPermissionError:
         return t("memory_forget_denied", lang, id=item_id)
     except LookupError:  # archived by someone else meanwhile
@@ -160,7 +169,7 @@ async def why(ctx: CommandContext, args: str) -> str:
     item_id = _one_id(args)
     if item_id is None:
         return t("memory_why_usage", ctx.language)
-    found = await ctx.memory.why(item_id, viewer_of(ctx))
+    found = await ctx.memory.items.why(item_id, viewer_of(ctx))
     if found is None:
         return t("memory_not_found", ctx.language, id=item_id)
     return explain(found, ctx.language, str(ctx.envelope.chat))
@@ -235,7 +244,7 @@ async def review(ctx: CommandContext, args: str) -> str:
 async def _pending(ctx: CommandContext) -> str:
     lang = ctx.language
     try:
-        pending = await ctx.memory.pending(actor_of(ctx), limit=REVIEW_LIMIT)
+        pending = await ctx.memory.items.pending(actor_of(ctx), limit=REVIEW_LIMIT)
     except MemoryPermissionError:
         return t("memory_review_denied", lang)
     if not pending:
@@ -252,7 +261,7 @@ async def _pending(ctx: CommandContext) -> str:
 async def _decide(ctx: CommandContext, candidate_id: str, *, accept: bool) -> str:
     lang = ctx.language
     try:
-        result = await ctx.memory.review(candidate_id, accept, actor_of(ctx))
+        result = await ctx.memory.items.review(candidate_id, accept, actor_of(ctx))
     except MemoryPermissionError:
         return t("memory_review_denied", lang)
     if result is None:

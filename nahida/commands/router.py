@@ -12,11 +12,10 @@ from dataclasses import dataclass
 
 import structlog
 
-from nahida.db import Database
 from nahida.envelope import Envelope, Role
 from nahida.errors import CommandError
 from nahida.i18n import Language, t
-from nahida.memory.service import MemoryService
+from nahida.memory import MemoryService
 
 log = structlog.get_logger(__name__)
 
@@ -25,7 +24,6 @@ log = structlog.get_logger(__name__)
 class CommandContext:
     envelope: Envelope
     language: Language
-    db: Database
     is_bot_admin: bool
     memory: MemoryService
 

@@ -2,21 +2,20 @@
 
 from __future__ import annotations
 
-from nahida import history
 from nahida.commands.router import Command, CommandContext, CommandRouter
 from nahida.i18n import t
 
 
 async def new(ctx: CommandContext, args: str) -> str:
-    await ctx.db.run(history.start_new, ctx.chat)
+    await ctx.memory.sessions.start_new(ctx.chat)
     return t("new_session", ctx.language)
 
 
 async def sessions(ctx: CommandContext, args: str) -> str:
-    found = await ctx.db.run(history.list_sessions, ctx.chat, 10)
+    found = await ctx.memory.sessions.latest(ctx.chat, 10)
     if not found:
         return t("no_sessions", ctx.language)
-    current = await ctx.db.run(history.current_session, ctx.chat)
+    current = await ctx.memory.sessions.current(ctx.chat)
     lines = [t("sessions_header", ctx.language)]
     for s in found:
         mark = t("current_marker", ctx.language) if s.id == current else ""
@@ -28,10 +27,9 @@ async def sessions(ctx: CommandContext, args: str) -> str:
 async def resume(ctx: CommandContext, args: str) -> str:
     if not args:
         return t("resume_usage", ctx.language)
-    found = await ctx.db.run(history.resolve_session, ctx.chat, args)
+    found = await ctx.memory.sessions.resume(ctx.chat, args)
     if found is None:
         return t("session_not_found", ctx.language, ref=args)
-    await ctx.db.run(history.resume, ctx.chat, found.id)
     return t("resumed", ctx.language, id=found.id, title=found.title)
 
 

@@ -1,1 +1,80 @@
-"""Long-term memory: storage, retrieval and the write path (DESIGN §3–§7)."""
+"""Memory (DESIGN §3–§9): the `MemoryService` facade and the types that cross its boundary.
+
+Code outside `nahida/memory/` imports from here only. The backends live under `store/`, and only
+`nahida.app` picks one (`open_memory`).
+"""
+
+from nahida.errors import MemoryPermissionError, SecretRefused
+from nahida.memory import candidates
+from nahida.memory.access import Actor
+from nahida.memory.importer import ITEM_STATUSES, BadLine, ImportReport, export_lines, parse_moment
+from nahida.memory.jobs import CleanupEmptySessions
+from nahida.memory.models import (
+    KINDS,
+    Candidate,
+    CommitMode,
+    Evidence,
+    Explanation,
+    Hit,
+    JobOutcome,
+    JobRun,
+    MemoryEvent,
+    MemoryItem,
+    NewTurn,
+    Session,
+    Turn,
+    WriteResult,
+    iso,
+)
+from nahida.memory.recall import GUARD, TUNING, Query, Tuning
+from nahida.memory.safety import redact
+from nahida.memory.scopes import GLOBAL, Viewer, admin_viewer, validate_scope, viewer_for
+from nahida.memory.service import MemoryService
+from nahida.memory.store.base import Store, StoreCapabilities
+from nahida.memory.tokenize import index_text, warm_up
+from nahida.memory.turn import TurnParts, turn_parts
+
+__all__ = [
+    "GLOBAL",
+    "GUARD",
+    "ITEM_STATUSES",
+    "KINDS",
+    "TUNING",
+    "Actor",
+    "BadLine",
+    "Candidate",
+    "CleanupEmptySessions",
+    "CommitMode",
+    "Evidence",
+    "Explanation",
+    "Hit",
+    "ImportReport",
+    "JobOutcome",
+    "JobRun",
+    "MemoryEvent",
+    "MemoryItem",
+    "MemoryPermissionError",
+    "MemoryService",
+    "NewTurn",
+    "Query",
+    "SecretRefused",
+    "Session",
+    "Store",
+    "StoreCapabilities",
+    "Tuning",
+    "Turn",
+    "TurnParts",
+    "Viewer",
+    "WriteResult",
+    "admin_viewer",
+    "candidates",
+    "export_lines",
+    "index_text",
+    "iso",
+    "parse_moment",
+    "redact",
+    "turn_parts",
+    "validate_scope",
+    "viewer_for",
+    "warm_up",
+]

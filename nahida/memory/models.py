@@ -1,4 +1,6 @@
-"""Memory records: items, candidates, evidence, audit events (DESIGN §3)."""
+"""Memory records (DESIGN §3): sessions and turns, items, candidates, evidence, audit events,
+search hits and job runs. Plain frozen values; no storage code.
+"""
 
 from __future__ import annotations
 
@@ -100,32 +102,6 @@ class MemoryItem:
         values["evidence"] = tuple(Evidence.from_json(e) for e in data.get("evidence", []))
         return cls(**values)
 
-    @classmethod
-    def from_row(cls, row: Any) -> MemoryItem:
-        return cls(
-            id=row["id"],
-            scope=row["scope"],
-            kind=row["kind"],
-            content=row["content"],
-            status=row["status"],
-            title=row["title"],
-            confidence=row["confidence"],
-            importance=row["importance"],
-            sensitivity=row["sensitivity"],
-            source=row["source"],
-            subject_user=row["subject_user"],
-            speaker_user=row["speaker_user"],
-            slot=row["slot"],
-            evidence=load_evidence(row["evidence"]),
-            supersedes=row["supersedes"],
-            valid_from=row["valid_from"],
-            valid_until=row["valid_until"],
-            last_accessed=row["last_accessed"],
-            access_count=row["access_count"],
-            created_at=row["created_at"],
-            updated_at=row["updated_at"],
-        )
-
 
 @dataclass(frozen=True, slots=True)
 class Candidate:
@@ -170,3 +146,136 @@ class WriteResult:
     reason: str = ""
     redacted: bool = False
     replaced: str | None = None  # the item a supersede replaced
+
+
+@dataclass(frozen=True, slots=True)
+class Explanation:
+    """`/memory why`: an item, its audit trail, and the item that replaced it (if any)."""
+
+    item: MemoryItem
+    events: list[MemoryEvent]
+    replaced_by: str | None
+
+
+# history ----------------------------------------------------------------------------------------
+
+
+def _dt(epoch: float) -> datetime:
+    return datetime.fromtimestamp(epoch, UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class Session:
+    id: str
+    chat: str
+    title: str
+    created_at: datetime
+    updated_at: datetime
+    turn_count: int
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    id: int
+    session_id: str
+    chat: str
+    role: str
+    content: str
+    time: datetime
+    speaker: str | None = None
+    speaker_name: str | None = None
+    message_id: str | None = None
+    tool_calls: list[dict[str, Any]] | None = None
+    addressed: bool = True
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class NewTurn:
+    """What the runner (or an import) records; `time` is epoch seconds."""
+
+    chat: str
+    role: str
+    content: str
+    time: float
+    speaker: str | None = None
+    speaker_name: str | None = None
+    message_id: str | None = None
+    tool_calls: list[dict[str, Any]] | None = None
+    addressed: bool = True
+    error: str | None = None
+
+    @property
+    def indexed(self) -> bool:
+        """Whether the turn enters the search index (what people and the bot said)."""
+        return self.role in ("user", "assistant") and bool(self.content)
+
+    def stored(self, turn_id: int, session_id: str) -> Turn:
+        return Turn(
+            id=turn_id,
+            session_id=session_id,
+            chat=self.chat,
+            role=self.role,
+            content=self.content,
+            time=_dt(self.time),
+            speaker=self.speaker,
+            speaker_name=self.speaker_name,
+            message_id=self.message_id,
+            tool_calls=self.tool_calls,
+            addressed=self.addressed,
+            error=self.error,
+        )
+
+
+# search -----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """One recalled line: a memory item or an older history turn."""
+
+    kind: Literal["turn", "item"]
+    id: str
+    text: str
+    score: float
+    scope: str
+    message_ids: list[str]
+    time: float
+    speaker: str | None = None
+    item: MemoryItem | None = field(default=None, compare=False)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "kind": self.kind,
+            "id": self.id,
+            "text": self.text,
+            "score": round(self.score, 6),
+            "scope": self.scope,
+            "message_ids": self.message_ids,
+            "time": iso(self.time),
+        }
+
+
+# background jobs --------------------------------------------------------------------------------
+
+JobOutcome = Literal["running", "ok", "failed", "interrupted", "skipped"]
+
+
+@dataclass(frozen=True, slots=True)
+class JobRun:
+    """One run of a background job (`nahida doctor` shows the latest of each)."""
+
+    id: int
+    job: str
+    holder: str  # which process ran it
+    started_at: float
+    finished_at: float | None
+    outcome: JobOutcome
+    counts: dict[str, int]
+    error: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["started_at"] = iso(self.started_at)
+        data["finished_at"] = iso(self.finished_at)
+        return data

@@ -1,4 +1,4 @@
-"""Scopes and who may see what (DESIGN §4), as values the SQL of every retrieval path uses.
+"""Scopes and who may see what (DESIGN §4), as values every retrieval path filters by.
 
 | context | sees |
 |---|---|
@@ -6,9 +6,10 @@
 | group G, speaker U  | global · chat:G · user:U items marked public |
 | CLI / admin         | the scopes it names |
 
-Each item row in the FTS index carries one key per way it may be seen: its scope, and for a
-public item also `<scope>#public`. A viewer turns into the list of keys it may match, and that list
-goes inside the FTS MATCH (and into `WHERE scope IN` for listings), before any ranking.
+A `Viewer` (who asks, and where) turns into a `Visibility`: the scopes whose items it sees in full
+and the scopes whose public items only it sees. The store applies it inside the query of every
+path (its FTS match, its listings), before any ranking. A private chat's key names its person, so
+the viewer of `onebot:private:42` is always `onebot:42`, whoever the caller says is asking.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from dataclasses import dataclass
 from nahida.envelope import ChatKey, UserKey
 
 GLOBAL = "global"
-PUBLIC_SUFFIX = "#public"
 
 
 def chat_scope(chat: ChatKey | str) -> str:
@@ -44,12 +44,15 @@ def validate_scope(scope: str) -> str:
     raise ValueError(f"a scope is global, chat:<platform:kind:id> or user:<platform:id>: {scope!r}")
 
 
-def item_scope_keys(scope: str, sensitivity: str) -> list[str]:
-    """The visibility keys an item row carries in the FTS `scopes` column."""
-    keys = [scope]
-    if sensitivity == "public":
-        keys.append(scope + PUBLIC_SUFFIX)
-    return keys
+@dataclass(frozen=True, slots=True)
+class Visibility:
+    """Scopes seen in full, and scopes of which only `public` items are seen."""
+
+    full: tuple[str, ...]
+    public_only: tuple[str, ...] = ()
+
+    def sees(self, scope: str, sensitivity: str) -> bool:
+        return scope in self.full or (scope in self.public_only and sensitivity == "public")
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,44 +63,53 @@ class Viewer:
     user: UserKey | None = None
     scopes: tuple[str, ...] = ()  # explicit scopes (CLI / admin); used when chat is None
 
-    def item_keys(self) -> list[str]:
-        if self.chat is None:
-            return [*self.scopes, *(s + PUBLIC_SUFFIX for s in self.scopes)]
-        keys = [GLOBAL, GLOBAL + PUBLIC_SUFFIX, chat_scope(self.chat)]
-        keys.append(chat_scope(self.chat) + PUBLIC_SUFFIX)
-        if self.user is not None:
-            own = user_scope(self.user)
-            keys.append(own + PUBLIC_SUFFIX)
-            if not self.chat.is_group:
-                keys.append(own)
-        return keys
+    @property
+    def person(self) -> UserKey | None:
+        """The user whose memory this viewer may see: a private chat's own person."""
+        if self.chat is not None and not self.chat.is_group:
+            return self.chat.person
+        return self.user
 
-    def turn_scopes(self) -> list[str]:
+    def visibility(self) -> Visibility:
+        if self.chat is None:
+            return Visibility(tuple(dict.fromkeys(self.scopes)))
+        here = chat_scope(self.chat)
+        person = self.person
+        if not self.chat.is_group:
+            own = (user_scope(person),) if person is not None else ()
+            return Visibility((GLOBAL, here, *own))
+        public = (user_scope(person),) if person is not None else ()
+        return Visibility((GLOBAL, here), public)
+
+    def turn_chats(self) -> tuple[str, ...]:
         """History is visible only in the chat it was said in."""
         if self.chat is None:
-            return [s for s in self.scopes if s.startswith("chat:")]
-        return [chat_scope(self.chat)]
-
-    def item_filter(self) -> tuple[str, list[str]]:
-        """SQL (for `memory_items` rows) equivalent to `item_keys()`, for non-FTS listings."""
-        keys = self.item_keys()
-        full = [k for k in keys if not k.endswith(PUBLIC_SUFFIX)]
-        public_only = [
-            k[: -len(PUBLIC_SUFFIX)]
-            for k in keys
-            if k.endswith(PUBLIC_SUFFIX) and k[: -len(PUBLIC_SUFFIX)] not in full
-        ]
-        clauses, params = [], []
-        if full:
-            clauses.append(f"scope IN ({', '.join('?' * len(full))})")
-            params.extend(full)
-        if public_only:
-            clauses.append(
-                f"(scope IN ({', '.join('?' * len(public_only))}) AND sensitivity = 'public')"
-            )
-            params.extend(public_only)
-        return ("(" + " OR ".join(clauses) + ")" if clauses else "0"), params
+            return tuple(s[len("chat:") :] for s in self.scopes if s.startswith("chat:"))
+        return (str(self.chat),)
 
 
 def admin_viewer(scopes: Sequence[str]) -> Viewer:
     return Viewer(scopes=tuple(validate_scope(s) for s in scopes))
+
+
+def viewer_for(chat: str, user: str | None = None) -> Viewer:
+    """The viewer of a question asked in `chat` by `user`: a user id on the chat's platform
+    (`42`) or a full UserKey (`onebot:42`). A private chat's user is the one its key names.
+    Raises ValueError for keys that do not parse or do not fit together."""
+    key = ChatKey.parse(chat)
+    person = None
+    if user is not None:
+        person = user_key(key, user)
+        if key.person is not None and person != key.person:
+            raise ValueError(f"{key} is the private chat with {key.person}, not {person}")
+    return Viewer(key, person or key.person)
+
+
+def user_key(chat: ChatKey, user: str) -> UserKey:
+    """`42` or `onebot:42` as the UserKey of a person in `chat`."""
+    text = user.strip()
+    if text.startswith(f"{chat.platform}:"):
+        return UserKey.parse(text)
+    if ":" in text and UserKey.parse(text).platform != chat.platform:
+        raise ValueError(f"user {text!r} is not on {chat.platform!r}, the platform of {chat}")
+    return UserKey(chat.platform, text)

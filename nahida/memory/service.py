@@ -1,101 +1,58 @@
 """MemoryService: the one facade for reading and writing memory (DESIGN §1).
 
-The runner, chat commands, CLI, scheduler jobs and plugins all go through it; nothing else writes
-memory tables. Every method runs its SQLite work on the database thread.
+The runner, chat commands, CLI, background jobs and plugins all go through it, by its named parts:
+
+    memory.sessions   history: turns, sessions, /new, /resume, search, import (`sessions.py`)
+    memory.items      long-term items: propose, remember, forget, review, list, why, export/import
+    memory.recall     search as a viewer sees it, and the prompt's memory block
+    memory.runs       background job runs and their leases
+
+Each part prepares what needs CPU (jieba tokens, the safety filter) before it calls the store,
+and the store runs the unit of work in one transaction on its own thread.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
 
-from nahida.db import Connection, Database, transaction
-from nahida.envelope import ChatKey, Role, UserKey
-from nahida.memory import recall, store, write
+from nahida.envelope import ChatKey, UserKey
+from nahida.errors import MemoryPermissionError
+from nahida.memory import candidates, importer, write
+from nahida.memory.access import Actor, can_forget, review_scopes
+from nahida.memory.importer import BadLine, ImportReport
 from nahida.memory.models import (
     Candidate,
     CommitMode,
-    Evidence,
-    MemoryEvent,
+    Explanation,
+    Hit,
+    JobRun,
     MemoryItem,
     WriteResult,
 )
-from nahida.memory.pack import pack
-from nahida.memory.recall import Hit, Query
-from nahida.memory.rules import statements
-from nahida.memory.scopes import Viewer, chat_scope, user_scope
+from nahida.memory.recall import TUNING, Query, Tuning, pack, plan, search
+from nahida.memory.scopes import Viewer
+from nahida.memory.sessions import Sessions
+from nahida.memory.store.base import Store, StoreCapabilities, Tx
+from nahida.memory.tokenize import cut_off_loop
 
 
-@dataclass(frozen=True, slots=True)
-class Actor:
-    """Who asks for a change: a chat member (with their role there), a bot admin, or the CLI."""
-
-    label: str  # a UserKey, or "cli" / "plugin:<name>" / "system"
-    chat: ChatKey | None = None
-    role: Role = Role.MEMBER
-    is_bot_admin: bool = False
-
-    @classmethod
-    def cli(cls) -> Actor:
-        return cls("cli", is_bot_admin=True)
-
-    @property
-    def is_chat_admin(self) -> bool:
-        return self.role in (Role.OWNER, Role.ADMIN)
+def _size(candidate: Candidate) -> int:
+    return len(candidate.content) + len(candidate.title)
 
 
-class MemoryPermissionError(PermissionError):
-    pass
+class Items:
+    """`memory.items`: every write goes through `propose` (the write path, DESIGN §6)."""
 
-
-def can_forget(item: MemoryItem, actor: Actor) -> bool:
-    """Its subject or speaker; a group's owner/admins for its chat-scope items; bot admins."""
-    if actor.is_bot_admin:
-        return True
-    if actor.label in (item.subject_user, item.speaker_user):
-        return True
-    if actor.chat is not None and actor.is_chat_admin:
-        return item.scope == chat_scope(actor.chat)
-    return False
-
-
-def review_scopes(actor: Actor) -> list[str] | None:
-    """Pending candidates an actor may review: all (None) for bot admins, else their chat's."""
-    if actor.is_bot_admin:
-        return None
-    if actor.chat is not None and actor.is_chat_admin:
-        return [chat_scope(actor.chat)]
-    return []
-
-
-def default_scope(chat: ChatKey, user: UserKey) -> tuple[str, str]:
-    """Where an explicit `remember` goes: private chat → the person (private), group → the chat."""
-    if chat.is_group:
-        return chat_scope(chat), "public"
-    return user_scope(user), "private"
-
-
-@dataclass(frozen=True, slots=True)
-class Explanation:
-    item: MemoryItem
-    events: list[MemoryEvent]
-    replaced_by: str | None
-
-
-class MemoryService:
-    def __init__(
-        self, db: Database, *, mode: CommitMode = "auto_safe", budget_tokens: int = 1500
-    ) -> None:
-        self.db = db
+    def __init__(self, store: Store, mode: CommitMode) -> None:
+        self.store = store
         self.mode = mode
-        self.budget_tokens = budget_tokens
-
-    # writes ---------------------------------------------------------------------------------
 
     async def propose(self, candidate: Candidate, actor: str) -> WriteResult:
-        """Any write: filter, candidate, commit mode. Raises `write.SecretRefused` (explicit)."""
-        return await self.db.run(write.propose, candidate, self.mode, actor)
+        """Filter, candidate, commit mode. Raises `SecretRefused` for an explicit write."""
+        prepared = await cut_off_loop(write.prepare, candidate, size=_size(candidate))
+        return await self.store.write(write.propose, prepared, self.mode, actor)
 
     async def remember(
         self,
@@ -106,103 +63,117 @@ class MemoryService:
         message_id: str | None = None,
         kind: str = "fact",
     ) -> WriteResult:
-        scope, sensitivity = default_scope(chat, user)
-        read = statements(text)  # the same reading as extraction, so slots supersede alike
-        if len(read) == 1 and kind == "fact":
-            kind = read[0].kind
-        candidate = Candidate(
-            scope=scope,
-            kind=kind,
-            slot=read[0].slot if len(read) == 1 else None,
-            content=text.strip(),
-            source="user_explicit",
-            confidence=0.95,
-            importance=0.7,
-            sensitivity=sensitivity,
-            subject_user=None if chat.is_group else str(user),
-            speaker_user=str(user),
-            evidence=(Evidence(chat=str(chat), message_id=message_id, time=time.time()),),
+        candidate = candidates.remembered(
+            text, chat=chat, user=user, message_id=message_id, kind=kind
         )
         return await self.propose(candidate, str(user))
 
     async def forget(self, item_id: str, actor: Actor, reason: str = "forgotten") -> MemoryItem:
         """Archive an item (audited). Raises LookupError or MemoryPermissionError."""
 
-        def run(conn: Connection) -> MemoryItem:
-            with transaction(conn):
-                item = store.get(conn, item_id)
-                if item is None or item.status != "active":
-                    raise LookupError(item_id)
-                if not can_forget(item, actor):
-                    raise MemoryPermissionError(item_id)
-                return store.update(conn, item, actor.label, "archive", reason, status="archived")
+        def run(tx: Tx) -> MemoryItem:
+            item = tx.items.get(item_id)
+            if item is None or item.status != "active":
+                raise LookupError(item_id)
+            if not can_forget(item, actor):
+                raise MemoryPermissionError(item_id)
+            return write.update_item(tx, item, actor.label, "archive", reason, status="archived")
 
-        return await self.db.run(run)
+        return await self.store.write(run)
 
     async def pending(self, actor: Actor, limit: int = 20) -> list[tuple[str, Candidate, float]]:
         scopes = review_scopes(actor)
         if scopes == []:
             raise MemoryPermissionError("review")
-        return await self.db.run(write.pending, scopes, limit)
+        return await self.store.read(lambda tx: tx.candidates.pending(scopes, limit))
 
     async def review(self, candidate_id: str, accept: bool, actor: Actor) -> WriteResult | None:
         """Accept or reject a pending candidate the actor may review; None when there is none."""
         scopes = review_scopes(actor)
         if scopes == []:
             raise MemoryPermissionError("review")
-
-        def run(conn: Connection) -> WriteResult | None:
-            row = conn.execute(
-                "SELECT scope FROM memory_candidates WHERE id = ? AND status = 'pending'",
-                (candidate_id,),
-            ).fetchone()
-            if row is None or (scopes is not None and row["scope"] not in scopes):
-                return None
-            return write.decide(conn, candidate_id, accept, actor.label)
-
-        return await self.db.run(run)
-
-    # reads ----------------------------------------------------------------------------------
-
-    async def search(self, query: Query) -> list[Hit]:
-        return await self.db.run(recall.search, query)
+        found = await self.store.read(lambda tx: tx.candidates.get_pending(candidate_id))
+        if found is None or (scopes is not None and found.scope not in scopes):
+            return None
+        prepared = await cut_off_loop(write.tokens_of, found, size=_size(found))
+        return await self.store.write(write.decide, candidate_id, prepared, accept, actor.label)
 
     async def get(self, item_id: str) -> MemoryItem | None:
-        return await self.db.run(store.get, item_id)
+        return await self.store.read(lambda tx: tx.items.get(item_id))
 
-    async def visible_item(self, item_id: str, viewer: Viewer) -> MemoryItem | None:
+    async def visible(self, item_id: str, viewer: Viewer) -> MemoryItem | None:
         """The item when the viewer may see it (any status), else None."""
+        visibility = viewer.visibility()
+        return await self.store.read(lambda tx: tx.items.visible(item_id, visibility))
 
-        def run(conn: Connection) -> MemoryItem | None:
-            where, params = viewer.item_filter()
-            row = conn.execute(
-                f"SELECT * FROM memory_items WHERE id = ? AND {where}", (item_id, *params)
-            ).fetchone()
-            return MemoryItem.from_row(row) if row else None
-
-        return await self.db.run(run)
-
-    async def list_items(
-        self, viewer: Viewer, *, kind: str | None = None, limit: int = 20
+    async def latest(
+        self,
+        viewer: Viewer | None,
+        *,
+        kind: str | None = None,
+        status: str | None = "active",
+        limit: int = 20,
     ) -> list[MemoryItem]:
-        return await self.db.run(
-            lambda conn: store.list_items(conn, viewer, kind=kind, limit=limit)
+        """Most recently changed first, as the viewer sees them (every scope: None)."""
+        visibility = viewer.visibility() if viewer is not None else None
+        return await self.store.read(
+            lambda tx: tx.items.listed(visibility, kind=kind, status=status, limit=limit)
         )
 
     async def why(self, item_id: str, viewer: Viewer) -> Explanation | None:
-        item = await self.visible_item(item_id, viewer)
-        if item is None:
-            return None
+        visibility = viewer.visibility()
 
-        def run(conn: Connection) -> Explanation:
-            row = conn.execute(
-                "SELECT id FROM memory_items WHERE supersedes = ?", (item_id,)
-            ).fetchone()
-            return Explanation(item, store.events(conn, item_id), row["id"] if row else None)
+        def run(tx: Tx) -> Explanation | None:
+            item = tx.items.visible(item_id, visibility)
+            if item is None:
+                return None
+            return Explanation(item, tx.events.of_item(item_id), tx.items.replaced_by(item_id))
 
-        return await self.db.run(run)
+        return await self.store.read(run)
 
-    async def recall_block(
+    async def export(self, scopes: Sequence[str] | None = None) -> list[MemoryItem]:
+        return await self.store.read(lambda tx: tx.items.exported(scopes))
+
+    async def import_exported(self, lines: Iterable[str], actor: str) -> ImportReport:
+        """Exported items (`importer.export_lines`) back as they were, same ids; an item already
+        present counts as a duplicate, one superseding an item found nowhere is a bad line."""
+        started = time.perf_counter()
+        numbered, bad = importer.read_items(lines)
+        indexes = await asyncio.to_thread(
+            lambda: [write.item_index(item.title, item.content) for _, item in numbered]
+        )
+        in_file = {item.id for _, item in numbered}
+
+        def run(tx: Tx) -> ImportReport:
+            report = ImportReport(bad=bad)
+            for (number, item), index in zip(numbered, indexes, strict=True):
+                target = item.supersedes
+                if target and target not in in_file and tx.items.get(target) is None:
+                    report.bad.append(BadLine(number, f"supersedes unknown item {target}"))
+                elif write.insert_item(tx, item, index, actor, reason="import"):
+                    report.imported += 1
+                else:
+                    report.duplicates += 1
+            return report
+
+        report = await self.store.write(run)
+        report.bad.sort(key=lambda b: b.line)
+        report.seconds = time.perf_counter() - started
+        return report
+
+
+class Recall:
+    """`memory.recall`: what a viewer may see, ranked (DESIGN §5)."""
+
+    def __init__(self, store: Store, budget_tokens: int) -> None:
+        self.store = store
+        self.budget_tokens = budget_tokens
+
+    async def search(self, query: Query, tuning: Tuning = TUNING) -> list[Hit]:
+        found = await cut_off_loop(plan, query, tuning, size=len(query.text))
+        return await self.store.read(search, query, found, tuning)
+
+    async def block(
         self, text: str, viewer: Viewer, exclude_turns: frozenset[int], *, limit: int
     ) -> str | None:
         """The memory slot for a prompt; injected items get their access recorded."""
@@ -210,37 +181,58 @@ class MemoryService:
         block, kept = pack(hits, self.budget_tokens)
         used = [h.item.id for h in kept if h.item is not None]
         if used:
-            await self.db.run(store.touch, used)
+            now = time.time()
+            await self.store.write(lambda tx: tx.items.touch(used, now))
         return block
 
-    # export / import ------------------------------------------------------------------------
 
-    async def export(self, scopes: Sequence[str] | None = None) -> list[MemoryItem]:
-        def run(conn: Connection) -> list[MemoryItem]:
-            if scopes is None:
-                rows = conn.execute("SELECT * FROM memory_items ORDER BY created_at, id")
-            else:
-                marks = ", ".join("?" * len(scopes))
-                rows = conn.execute(
-                    f"SELECT * FROM memory_items WHERE scope IN ({marks}) ORDER BY created_at, id",
-                    tuple(scopes),
-                )
-            return [MemoryItem.from_row(r) for r in rows]
+class Runs:
+    """`memory.runs`: the record of background job runs, and the lease that lets one process
+    run a job at a time."""
 
-        return await self.db.run(run)
+    def __init__(self, store: Store) -> None:
+        self.store = store
 
-    async def import_items(self, items: Sequence[MemoryItem], actor: str) -> tuple[int, int]:
-        """Insert exported items as they were (same ids); returns (added, already present)."""
+    async def lease(self, job: str, holder: str, seconds: float) -> bool:
+        now = time.time()
+        return await self.store.write(lambda tx: tx.jobs.lease(job, holder, now + seconds, now))
 
-        def run(conn: Connection) -> tuple[int, int]:
-            added = skipped = 0
-            with transaction(conn):
-                for item in items:
-                    if store.get(conn, item.id) is not None:
-                        skipped += 1
-                        continue
-                    store.insert(conn, item, actor, reason="import")
-                    added += 1
-            return added, skipped
+    async def release(self, job: str, holder: str) -> None:
+        await self.store.write(lambda tx: tx.jobs.release(job, holder))
 
-        return await self.db.run(run)
+    async def start(self, job: str, holder: str) -> int:
+        now = time.time()
+        return await self.store.write(lambda tx: tx.jobs.start(job, holder, now))
+
+    async def finish(
+        self, run_id: int, outcome: str, counts: dict[str, int], error: str | None = None
+    ) -> None:
+        now = time.time()
+        await self.store.write(lambda tx: tx.jobs.finish(run_id, outcome, counts, error, now))
+
+    async def latest(self, job: str | None = None, limit: int = 20) -> list[JobRun]:
+        """Of one job, newest first; or the latest run of each job."""
+        return await self.store.read(lambda tx: tx.jobs.latest(job, limit))
+
+
+class MemoryService:
+    def __init__(
+        self,
+        store: Store,
+        *,
+        mode: CommitMode = "auto_safe",
+        budget_tokens: int = 1500,
+        idle_split: float = 0.0,
+    ) -> None:
+        self.store = store
+        self.sessions = Sessions(store, idle_split=idle_split)
+        self.items = Items(store, mode)
+        self.recall = Recall(store, budget_tokens)
+        self.runs = Runs(store)
+
+    @property
+    def capabilities(self) -> StoreCapabilities:
+        return self.store.capabilities
+
+    def close(self) -> None:
+        self.store.close()

@@ -7,8 +7,12 @@ The app wires them:
 
     loaded = load_plugins(Path("plugins"), context_factory(memory, commands))
     hooks = [hook for plugin in loaded for hook in plugin.hooks]
+
+Plugins import what they use from here: the context and call types, and the memory types that
+cross the boundary (`Evidence`, `WriteResult`, `Hit`, `SecretRefused`).
 """
 
+from nahida.memory import Evidence, Hit, SecretRefused, WriteResult
 from nahida.plugins.context import (
     PluginCall,
     PluginContext,
@@ -19,6 +23,8 @@ from nahida.plugins.loader import LoadedPlugin, context_factory, load_plugin, lo
 from nahida.plugins.manifest import Manifest, Permission, PluginError, read_manifest
 
 __all__ = [
+    "Evidence",
+    "Hit",
     "LoadedPlugin",
     "Manifest",
     "Permission",
@@ -27,6 +33,8 @@ __all__ = [
     "PluginError",
     "PluginHook",
     "PluginPermissionError",
+    "SecretRefused",
+    "WriteResult",
     "context_factory",
     "load_plugin",
     "load_plugins",

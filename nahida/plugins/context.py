@@ -21,7 +21,7 @@ explicitly; nothing is taken from ambient state:
   With neither, only global memory; a user without a chat is refused, since what a person may
   see depends on where they are asking.
 
-Writes go through the write path like any other (`MemoryService.propose`, source and actor
+Writes go through the write path like any other (`memory.items.propose`, source and actor
 `plugin:<name>`): the secret filter (an explicit write with a secret raises `SecretRefused` to the
 plugin; nothing is stored), candidates, commit mode, dedup and supersede. Without the declared
 permission, `memory_store`/`memory_search` raise `PluginPermissionError` naming the plugin and the
@@ -30,7 +30,6 @@ permission. Commands and hooks registered in `setup` take effect only if `setup`
 
 from __future__ import annotations
 
-import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,19 +39,26 @@ import structlog
 
 from nahida.commands.router import Command, CommandContext, CommandRouter, Handler, parse
 from nahida.envelope import ChatKey, Envelope, UserKey
+from nahida.errors import MemoryPermissionError
 from nahida.hooks import PostTurnHook, TurnContext
 from nahida.i18n import MESSAGES, Language
-from nahida.memory.models import KINDS, Candidate, Evidence, WriteResult
-from nahida.memory.recall import Hit, Query
-from nahida.memory.scopes import GLOBAL, Viewer, chat_scope, user_scope
-from nahida.memory.service import MemoryService
+from nahida.memory import (
+    GLOBAL,
+    Evidence,
+    Hit,
+    MemoryService,
+    Query,
+    Viewer,
+    WriteResult,
+    candidates,
+)
 from nahida.plugins.manifest import MANIFEST, Manifest, Permission, PluginError
 
 Audience = Literal["user", "chat", "global"]
 Sensitivity = Literal["private", "public"]
 
 
-class PluginPermissionError(PermissionError):
+class PluginPermissionError(MemoryPermissionError):
     def __init__(self, plugin: str, permission: Permission, manifest: Path) -> None:
         self.plugin = plugin
         self.permission = permission
@@ -195,36 +201,19 @@ class PluginContext:
         self._require("memory.write")
         if audience == "global":
             self._require("memory.write.global")
-        if kind not in KINDS:
-            raise ValueError(f"kind must be one of {', '.join(KINDS)}, not {kind!r}")
-        if not 0.0 <= confidence <= 1.0:
-            raise ValueError(f"confidence must be between 0 and 1, not {confidence}")
-        about = _user(subject) if subject is not None else None
-        if audience == "user":
-            if about is None:
-                raise ValueError('audience="user" needs subject= (e.g. call.user)')
-            scope = user_scope(about)
-        elif audience == "chat":
-            if chat is None:
-                raise ValueError('audience="chat" needs chat= (e.g. call.chat)')
-            scope = chat_scope(_chat(chat))
-        else:
-            scope = GLOBAL
-        said_by = _user(speaker) if speaker is not None else about
-        candidate = Candidate(
-            scope=scope,
+        candidate = candidates.from_plugin(
+            self.name,
+            content,
             kind=kind,
-            content=content.strip(),
-            source=self.source,
-            confidence=confidence,
+            audience=audience,
             sensitivity=sensitivity,
-            subject_user=str(about) if about else None,
-            speaker_user=str(said_by) if said_by else None,
-            evidence=tuple(evidence)
-            if evidence
-            else (Evidence(ref=self.source, time=time.time()),),
+            confidence=confidence,
+            evidence=evidence,
+            subject=_user(subject) if subject is not None else None,
+            chat=_chat(chat) if chat is not None else None,
+            speaker=_user(speaker) if speaker is not None else None,
         )
-        return await self._memory.propose(candidate, self.source)
+        return await self._memory.items.propose(candidate, self.source)
 
     async def memory_search(
         self,
@@ -243,6 +232,6 @@ class PluginContext:
             viewer = Viewer(scopes=(GLOBAL,))
         else:
             viewer = Viewer(chat=_chat(chat), user=_user(user) if user is not None else None)
-        return await self._memory.search(
+        return await self._memory.recall.search(
             Query(query, viewer, limit=max(1, min(limit, 50)), turns=history)
         )

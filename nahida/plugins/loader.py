@@ -28,7 +28,7 @@ import structlog
 
 from nahida.commands.router import CommandRouter
 from nahida.hooks import PostTurnHook
-from nahida.memory.service import MemoryService
+from nahida.memory import MemoryService
 from nahida.plugins.context import PluginContext
 from nahida.plugins.manifest import Manifest, PluginError, read_manifest
 

@@ -14,6 +14,14 @@ Task = Literal["chat", "compress", "dream", "embed", "rerank"]
 TASKS: tuple[Task, ...] = ("chat", "compress", "dream", "embed", "rerank")
 
 
+def estimate_tokens(text: str) -> int:
+    """About how many tokens a model counts: one per CJK character, one per four others (good
+    enough to stay inside a budget without a tokenizer dependency)."""
+    # CJK characters take three UTF-8 bytes, ASCII one: count them without a Python loop.
+    wide = (len(text.encode("utf-8", "replace")) - len(text)) // 2
+    return wide + (len(text) - wide + 3) // 4
+
+
 @dataclass(frozen=True, slots=True)
 class ToolCall:
     id: str
@@ -59,6 +67,22 @@ class ChatResponse:
     model: str = ""
     finish_reason: str = ""
     usage: Usage = field(default_factory=Usage)
+
+
+class ChatModel(Protocol):
+    """What the turn needs from models: whether one is configured, and a chat per task."""
+
+    @property
+    def configured(self) -> bool: ...
+
+    async def chat(
+        self,
+        task: Task,
+        messages: tuple[Message, ...],
+        *,
+        tools: tuple[ToolSpec, ...] = (),
+        max_tokens: int | None = None,
+    ) -> ChatResponse: ...
 
 
 @runtime_checkable

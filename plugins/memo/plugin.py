@@ -9,8 +9,7 @@ memory items with source `plugin:memo`: `/memory why`, `/memory forget` and revi
 
 from __future__ import annotations
 
-from nahida.memory.write import SecretRefused
-from nahida.plugins import PluginCall, PluginContext
+from nahida.plugins import PluginCall, PluginContext, SecretRefused
 
 TEXTS = {
     "usage": {

@@ -4,15 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nahida import history
-from nahida.db import Database
 from nahida.i18n import t
 from tests.fakes.llm_server import FakeAnthropicServer, FakeOpenAIServer
-from tests.helpers import chat_through_console, config, openai_provider
+from tests.helpers import History, chat_through_console, config, openai_provider
 
 
-def _db(tmp_path: Path) -> Database:
-    return Database(tmp_path / "data" / "nahida.db")
+def _db(tmp_path: Path) -> History:
+    return History(tmp_path / "data" / "nahida.db")
 
 
 async def test_no_model_still_answers_commands_and_says_what_to_set(tmp_path: Path) -> None:
@@ -42,10 +40,10 @@ async def test_reply_comes_from_the_model_with_persona_and_history(
     assert second["messages"][1]["content"] == "我叫小明"
     assert second["model"] == "m1"
     with _db(tmp_path) as db:
-        sessions = db.call(history.list_sessions, None, 10)
+        sessions = db.sessions(None, 10)
         assert len(sessions) == 1
         assert sessions[0].title == "我叫小明"
-        turns = db.call(history.session_turns, sessions[0].id)
+        turns = db.turns(sessions[0].id)
         assert [(x.role, x.content) for x in turns] == [
             ("user", "我叫小明"),
             ("assistant", "echo: 我叫小明"),
@@ -64,8 +62,8 @@ async def test_provider_failure_apologises_records_and_keeps_going(
     assert lines[0] == t("provider_failed", "zh")
     assert "第一句" in out  # /sessions still answered, listing the session
     with _db(tmp_path) as db:
-        session = db.call(history.list_sessions, None, 1)[0]
-        turns = db.call(history.session_turns, session.id)
+        session = db.sessions(None, 1)[0]
+        turns = db.turns(session.id)
         assert len(turns) == 1
         assert turns[0].error is not None and "ProviderServerError" in turns[0].error
 
@@ -79,11 +77,11 @@ async def test_new_and_resume_switch_sessions(
     )
     assert t("new_session", "zh") in out
     with _db(tmp_path) as db:
-        sessions = db.call(history.list_sessions, None, 10)
+        sessions = db.sessions(None, 10)
         titles = sorted(s.title for s in sessions)
         assert titles == ["第一个话题", "第二个话题"]
         first = next(s for s in sessions if s.title == "第一个话题")
-        contents = [x.content for x in db.call(history.session_turns, first.id)]
+        contents = [x.content for x in db.turns(first.id)]
         assert contents[-2:] == ["回到第一个", "echo: 回到第一个"]
     # the model saw the first session's history after /resume
     last = openai_server.requests[-1].body["messages"]

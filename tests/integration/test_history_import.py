@@ -5,14 +5,24 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from nahida import history
-from nahida.db import Database
-from nahida.history_import import import_lines
-from nahida.memory import recall
-from nahida.memory.recall import Query
+import pytest
+
+from nahida.memory import ImportReport, Query, recall, viewer_for
+from nahida.memory.importer import import_lines as import_into
+from nahida.memory.store.sqlite import SqliteStore
+from tests.helpers import History
 
 CHAT = "qq:group:100"
 SPLIT = 720 * 60.0
+
+
+@pytest.fixture
+def db(store: SqliteStore) -> History:
+    return History(store)
+
+
+def import_lines(db: History, lines: list[str], idle_split: float) -> ImportReport:
+    return import_into(db.store, lines, idle_split)
 
 
 def line(text: str, mid: str, time: str, **extra: Any) -> str:
@@ -38,14 +48,14 @@ GOOD = [
 ]
 
 
-def test_turns_are_imported_like_live_messages(db: Database) -> None:
+def test_turns_are_imported_like_live_messages(db: History) -> None:
     report = import_lines(db, GOOD, SPLIT)
     assert (report.imported, report.duplicates, report.bad) == (5, 0, [])
     assert report.turns_per_second > 0
-    sessions = db.call(history.list_sessions, CHAT, 10)
+    sessions = db.sessions(CHAT, 10)
     assert sorted(s.turn_count for s in sessions) == [2, 3]
     first = min(sessions, key=lambda s: s.created_at)
-    turns = db.call(history.session_turns, first.id)
+    turns = db.turns(first.id)
     assert [(t.role, t.speaker, t.speaker_name, t.message_id) for t in turns] == [
         ("user", "qq:42", "Alice", "1"),
         ("user", "qq:43", "Bob", "2"),
@@ -53,25 +63,26 @@ def test_turns_are_imported_like_live_messages(db: Database) -> None:
     ]
     assert first.title == "我们周末去杭州爬山吧"
     assert turns[0].time.isoformat() == "2024-04-01T01:00:00+00:00"
-    hits = db.call(recall.search, Query("杭州爬山", recall.viewer_for(CHAT), tz=None))
+    query = Query("杭州爬山", viewer_for(CHAT), tz=None)
+    hits = db.store.read_sync(recall.search, query, recall.plan(query))
     assert hits[0].message_ids == ["1"]
 
 
-def test_importing_again_changes_nothing(db: Database) -> None:
+def test_importing_again_changes_nothing(db: History) -> None:
     import_lines(db, GOOD, SPLIT)
     again = import_lines(db, [*GOOD, GOOD[0]], SPLIT)
     assert (again.imported, again.duplicates, again.bad) == (0, 6, [])
-    count = db.call(lambda conn: conn.execute("SELECT count(*) FROM turns").fetchone()[0])
-    fts = db.call(lambda conn: conn.execute("SELECT count(*) FROM turns_fts").fetchone()[0])
+    count = db.sql("SELECT count(*) FROM turns")[0][0]
+    fts = db.sql("SELECT count(*) FROM turns_fts")[0][0]
     assert (count, fts) == (5, 5)
 
 
-def test_a_repeated_message_id_in_one_file_is_a_duplicate(db: Database) -> None:
+def test_a_repeated_message_id_in_one_file_is_a_duplicate(db: History) -> None:
     report = import_lines(db, [GOOD[0], GOOD[1], GOOD[0]], SPLIT)
     assert (report.imported, report.duplicates) == (2, 1)
 
 
-def test_bad_lines_are_reported_with_their_number_and_skipped(db: Database) -> None:
+def test_bad_lines_are_reported_with_their_number_and_skipped(db: History) -> None:
     lines = [
         GOOD[0],
         "{not json",
@@ -101,7 +112,7 @@ def test_bad_lines_are_reported_with_their_number_and_skipped(db: Database) -> N
     assert report.to_json()["errors"][0] == {"line": 2, "error": errors[2]}
 
 
-def test_an_assistant_turn_before_any_user_turn_opens_no_session(db: Database) -> None:
+def test_an_assistant_turn_before_any_user_turn_opens_no_session(db: History) -> None:
     orphan = line("hello, I am the bot", "0", "2024-03-31T08:00:00Z", role="assistant")
     report = import_lines(db, [orphan, GOOD[0]], SPLIT)
     assert report.imported == 1
@@ -110,7 +121,7 @@ def test_an_assistant_turn_before_any_user_turn_opens_no_session(db: Database) -
     ]
 
 
-def test_sessions_split_on_the_idle_gap_in_time_order(db: Database) -> None:
+def test_sessions_split_on_the_idle_gap_in_time_order(db: History) -> None:
     def at(minutes: int, mid: str) -> str:
         hour, minute = divmod(minutes, 60)
         return line(f"message {mid}", mid, f"2024-04-01T{hour:02d}:{minute:02d}:00Z")
@@ -118,9 +129,9 @@ def test_sessions_split_on_the_idle_gap_in_time_order(db: Database) -> None:
     shuffled = [at(0, "a"), at(200, "d"), at(10, "b"), at(20, "c"), at(210, "e")]
     report = import_lines(db, shuffled, 60 * 60.0)  # a gap over an hour starts a session
     assert report.imported == 5
-    sessions = sorted(db.call(history.list_sessions, CHAT, 10), key=lambda s: s.created_at)
-    contents = [[t.message_id for t in db.call(history.session_turns, s.id)] for s in sessions]
+    sessions = sorted(db.sessions(CHAT, 10), key=lambda s: s.created_at)
+    contents = [[t.message_id for t in db.turns(s.id)] for s in sessions]
     assert contents == [["a", "b", "c"], ["d", "e"]]
     no_split = import_lines(db, [line("later", "z", "2024-04-02T12:00:00Z")], 0.0)
     assert no_split.imported == 1
-    assert len(db.call(history.list_sessions, CHAT, 10)) == 2  # 0 never splits
+    assert len(db.sessions(CHAT, 10)) == 2  # 0 never splits

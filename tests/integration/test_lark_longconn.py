@@ -9,17 +9,16 @@ from typing import Any
 
 import pytest
 
-from nahida import history
 from nahida.adapters.lark import adapter as adapter_module
 from nahida.adapters.lark.adapter import LarkAdapter
 from nahida.adapters.lark.config import load
 from nahida.adapters.lark.longconn import LongConnection
-from nahida.db import Database
 from nahida.envelope import Role
 from nahida.errors import AdapterError
 from tests.fakes.lark_app import lark_config, lark_threads, running_app, wait_until
 from tests.fakes.lark_events import mention, message_event
 from tests.fakes.lark_server import FakeLarkServer
+from tests.helpers import History
 
 BOT_MENTION = mention("@_user_1", "ou_bot", "Nahida")
 
@@ -92,8 +91,8 @@ async def test_group_talk_without_a_mention_is_observed_not_answered(tmp_path: P
     assert answer.content["text"].endswith("echo: Alice: hi")  # group prompts name the speaker
     assert [e.to_me for e in bot.envelopes] == [False, True, True]
     assert bot.envelopes[0].sender.role is Role.OWNER
-    with Database(tmp_path / "data" / "nahida.db") as db:
-        turns = db.call(history.session_turns, db.call(history.list_sessions, None, 1)[0].id)
+    with History(tmp_path / "data" / "nahida.db") as db:
+        turns = db.turns(db.sessions(None, 1)[0].id)
     assert turns[0].content == "just chatting" and turns[0].speaker_name == "Alice"
 
 
@@ -148,8 +147,8 @@ async def test_a_send_refused_with_code_not_zero_is_recorded_on_the_turn(tmp_pat
         await lark.push(message_event("hi", chat_type="p2p"))
         await wait_until(lambda: bot.app.bus.handled == 1)
     assert lark.delivered == [] and len(lark.messages) == 1
-    with Database(tmp_path / "data" / "nahida.db") as db:
-        turns = db.call(history.session_turns, db.call(history.list_sessions, None, 1)[0].id)
+    with History(tmp_path / "data" / "nahida.db") as db:
+        turns = db.turns(db.sessions(None, 1)[0].id)
     assert turns[-1].role == "assistant"
     assert turns[-1].error is not None and "230013" in turns[-1].error
 

@@ -10,10 +10,9 @@ from nahida.adapters.console.adapter import ConsoleAdapter
 from nahida.app import App, Paths, console_app
 from nahida.commands import memory as memory_commands
 from nahida.config import Config
-from nahida.db import Database
 from nahida.i18n import t
 from tests.fakes.llm_server import FakeOpenAIServer
-from tests.helpers import config, openai_provider
+from tests.helpers import History, config, openai_provider
 
 ITEM_ID = re.compile(r"\bm_[0-9a-f]{6}\b")
 
@@ -36,8 +35,8 @@ async def chat_with_memory(
     return out.getvalue(), app
 
 
-def _db(tmp_path: Path) -> Database:
-    return Database(tmp_path / "data" / "nahida.db")
+def _db(tmp_path: Path) -> History:
+    return History(tmp_path / "data" / "nahida.db")
 
 
 async def test_remember_search_why_forget_across_two_runs(tmp_path: Path) -> None:
@@ -74,12 +73,10 @@ async def test_remember_search_why_forget_across_two_runs(tmp_path: Path) -> Non
     assert out.rstrip().endswith(t("memory_no_results", "zh", query="乌龙茶"))
 
     with _db(tmp_path) as db:
-        status, actor = db.call(
-            lambda c: c.execute(
-                "SELECT m.status, e.actor FROM memory_items m JOIN memory_events e"
-                " ON e.item_id = m.id WHERE m.id = ? AND e.action = 'archive'",
-                (item_id,),
-            ).fetchone()
+        ((status, actor),) = db.sql(
+            "SELECT m.status, e.actor FROM memory_items m JOIN memory_events e"
+            " ON e.item_id = m.id WHERE m.id = ? AND e.action = 'archive'",
+            item_id,
         )
     assert (status, actor) == ("archived", "console:local")
 
@@ -95,7 +92,7 @@ async def test_a_secret_is_refused_in_english(tmp_path: Path) -> None:
     assert lines[0] == t("memory_secret_refused", "en")
     assert "\n".join(lines[1:]) == t("memory_usage", "en")
     with _db(tmp_path) as db:
-        assert db.call(lambda c: c.execute("SELECT count(*) FROM memory_items").fetchone()[0]) == 0
+        assert db.sql("SELECT count(*) FROM memory_items")[0][0] == 0
 
 
 async def test_search_finds_what_was_said_in_the_chat(

@@ -18,10 +18,8 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from nahida.cli import app
-from nahida.db import Database
-from nahida.memory import write
-from nahida.memory.models import Candidate, Evidence
-from nahida.memory.service import MemoryService
+from nahida.memory import Candidate, Evidence, MemoryService, write
+from tests.helpers import History
 
 ROOT = str(Path(__file__).resolve().parents[2])
 G1, G2, DM = "qq:group:1", "qq:group:2", "qq:private:42"
@@ -121,11 +119,11 @@ def test_search_sees_only_that_chat_and_nothing_after_the_moment(imported: Any) 
 
 
 def test_search_finds_items_with_their_evidence(imported: Any, tmp_path: Path) -> None:
-    db = Database(tmp_path / "data" / "nahida.db")
+    db = History(tmp_path / "data" / "nahida.db")
     evidence = (Evidence(chat=G1, message_id="a3"),)
     fact = Candidate(G1 and f"chat:{G1}", "fact", "Alice's corgi is called Biscuit", "import",
                      confidence=0.9, sensitivity="public", evidence=evidence)  # fmt: skip
-    asyncio.run(MemoryService(db).propose(fact, "test"))
+    asyncio.run(MemoryService(db.store).items.propose(fact, "test"))
     db.close()
     found = search(imported, "corgi Biscuit", "--chat", G1, "--user", "alice")
     items = [h for h in found["hits"] if h["kind"] == "item"]
@@ -200,11 +198,14 @@ def test_remember_list_forget_why(cli: Any) -> None:
 
 
 def test_review_lists_accepts_and_rejects(cli: Any, tmp_path: Path) -> None:
-    db = Database(tmp_path / "data" / "nahida.db")
+    db = History(tmp_path / "data" / "nahida.db")
     ids = []
     for text in ("Alice likes jazz", "Alice lives in Hangzhou"):
         candidate = Candidate(f"chat:{G1}", "fact", text, "rule_extract", confidence=0.8)
-        ids.append(db.call(write.propose, candidate, "manual_review", "rule").candidate_id)
+        prepared = write.prepare(candidate)
+        ids.append(
+            db.store.write_sync(write.propose, prepared, "manual_review", "rule").candidate_id
+        )
     db.close()
     pending = json.loads(cli("memory", "review", "--json").stdout)
     assert [p["id"] for p in pending] == ids

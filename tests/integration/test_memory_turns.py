@@ -14,18 +14,14 @@ from typing import ClassVar
 from nahida.adapters.console.adapter import ConsoleAdapter
 from nahida.app import App, Paths, console_app
 from nahida.config import Config
-from nahida.db import Database
 from nahida.envelope import ChatKey, Reply, UserKey
-from nahida.memory import store
-from nahida.memory.extract import ExtractionHook
-from nahida.memory.injection import MemoryInjection
-from nahida.memory.pack import GUARD
-from nahida.memory.scopes import Viewer
+from nahida.memory import GUARD, Viewer
+from nahida.memory.turn import ExtractionHook, MemoryInjection
 from nahida.providers.echo import EchoProvider
 from nahida.providers.router import ModelRouter, resolve_routes
 from nahida.server import InboundServer
 from tests.fakes.llm_server import FakeOpenAIServer
-from tests.helpers import config, envelope, openai_provider
+from tests.helpers import History, config, envelope, openai_provider
 
 SECTION = "## Relevant memory\n"
 ITEM_LINE = re.compile(r"- \[(m_[0-9a-f]{6})\] (\w+) · (\w+) · \d{4}-\d{2}-\d{2}: (.+)")
@@ -82,8 +78,8 @@ async def test_a_preference_said_once_is_in_the_next_sessions_prompt(
     # the model saw the question, not an earlier session's turns verbatim
     assert [m["content"] for m in second["messages"][1:]] == ["我喜欢喝什么茶？"]
 
-    with Database(tmp_path / "data" / "nahida.db") as db:
-        item = db.call(store.get, item_id)
+    with History(tmp_path / "data" / "nahida.db") as db:
+        item = db.item(item_id)
         assert item is not None
         assert (item.scope, item.source, item.slot) == (
             "user:console:local",
@@ -93,7 +89,7 @@ async def test_a_preference_said_once_is_in_the_next_sessions_prompt(
         assert item.access_count == 1  # injected once
         assert item.evidence[0].quote == "我喜欢乌龙茶"
         # the question itself was not taken for a preference
-        assert len(db.call(store.list_items, Viewer(scopes=("user:console:local",)))) == 1
+        assert len(db.items(Viewer(scopes=("user:console:local",)))) == 1
 
 
 async def test_a_changed_preference_replaces_the_old_one_in_the_prompt(
@@ -104,11 +100,11 @@ async def test_a_changed_preference_replaces_the_old_one_in_the_prompt(
     await chat(tmp_path, lines, cfg)
     found = items_in(memory_section(openai_server.requests[-1].body))
     assert [content for _, _, content in found.values()] == ["不喜欢乌龙茶"]
-    with Database(tmp_path / "data" / "nahida.db") as db:
+    with History(tmp_path / "data" / "nahida.db") as db:
         (item_id,) = found
-        item = db.call(store.get, item_id)
+        item = db.item(item_id)
         assert item is not None and item.supersedes is not None
-        old = db.call(store.get, item.supersedes)
+        old = db.item(item.supersedes)
         assert old is not None and (old.status, old.content) == ("superseded", "喜欢乌龙茶")
 
 
@@ -118,8 +114,8 @@ async def test_the_bots_own_words_are_never_extracted(
     openai_server.reply_text("我喜欢乌龙茶，记住我叫纳西妲")
     cfg = config(**openai_provider(openai_server.url))
     await chat(tmp_path, ["今天过得怎么样"], cfg)
-    with Database(tmp_path / "data" / "nahida.db") as db:
-        assert db.call(store.list_items, Viewer(scopes=("user:console:local",))) == []
+    with History(tmp_path / "data" / "nahida.db") as db:
+        assert db.items(Viewer(scopes=("user:console:local",))) == []
 
 
 async def test_observed_group_talk_is_extracted_but_not_answered(tmp_path: Path) -> None:
@@ -145,9 +141,9 @@ async def test_observed_group_talk_is_extracted_but_not_answered(tmp_path: Path)
         await app.runner.handle(envelope("我喜欢乌龙茶", chat="test:group:g1", to_me=False))
         assert Silent.sent == []
         viewer = Viewer(ChatKey.parse("test:group:g1"), UserKey.parse("test:u1"))
-        items = await app.memory.list_items(viewer)
+        items = await app.memory.items.latest(viewer)
         assert [(i.kind, i.content, i.sensitivity) for i in items] == [
             ("preference", "喜欢乌龙茶", "public")
         ]
     finally:
-        app.db.close()
+        app.memory.close()

@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 
-from nahida import history
 from nahida.app import App
 from tests.fakes.onebot_harness import onebot_of, running_app
 from tests.fakes.onebot_impl import Call, FakeOneBot, at, reply, text
@@ -46,8 +45,8 @@ async def turns_of(app: App, chat: str, count: int = 0) -> list[tuple[str, str, 
     async with asyncio.timeout(3):
         while True:
             out = []
-            for session in await app.db.run(history.list_sessions, chat, 10):
-                for turn in await app.db.run(history.session_turns, session.id):
+            for session in await app.memory.sessions.latest(chat, 10):
+                for turn in await app.memory.sessions.turns(session.id):
                     out.append((turn.role, turn.content, turn.addressed))
             if len(out) >= count:
                 return out

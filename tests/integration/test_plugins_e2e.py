@@ -11,11 +11,10 @@ from nahida.adapters.console.adapter import ConsoleAdapter
 from nahida.app import App, Paths, console_app
 from nahida.commands import memory as memory_commands
 from nahida.config import Config
-from nahida.db import Database
 from nahida.i18n import t
 from nahida.plugins import LoadedPlugin, context_factory, load_plugins
 from tests.fakes.llm_server import FakeOpenAIServer
-from tests.helpers import config, openai_provider
+from tests.helpers import History, config, openai_provider
 
 REPO_PLUGINS = Path(__file__).resolve().parents[2] / "plugins"
 ITEM_ID = re.compile(r"\bm_[0-9a-f]{6}\b")
@@ -85,12 +84,8 @@ async def test_the_memo_plugin_stores_and_finds_notes(tmp_path: Path) -> None:
     assert lines[1] == f"{note} · 周五下午交周报"
     assert any(line.startswith(f"{note} · fact · ") for line in lines)  # /memory sees it too
     assert "用法：/memo" in out and "/memo — 备忘" in out
-    with Database(tmp_path / "data" / "nahida.db") as db:
-        row = db.call(
-            lambda c: c.execute(
-                "SELECT scope, source, subject_user FROM memory_items WHERE id = ?", (note,)
-            ).fetchone()
-        )
+    with History(tmp_path / "data" / "nahida.db") as db:
+        (row,) = db.sql("SELECT scope, source, subject_user FROM memory_items WHERE id = ?", note)
     assert tuple(row) == ("user:console:local", "plugin:memo", "console:local")
 
 
@@ -120,8 +115,8 @@ async def test_broken_and_unpermitted_plugins_do_not_stop_the_bot(tmp_path: Path
     assert lines[0] == t("command_failed", "zh")  # the PermissionError was logged, not stored
     assert lines[1].startswith("备忘已记下")
     assert lines[2] == t("unknown_command", "zh", name="crasher")
-    with Database(tmp_path / "data" / "nahida.db") as db:
-        contents = db.call(lambda c: [r[0] for r in c.execute("SELECT content FROM memory_items")])
+    with History(tmp_path / "data" / "nahida.db") as db:
+        contents = [r[0] for r in db.sql("SELECT content FROM memory_items")]
     assert contents == ["还能用"]
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nahida import history
 from nahida.app import App, Paths
 from nahida.config import Config
 from nahida.envelope import Reply
@@ -12,7 +11,7 @@ from nahida.i18n import t
 from nahida.providers.echo import EchoProvider
 from nahida.providers.router import ModelRouter, resolve_routes
 from nahida.server import InboundServer
-from tests.helpers import envelope
+from tests.helpers import History, envelope
 
 
 class Recorder:
@@ -54,10 +53,9 @@ async def test_over_the_limit_one_notice_then_silence_and_everything_stored(
             "echo: Alice: 老板的问题",  # bot admins are not limited
             "echo: Alice: 别的群",  # the limit is per chat
         ]
-        session = app.db.call(history.list_sessions, group, 1)[0]
-        users = [
-            x.content for x in app.db.call(history.session_turns, session.id) if x.role == "user"
-        ]
+        history = History(app.memory.store)
+        session = history.sessions(group, 1)[0]
+        users = [x.content for x in history.turns(session.id) if x.role == "user"]
         assert users == ["问题0", "问题1", "问题2", "问题3", "问题4", "老板的问题"]
     finally:
-        app.db.close()
+        app.memory.close()

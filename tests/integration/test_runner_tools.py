@@ -5,12 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from nahida import history
-from nahida.db import Database
 from nahida.hooks import TurnContext
 from nahida.providers.base import ToolSpec
 from tests.fakes.llm_server import FakeOpenAIServer
-from tests.helpers import chat_through_console, config, openai_provider
+from tests.helpers import History, chat_through_console, config, openai_provider
 
 WEATHER = ToolSpec(
     "weather",
@@ -42,9 +40,9 @@ async def test_tool_call_round_trip_is_answered_and_recorded(
     assert [t["function"]["name"] for t in first["tools"]] == ["weather"]
     tool_message = second["messages"][-1]
     assert tool_message == {"role": "tool", "content": "杭州: 晴, 21°C", "tool_call_id": "call_w"}
-    with Database(tmp_path / "data" / "nahida.db") as db:
-        session = db.call(history.list_sessions, None, 1)[0]
-        turns = db.call(history.session_turns, session.id)
+    with History(tmp_path / "data" / "nahida.db") as db:
+        session = db.sessions(None, 1)[0]
+        turns = db.turns(session.id)
     assert turns[-1].tool_calls == [
         {"name": "weather", "arguments": {"city": "杭州"}, "result": "杭州: 晴, 21°C"}
     ]

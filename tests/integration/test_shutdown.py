@@ -7,13 +7,12 @@ import os
 import signal
 from pathlib import Path
 
-from nahida import history
 from nahida.adapters.console.adapter import ConsoleAdapter
 from nahida.app import Paths, console_app
 from nahida.config import Config
-from nahida.db import Database
 from nahida.providers.base import ChatRequest, ChatResponse
 from nahida.providers.router import ModelRouter, resolve_routes
+from tests.helpers import History
 
 
 class SlowModel:
@@ -65,9 +64,9 @@ async def test_sigterm_finishes_what_was_accepted(tmp_path: Path) -> None:
     await asyncio.sleep(0.2)
     stdin.close()
     assert out.lines == ["slow: 第一条", "slow: 第二条", "slow: 第三条"]
-    with Database(paths.database) as db:
-        session = db.call(history.list_sessions, None, 1)[0]
-        contents = [t.content for t in db.call(history.session_turns, session.id)]
+    with History(paths.database) as db:
+        session = db.sessions(None, 1)[0]
+        contents = [t.content for t in db.turns(session.id)]
     assert contents == [
         "第一条",
         "slow: 第一条",

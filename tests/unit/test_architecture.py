@@ -1,61 +1,222 @@
-"""The core never imports a concrete adapter or provider; only app.py wires them (DESIGN §1)."""
+"""The dependency rules of DESIGN §13, as one table; each rule also proves that it can fail.
+
+Imports are read from the syntax tree (also those under `if TYPE_CHECKING:` and inside
+functions): a rule is about what a module knows, not only what it loads at start.
+"""
 
 from __future__ import annotations
 
 import ast
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+
 PACKAGE = Path(__file__).resolve().parents[2] / "nahida"
-CORE = ["envelope.py", "bus.py", "runner.py", "history.py", "context.py", "tools.py", "hooks.py"]
-CORE_DIRS = ["memory", "commands"]
-ALLOWED = {"nahida.adapters.base", "nahida.providers.base", "nahida.providers.router"}
-FORBIDDEN_PREFIXES = ("nahida.adapters", "nahida.providers", "nahida.app", "nahida.cli")
+
+# Backends, each with the package whose modules may import it besides the composition root.
+CONCRETE = {
+    "nahida.adapters.console": "nahida.adapters.console",
+    "nahida.adapters.lark": "nahida.adapters.lark",
+    "nahida.adapters.onebot": "nahida.adapters.onebot",
+    "nahida.providers.anthropic": "nahida.providers",
+    "nahida.providers.client": "nahida.providers",
+    "nahida.providers.echo": "nahida.providers",
+    "nahida.providers.openai": "nahida.providers",
+    "nahida.memory.store.sqlite": "nahida.memory.store.sqlite",
+}
+THE_TURN = (  # what memory outside memory/turn/ never knows
+    "nahida.runner",
+    "nahida.bus",
+    "nahida.hooks",
+    "nahida.prompt",
+    "nahida.tools",
+    "nahida.commands",
+    "nahida.adapters",
+)
+SQL = re.compile(  # statement text, written the way this project writes SQL (keywords upper case)
+    r"^\s*(SELECT\s.+\sFROM\s|SELECT\s+\d|INSERT\s+INTO\s|UPDATE\s+\w+\s+SET\s|DELETE\s+FROM\s"
+    r"|CREATE\s+(TABLE|INDEX|UNIQUE|VIRTUAL|TRIGGER)\s|DROP\s+(TABLE|INDEX)\s|ALTER\s+TABLE\s"
+    r"|PRAGMA\s|BEGIN\b|COMMIT\b|ROLLBACK\b|SAVEPOINT\s|RELEASE\s)",
+    re.DOTALL,
+)
+SQL_CALLS = {"execute", "executemany", "executescript"}
 
 
-def imports_of(path: Path) -> set[str]:
-    names: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+def within(module: str, *packages: str) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in packages)
+
+
+def own_package(module: str) -> str:
+    """`nahida.adapters.onebot.events` → `nahida.adapters.onebot`."""
+    parts = module.split(".")
+    return ".".join(parts[:3])
+
+
+@dataclass(frozen=True)
+class Rule:
+    text: str
+    applies: Callable[[str], bool]  # to the importing module
+    allows: Callable[[str, str], bool]  # (importer, imported)
+    breaking: tuple[str, str]  # a module and a source line that break the rule
+
+
+def _adapter_imports(module: str, imported: str) -> bool:
+    if not within(imported, "nahida"):
+        return True
+    allowed = ("nahida.envelope", "nahida.errors", "nahida.config", "nahida.adapters.base")
+    return within(imported, *allowed) or within(imported, own_package(module))
+
+
+def _outside_memory(module: str, imported: str) -> bool:
+    return imported == "nahida.memory" or not within(imported, "nahida.memory")
+
+
+def _backend(module: str, imported: str) -> bool:
+    for backend, family in CONCRETE.items():
+        if within(imported, backend):
+            return within(module, family, "nahida.app")
+    return True
+
+
+RULES = (
+    Rule(
+        "adapters import only envelope, errors, config and their own package",
+        lambda m: within(m, "nahida.adapters"),
+        _adapter_imports,
+        ("nahida.adapters.onebot.events", "from nahida.memory import MemoryService"),
+    ),
+    Rule(
+        "core and memory import only providers/base.py of the providers",
+        lambda m: not within(m, "nahida.app", "nahida.cli", "nahida.providers"),
+        lambda m, i: not within(i, "nahida.providers") or i == "nahida.providers.base",
+        ("nahida.runner", "from nahida.providers.router import ModelRouter"),
+    ),
+    Rule(
+        "memory outside memory/turn/ never imports the runner, bus, hooks, prompt, tools,"
+        " commands or adapters",
+        lambda m: within(m, "nahida.memory") and not within(m, "nahida.memory.turn"),
+        lambda m, i: not within(i, *THE_TURN),
+        ("nahida.memory.recall.pack", "from nahida.prompt import estimate_tokens"),
+    ),
+    Rule(
+        "everything outside memory/ imports only nahida.memory",
+        lambda m: within(m, "nahida") and not within(m, "nahida.memory"),
+        _outside_memory,
+        ("nahida.commands.session", "from nahida.memory.sessions import Sessions"),
+    ),
+    Rule(
+        "only app.py imports concrete backends",
+        lambda m: True,
+        _backend,
+        ("nahida.cli.main", "from nahida.adapters.console.adapter import ConsoleAdapter"),
+    ),
+)
+
+
+def imports_of(tree: ast.AST) -> Iterator[str]:
+    """Every module an import names (the project uses absolute imports only)."""
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            names.add(node.module)
-    return names
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            assert node.level == 0, "relative import"
+            yield node.module or ""
 
 
-def core_files() -> list[Path]:
-    files = [PACKAGE / name for name in CORE]
-    for folder in CORE_DIRS:
-        files.extend(sorted((PACKAGE / folder).rglob("*.py")))
-    return files
+def import_violations(module: str, source: str) -> list[str]:
+    tree = ast.parse(source)
+    found = []
+    for rule in RULES:
+        if not rule.applies(module):
+            continue
+        bad = [name for name in imports_of(tree) if not rule.allows(module, name)]
+        found += [f"{rule.text}: {name}" for name in bad]
+    return found
 
 
-def violations(path: Path) -> list[str]:
-    return [
-        name
-        for name in imports_of(path)
-        if name.startswith(FORBIDDEN_PREFIXES) and name not in ALLOWED
-    ]
+def sql_violations(module: str, source: str) -> list[str]:
+    """SQL (a statement string, or a DB-API execute call) outside `memory/store/`."""
+    if within(module, "nahida.memory.store"):
+        return []
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and SQL.match(node.value):
+            found.append(f"SQL text: {node.value[:40]!r}")
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in SQL_CALLS
+        ):
+            found.append(f"SQL call: .{node.func.attr}()")
+    return found
 
 
-def test_core_imports_only_interfaces() -> None:
-    found = {str(p.relative_to(PACKAGE)): violations(p) for p in core_files()}
-    assert {k: v for k, v in found.items() if v} == {}
+def modules() -> Iterator[tuple[str, str]]:
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        yield ".".join(parts), path.read_text(encoding="utf-8")
 
 
-def test_adapters_never_import_memory_or_providers() -> None:
-    bad = {}
-    for path in (PACKAGE / "adapters").rglob("*.py"):
-        names = [
-            n
-            for n in imports_of(path)
-            if n.startswith(("nahida.memory", "nahida.providers", "nahida.runner"))
-        ]
-        if names:
-            bad[str(path.relative_to(PACKAGE))] = names
-    assert bad == {}
+def test_the_tree_keeps_every_import_rule() -> None:
+    found = {m: v for m, source in modules() if (v := import_violations(m, source))}
+    assert found == {}
 
 
-def test_the_check_can_fail(tmp_path: Path) -> None:
-    sneaky = tmp_path / "runner.py"
-    sneaky.write_text("from nahida.providers.openai import OpenAIProvider\n", encoding="utf-8")
-    assert violations(sneaky) == ["nahida.providers.openai"]
+def test_sql_lives_only_in_the_store() -> None:
+    found = {m: v for m, source in modules() if (v := sql_violations(m, source))}
+    assert found == {}
+
+
+@pytest.mark.parametrize("rule", RULES, ids=lambda r: r.text[:40])
+def test_each_import_rule_can_fail(rule: Rule) -> None:
+    module, line = rule.breaking
+    assert rule.applies(module)
+    assert any(v.startswith(rule.text) for v in import_violations(module, line + "\n"))
+
+
+def test_an_import_under_type_checking_counts() -> None:
+    source = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from nahida.bus import X\n"
+    assert import_violations("nahida.memory.write", source)
+
+
+def test_the_sql_check_can_fail() -> None:
+    assert sql_violations("nahida.runner", "conn.execute('UPDATE turns SET error = ?', ())\n")
+    assert sql_violations("nahida.cli.memory", "QUERY = 'SELECT * FROM memory_items'\n")
+    assert sql_violations("nahida.memory.store.sqlite.items", "q = 'SELECT 1'\n") == []
+
+
+def test_the_tree_has_the_layout_of_design_13() -> None:
+    """The packages and modules DESIGN §13 names for what exists today."""
+    for path in (
+        "app.py",
+        "prompt.py",
+        "scheduler.py",
+        "cli/main.py",
+        "memory/__init__.py",
+        "memory/service.py",
+        "memory/access.py",
+        "memory/sessions.py",
+        "memory/importer.py",
+        "memory/tokenize.py",
+        "memory/statements.py",
+        "memory/candidates.py",
+        "memory/jobs.py",
+        "memory/recall/plan.py",
+        "memory/recall/lexical.py",
+        "memory/recall/fuse.py",
+        "memory/recall/pack.py",
+        "memory/turn/__init__.py",
+        "memory/store/base.py",
+        "memory/store/sqlite/db.py",
+        "memory/store/sqlite/migrations.py",
+        "memory/store/sqlite/schema.py",
+        "memory/store/sqlite/fts.py",
+    ):
+        assert (PACKAGE / path).is_file(), path
+    for gone in ("db.py", "history.py", "history_import.py", "context.py", "cli.py", "doctor.py"):
+        assert not (PACKAGE / gone).exists(), gone

@@ -9,16 +9,14 @@ from typing import Any
 
 import pytest
 
-from nahida.db import Database
 from nahida.envelope import ChatKey, UserKey
-from nahida.history import Turn
 from nahida.hooks import PostTurnHook, TurnContext
-from nahida.memory import store, write
-from nahida.memory.extract import ExtractionHook, extract
-from nahida.memory.models import Candidate, WriteResult
-from nahida.memory.rules import slot_for, statements
-from nahida.memory.scopes import Viewer
-from nahida.memory.service import MemoryService
+from nahida.memory import Candidate, MemoryItem, MemoryService, Turn, Viewer, WriteResult, write
+from nahida.memory.extract import extract
+from nahida.memory.service import Items
+from nahida.memory.statements import slot_for, statements
+from nahida.memory.store.sqlite import SqliteStore
+from nahida.memory.turn import ExtractionHook
 from tests.helpers import envelope
 
 PRIVATE = ChatKey.parse("qq:private:alice")
@@ -222,16 +220,27 @@ def test_evidence_points_at_the_message() -> None:
 # --- through the write path -----------------------------------------------------------------
 
 
-def propose_all(db: Database, text: str, chat: ChatKey = PRIVATE) -> list[WriteResult]:
+def propose_all(store: SqliteStore, text: str, chat: ChatKey = PRIVATE) -> list[WriteResult]:
     return [
-        db.call(write.propose, c, "auto_safe", "rule_extract")
+        store.write_sync(write.propose, write.prepare(c), "auto_safe", "rule_extract")
         for c in extract(text, chat=chat, user=ALICE)
     ]
 
 
-def active(db: Database) -> list[tuple[str, str]]:
-    items = db.call(store.list_items, Viewer(scopes=("user:qq:alice",)))
-    return sorted((i.kind, i.content) for i in items)
+def alices(store: SqliteStore) -> list[MemoryItem]:
+    visibility = Viewer(scopes=("user:qq:alice",)).visibility()
+    return store.read_sync(
+        lambda tx: tx.items.listed(visibility, kind=None, status="active", limit=50)
+    )
+
+
+def get(store: SqliteStore, item_id: str | None) -> MemoryItem | None:
+    assert item_id is not None
+    return store.read_sync(lambda tx: tx.items.get(item_id))
+
+
+def active(store: SqliteStore) -> list[tuple[str, str]]:
+    return sorted((i.kind, i.content) for i in alices(store))
 
 
 @pytest.mark.parametrize(
@@ -246,34 +255,34 @@ def active(db: Database) -> list[tuple[str, str]]:
     ],
 )
 def test_a_new_value_supersedes_the_old_one(
-    db: Database, first: str, second: str, now: str
+    store: SqliteStore, first: str, second: str, now: str
 ) -> None:
-    (created,) = propose_all(db, first)
-    (replaced,) = propose_all(db, second)
+    (created,) = propose_all(store, first)
+    (replaced,) = propose_all(store, second)
     assert created.outcome == "created"
     assert (replaced.outcome, replaced.replaced) == ("superseded", created.item_id)
-    assert [content for _, content in active(db)] == [now]
-    old = db.call(store.get, created.item_id)
+    assert [content for _, content in active(store)] == [now]
+    old = get(store, created.item_id)
     assert old is not None and old.status == "superseded"
 
 
-def test_said_in_a_group_supersedes_what_was_said_in_private(db: Database) -> None:
-    propose_all(db, "我喜欢乌龙茶", PRIVATE)
-    (result,) = propose_all(db, "我不喜欢乌龙茶了", GROUP)
+def test_said_in_a_group_supersedes_what_was_said_in_private(store: SqliteStore) -> None:
+    propose_all(store, "我喜欢乌龙茶", PRIVATE)
+    (result,) = propose_all(store, "我不喜欢乌龙茶了", GROUP)
     assert result.outcome == "superseded"
-    new = db.call(store.get, result.item_id)
+    new = get(store, result.item_id)
     assert new is not None and new.sensitivity == "public"
 
 
-def test_saying_it_again_merges(db: Database) -> None:
-    (first,) = propose_all(db, "我喜欢乌龙茶")
-    (again,) = propose_all(db, "其实我喜欢乌龙茶。")
+def test_saying_it_again_merges(store: SqliteStore) -> None:
+    (first,) = propose_all(store, "我喜欢乌龙茶")
+    (again,) = propose_all(store, "其实我喜欢乌龙茶。")
     assert (again.outcome, again.item_id) == ("merged", first.item_id)
 
 
-def test_negation_of_a_longer_preference_supersedes(db: Database) -> None:
-    propose_all(db, "我喜欢喝乌龙茶")
-    (result,) = propose_all(db, "我不喜欢喝乌龙茶了")
+def test_negation_of_a_longer_preference_supersedes(store: SqliteStore) -> None:
+    propose_all(store, "我喜欢喝乌龙茶")
+    (result,) = propose_all(store, "我不喜欢喝乌龙茶了")
     assert result.outcome == "superseded"
 
 
@@ -286,52 +295,53 @@ def turn_context(text: str, *, chat: str = "qq:private:alice", role: str = "user
     return TurnContext(env, "s_1", turn, "zh", False, frozenset({7}))
 
 
-def everything(db: Database) -> str:
+def everything(store: SqliteStore) -> str:
     def run(conn: Any) -> str:
         tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
         return "\n".join(
             str(v) for t in tables for row in conn.execute(f'SELECT * FROM "{t}"') for v in row
         )
 
-    return db.call(run)
+    return store.db.call(run)
 
 
-async def test_hook_proposes_what_the_user_said(db: Database) -> None:
-    hook: PostTurnHook = ExtractionHook(MemoryService(db))
+async def test_hook_proposes_what_the_user_said(store: SqliteStore) -> None:
+    hook: PostTurnHook = ExtractionHook(MemoryService(store))
     assert hook.name == "extract"
     await hook.after_turn(turn_context("我叫小明，我喜欢乌龙茶"), "echo")
-    assert active(db) == [("fact", "名字是小明"), ("preference", "喜欢乌龙茶")]
-    item = db.call(store.list_items, Viewer(scopes=("user:qq:alice",)))[0]
+    assert active(store) == [("fact", "名字是小明"), ("preference", "喜欢乌龙茶")]
+    item = alices(store)[0]
     assert item.source == "rule_extract" and item.evidence[0].turn_id == 7
 
 
-async def test_hook_never_reads_the_bot(db: Database) -> None:
-    hook = ExtractionHook(MemoryService(db))
+async def test_hook_never_reads_the_bot(store: SqliteStore) -> None:
+    hook = ExtractionHook(MemoryService(store))
     await hook.after_turn(turn_context("今天天气不错呀"), "我喜欢乌龙茶，记住我叫小明")
     await hook.after_turn(turn_context("我喜欢乌龙茶", role="assistant"), None)
-    assert active(db) == []
+    assert active(store) == []
 
 
-async def test_hook_respects_the_commit_mode(db: Database) -> None:
-    hook = ExtractionHook(MemoryService(db, mode="manual_review"))
+async def test_hook_respects_the_commit_mode(store: SqliteStore) -> None:
+    hook = ExtractionHook(MemoryService(store, mode="manual_review"))
     await hook.after_turn(turn_context("我喜欢乌龙茶"), None)
-    assert active(db) == []
-    assert [c.content for _, c, _ in db.call(write.pending, None, 10)] == ["喜欢乌龙茶"]
+    assert active(store) == []
+    pending = store.read_sync(lambda tx: tx.candidates.pending(None, 10))
+    assert [c.content for _, c, _ in pending] == ["喜欢乌龙茶"]
 
 
-async def test_secret_said_to_remember_is_redacted_never_stored(db: Database) -> None:
-    hook = ExtractionHook(MemoryService(db))
+async def test_secret_said_to_remember_is_redacted_never_stored(store: SqliteStore) -> None:
+    hook = ExtractionHook(MemoryService(store))
     await hook.after_turn(turn_context(f"记住我的 api key 是 {KEY}"), None)
-    (item,) = db.call(store.list_items, Viewer(scopes=("user:qq:alice",)))
+    (item,) = alices(store)
     assert item.content == "我的 api key 是 [REDACTED:openai_key]"
     assert item.evidence[0].quote == "记住我的 api key 是 [REDACTED:openai_key]"
-    dumped = everything(db)
+    dumped = everything(store)
     assert KEY not in dumped and KEY.lower() not in dumped and "REDACTED" in dumped
 
 
-class BrokenMemory(MemoryService):
-    def __init__(self, db: Database) -> None:
-        super().__init__(db)
+class BrokenItems(Items):
+    def __init__(self, store: SqliteStore) -> None:
+        super().__init__(store, "auto_safe")
         self.calls = 0
 
     async def propose(self, candidate: Candidate, actor: str) -> WriteResult:
@@ -341,19 +351,20 @@ class BrokenMemory(MemoryService):
         return await super().propose(candidate, actor)
 
 
-async def test_hook_logs_and_continues_when_a_write_fails(db: Database) -> None:
-    memory = BrokenMemory(db)
+async def test_hook_logs_and_continues_when_a_write_fails(store: SqliteStore) -> None:
+    memory = MemoryService(store)
+    memory.items = broken = BrokenItems(store)
     await ExtractionHook(memory).after_turn(turn_context("我叫小明，我喜欢乌龙茶"), None)
-    assert memory.calls == 2
-    assert active(db) == [("preference", "喜欢乌龙茶")]  # the second still went through
+    assert broken.calls == 2
+    assert active(store) == [("preference", "喜欢乌龙茶")]  # the second still went through
 
 
-async def test_hook_never_raises(db: Database, monkeypatch: pytest.MonkeyPatch) -> None:
-    from nahida.memory import extract as module
+async def test_hook_never_raises(store: SqliteStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    from nahida.memory.turn import post_turn as module
 
     def explode(*args: object, **kwargs: object) -> list[Candidate]:
         raise ValueError("bad rule")
 
     monkeypatch.setattr(module, "extract", explode)
-    await ExtractionHook(MemoryService(db)).after_turn(turn_context("我喜欢乌龙茶"), None)
-    assert active(db) == []
+    await ExtractionHook(MemoryService(store)).after_turn(turn_context("我喜欢乌龙茶"), None)
+    assert active(store) == []

@@ -6,10 +6,11 @@ import re
 
 import pytest
 
-from nahida import history, migrations
-from nahida.db import Database, connect
 from nahida.errors import StorageError
-from nahida.history import NewTurn
+from nahida.memory import MemoryService, NewTurn
+from nahida.memory.sessions import Sessions
+from nahida.memory.store.sqlite import SqliteStore, migrations
+from nahida.memory.store.sqlite.db import Connection, connect
 
 CHAT = "test:group:g1"
 T0 = 1_780_000_000.0
@@ -23,89 +24,96 @@ def bot(text: str, at: float, chat: str = CHAT) -> NewTurn:
     return NewTurn(chat, "assistant", text, at)
 
 
-def test_session_written_with_first_user_message_titled_by_it(db: Database) -> None:
-    assert db.call(history.list_sessions, None, 10) == []
-    assert db.call(history.record, bot("hello", T0)) is None  # no session from a bot turn
+async def test_session_written_with_first_user_message_titled_by_it(
+    memory: MemoryService,
+) -> None:
+    sessions = memory.sessions
+    assert await sessions.latest(None, 10) == []
+    assert await sessions.record(bot("hello", T0)) is None  # no session from a bot turn
     long = "今天我们来讨论一下这个季度的产品路线图以及每个人负责的部分，还有下周的发布计划安排"
-    turn = db.call(history.record, user(long, T0, "a1"))
+    turn = await sessions.record(user(long, T0, "a1"))
     assert turn is not None
     assert re.fullmatch(r"s_\d{8}_\d{4}_[0-9a-f]{4}", turn.session_id)
-    session = db.call(history.get_session, turn.session_id)
+    session = await sessions.get(turn.session_id)
     assert session is not None
     assert session.title == long[:40]
     assert session.turn_count == 1
 
 
-def test_duplicate_message_id_is_not_stored_twice(db: Database) -> None:
-    assert db.call(history.record, user("one", T0, "x")) is not None
-    assert db.call(history.record, user("one again", T0 + 1, "x")) is None
-    session = db.call(history.list_sessions, CHAT, 5)[0]
-    assert [t.content for t in db.call(history.session_turns, session.id)] == ["one"]
+async def test_duplicate_message_id_is_not_stored_twice(memory: MemoryService) -> None:
+    sessions = memory.sessions
+    assert await sessions.record(user("one", T0, "x")) is not None
+    assert await sessions.record(user("one again", T0 + 1, "x")) is None
+    session = (await sessions.latest(CHAT, 5))[0]
+    assert [t.content for t in await sessions.turns(session.id)] == ["one"]
 
 
-def test_new_then_message_opens_a_new_session_and_resume_goes_back(db: Database) -> None:
-    first = db.call(history.record, user("first topic", T0, "1"))
-    db.call(history.start_new, CHAT)
-    second = db.call(history.record, user("second topic", T0 + 10, "2"))
+async def test_new_then_message_opens_a_new_session_and_resume_goes_back(
+    memory: MemoryService,
+) -> None:
+    sessions = memory.sessions
+    first = await sessions.record(user("first topic", T0, "1"))
+    await sessions.start_new(CHAT)
+    second = await sessions.record(user("second topic", T0 + 10, "2"))
     assert first and second and first.session_id != second.session_id
-    last = db.call(history.resolve_session, CHAT, "last")
+    last = await sessions.resolve(CHAT, "last")
     assert last is not None and last.id == first.session_id
-    db.call(history.resume, CHAT, first.session_id)
-    third = db.call(history.record, user("back again", T0 + 20, "3"))
+    await sessions.resume(CHAT, first.session_id)
+    third = await sessions.record(user("back again", T0 + 20, "3"))
     assert third is not None and third.session_id == first.session_id
 
 
-def test_resolve_by_suffix_is_unique_and_chat_bound(db: Database) -> None:
-    turn = db.call(history.record, user("hello", T0, "1"))
+async def test_resolve_by_suffix_is_unique_and_chat_bound(memory: MemoryService) -> None:
+    sessions = memory.sessions
+    turn = await sessions.record(user("hello", T0, "1"))
     assert turn is not None
     suffix = turn.session_id[-4:]
-    found = db.call(history.resolve_session, CHAT, suffix)
+    found = await sessions.resolve(CHAT, suffix)
     assert found is not None and found.id == turn.session_id
-    assert db.call(history.resolve_session, "test:group:other", suffix) is None
-    assert db.call(history.resolve_session, CHAT, "%") is None
+    assert await sessions.resolve("test:group:other", suffix) is None
+    assert await sessions.resolve(CHAT, "%") is None
 
 
-def test_idle_gap_splits_sessions(db: Database) -> None:
-    a = db.call(history.record, user("morning", T0, "1"), 3600.0)
-    b = db.call(history.record, user("still morning", T0 + 60, "2"), 3600.0)
-    c = db.call(history.record, user("next day", T0 + 86_400, "3"), 3600.0)
+async def test_idle_gap_splits_sessions(store: SqliteStore) -> None:
+    sessions = Sessions(store, idle_split=3600.0)
+    a = await sessions.record(user("morning", T0, "1"))
+    b = await sessions.record(user("still morning", T0 + 60, "2"))
+    c = await sessions.record(user("next day", T0 + 86_400, "3"))
     assert a and b and c
     assert a.session_id == b.session_id != c.session_id
 
 
-def test_search_finds_titles_and_contents_chinese_and_english(db: Database) -> None:
-    db.call(history.record, user("周末去爬山吧", T0, "1"))
-    db.call(history.record, bot("好主意，记得带水", T0 + 1))
-    db.call(history.start_new, CHAT)
-    db.call(history.record, user("deploy the release tonight", T0 + 100, "2"))
-    db.call(history.record, user("其他群的爬山计划", T0, "o1", chat="test:group:other"))
-    hits = db.call(history.search_sessions, "带水", CHAT, 10)
+async def test_search_finds_titles_and_contents_chinese_and_english(
+    memory: MemoryService,
+) -> None:
+    sessions = memory.sessions
+    await sessions.record(user("周末去爬山吧", T0, "1"))
+    await sessions.record(bot("好主意，记得带水", T0 + 1))
+    await sessions.start_new(CHAT)
+    await sessions.record(user("deploy the release tonight", T0 + 100, "2"))
+    await sessions.record(user("其他群的爬山计划", T0, "o1", chat="test:group:other"))
+    hits = await sessions.search("带水", CHAT, 10)
     assert [s.title for s, _ in hits] == ["周末去爬山吧"]
     assert "带水" in hits[0][1]
-    assert [s.title for s, _ in db.call(history.search_sessions, "release", CHAT, 10)] == [
+    assert [s.title for s, _ in await sessions.search("release", CHAT, 10)] == [
         "deploy the release tonight"
     ]
-    everywhere = {s.chat for s, _ in db.call(history.search_sessions, "爬山", None, 10)}
+    everywhere = {s.chat for s, _ in await sessions.search("爬山", None, 10)}
     assert everywhere == {CHAT, "test:group:other"}
-    assert db.call(history.search_sessions, '"NEAR( *', CHAT, 10) == []
+    assert await sessions.search('"NEAR( *', CHAT, 10) == []
 
 
-def test_delete_and_cleanup_of_empty_sessions(db: Database) -> None:
-    turn = db.call(history.record, user("bye", T0, "1"))
+async def test_delete_and_cleanup_of_empty_sessions(
+    memory: MemoryService, store: SqliteStore
+) -> None:
+    sessions = memory.sessions
+    turn = await sessions.record(user("bye", T0, "1"))
     assert turn is not None
-    assert db.call(history.delete_session, turn.session_id)
-    assert db.call(history.get_session, turn.session_id) is None
-    assert db.call(history.search_sessions, "bye", None, 5) == []
-
-    def orphan(conn: history.Connection) -> None:
-        conn.execute(
-            "INSERT INTO sessions (id, chat, title, created_at, updated_at)"
-            " VALUES ('s_x', ?, 'empty', 0, 0)",
-            (CHAT,),
-        )
-
-    db.call(orphan)
-    assert db.call(history.cleanup_empty) == 1
+    assert await sessions.delete(turn.session_id)
+    assert await sessions.get(turn.session_id) is None
+    assert await sessions.search("bye", None, 5) == []
+    assert store.write_sync(lambda tx: tx.sessions.create("s_x", CHAT, "empty", 0.0))
+    assert await sessions.cleanup_empty() == 1
 
 
 def test_migrations_are_recorded_once_and_failures_roll_back() -> None:
@@ -113,7 +121,7 @@ def test_migrations_are_recorded_once_and_failures_roll_back() -> None:
     assert migrations.migrate(conn) == [m.name for m in migrations.MIGRATIONS]
     assert migrations.migrate(conn) == []
 
-    def broken(c: history.Connection) -> None:
+    def broken(c: Connection) -> None:
         c.execute("CREATE TABLE half_done (x)")
         c.execute("THIS IS NOT SQL")
 

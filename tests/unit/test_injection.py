@@ -7,15 +7,21 @@ import time
 
 import pytest
 
-from nahida import history
-from nahida.context import estimate_tokens
-from nahida.db import Connection, Database
 from nahida.hooks import ContextSource, TurnContext
-from nahida.memory import store
-from nahida.memory.injection import MemoryInjection, is_greeting
-from nahida.memory.models import Candidate, MemoryItem
-from nahida.memory.pack import GUARD
-from nahida.memory.service import MemoryService
+from nahida.memory import (
+    GUARD,
+    Candidate,
+    MemoryItem,
+    MemoryService,
+    NewTurn,
+    Turn,
+    sessions,
+    write,
+)
+from nahida.memory.store.sqlite import SqliteStore
+from nahida.memory.tokenize import index_text
+from nahida.memory.turn import MemoryInjection, is_greeting
+from nahida.prompt import estimate_tokens
 from tests.helpers import envelope
 
 DM = "qq:private:alice"
@@ -27,7 +33,7 @@ ITEM_LINE = re.compile(
 HISTORY_LINE = re.compile(r"- \[history · \d{4}-\d{2}-\d{2}[^\]]*\] \S.*")
 
 
-def add(db: Database, content: str, **fields: object) -> MemoryItem:
+def add(store: SqliteStore, content: str, **fields: object) -> MemoryItem:
     values: dict[str, object] = {
         "scope": "user:qq:alice",
         "kind": "preference",
@@ -37,20 +43,20 @@ def add(db: Database, content: str, **fields: object) -> MemoryItem:
         **fields,
     }
     candidate = Candidate(content=content, **values)  # type: ignore[arg-type]
-    return db.call(lambda conn: store.create(conn, candidate, "test"))
+    return store.write_sync(write.create_item, write.tokens_of(candidate), "test")
 
 
-def said(db: Database, text: str, chat: str = DM, at: float | None = None) -> history.Turn:
-    turn = history.NewTurn(chat, "user", text, at or time.time() - 30, speaker="qq:alice")
-    recorded = db.call(history.record, turn)
+def said(store: SqliteStore, text: str, chat: str = DM, at: float | None = None) -> Turn:
+    turn = NewTurn(chat, "user", text, at or time.time() - 30, speaker="qq:alice")
+    recorded = store.write_sync(sessions.record, turn, index_text(text))
     assert recorded is not None
     return recorded
 
 
 def context(
-    db: Database, text: str, chat: str = DM, hot: frozenset[int] = frozenset()
+    store: SqliteStore, text: str, chat: str = DM, hot: frozenset[int] = frozenset()
 ) -> TurnContext:
-    turn = said(db, text, chat, at=time.time())
+    turn = said(store, text, chat, at=time.time())
     env = envelope(text, chat=chat, user="qq:alice")
     return TurnContext(env, turn.session_id, turn, "zh", False, frozenset({turn.id}) | hot)
 
@@ -61,14 +67,16 @@ def item_ids(block: str | None) -> list[str]:
 
 
 async def test_every_line_names_id_kind_scope_and_date_and_the_guard_ends_it(
-    db: Database,
+    store: SqliteStore,
 ) -> None:
-    tea = add(db, "喜欢乌龙茶")
-    rule = add(db, "以后我们喝茶只喝乌龙茶", kind="decision", scope=f"chat:{DM}", subject_user=None)
-    said(db, "上次买的乌龙茶很好喝")
-    source: ContextSource = MemoryInjection(MemoryService(db))
+    tea = add(store, "喜欢乌龙茶")
+    rule = add(
+        store, "以后我们喝茶只喝乌龙茶", kind="decision", scope=f"chat:{DM}", subject_user=None
+    )
+    said(store, "上次买的乌龙茶很好喝")
+    source: ContextSource = MemoryInjection(MemoryService(store))
     assert source.slot == "memory"
-    block = await source.gather(context(db, "推荐一款乌龙茶给我吧，要适合下午喝的那种"))
+    block = await source.gather(context(store, "推荐一款乌龙茶给我吧，要适合下午喝的那种"))
     assert block is not None
     *lines, last = block.splitlines()
     assert last == GUARD
@@ -79,11 +87,11 @@ async def test_every_line_names_id_kind_scope_and_date_and_the_guard_ends_it(
     assert any(HISTORY_LINE.fullmatch(line) and "上次买的乌龙茶" in line for line in lines)
 
 
-async def test_hot_window_turns_are_left_out(db: Database) -> None:
-    said(db, "乌龙茶要用九十度的水泡")
-    hot = said(db, "乌龙茶第一泡要倒掉")
-    block = await MemoryInjection(MemoryService(db)).gather(
-        context(db, "乌龙茶怎么泡", hot=frozenset({hot.id}))
+async def test_hot_window_turns_are_left_out(store: SqliteStore) -> None:
+    said(store, "乌龙茶要用九十度的水泡")
+    hot = said(store, "乌龙茶第一泡要倒掉")
+    block = await MemoryInjection(MemoryService(store)).gather(
+        context(store, "乌龙茶怎么泡", hot=frozenset({hot.id}))
     )
     assert block is not None
     assert "九十度" in block
@@ -91,25 +99,25 @@ async def test_hot_window_turns_are_left_out(db: Database) -> None:
     assert "乌龙茶怎么泡" not in block  # the current message is shown as itself
 
 
-async def test_nothing_to_say_gives_no_section(db: Database) -> None:
-    add(db, "喜欢乌龙茶")
-    injection = MemoryInjection(MemoryService(db))
-    assert await injection.gather(context(db, "今天的天气怎么样")) is None
-    assert await injection.gather(context(db, "！？")) is None
+async def test_nothing_to_say_gives_no_section(store: SqliteStore) -> None:
+    add(store, "喜欢乌龙茶")
+    injection = MemoryInjection(MemoryService(store))
+    assert await injection.gather(context(store, "今天的天气怎么样")) is None
+    assert await injection.gather(context(store, "！？")) is None
 
 
-async def test_budget_is_respected(db: Database) -> None:
+async def test_budget_is_respected(store: SqliteStore) -> None:
     for n in range(30):
-        add(db, f"乌龙茶笔记第{n}条：冲泡温度和时间都要记录下来，方便以后对比不同批次的口感")
-    block = await MemoryInjection(MemoryService(db, budget_tokens=120)).gather(
-        context(db, "把乌龙茶笔记都找出来，我想对比一下冲泡温度")
+        add(store, f"乌龙茶笔记第{n}条：冲泡温度和时间都要记录下来，方便以后对比不同批次的口感")
+    block = await MemoryInjection(MemoryService(store, budget_tokens=120)).gather(
+        context(store, "把乌龙茶笔记都找出来，我想对比一下冲泡温度")
     )
     assert block is not None
     assert estimate_tokens(block) <= 120
     assert 1 <= len(item_ids(block)) < 15
     assert (
-        await MemoryInjection(MemoryService(db, budget_tokens=10)).gather(
-            context(db, "把乌龙茶笔记都找出来，我想对比一下冲泡温度")
+        await MemoryInjection(MemoryService(store, budget_tokens=10)).gather(
+            context(store, "把乌龙茶笔记都找出来，我想对比一下冲泡温度")
         )
         is None
     )
@@ -124,11 +132,11 @@ async def test_budget_is_respected(db: Database) -> None:
     ],
 )
 async def test_fast_path_for_short_messages_full_path_otherwise(
-    db: Database, text: str, lines: int
+    store: SqliteStore, text: str, lines: int
 ) -> None:
     for n in range(20):
-        add(db, f"乌龙茶 笔记 n{n}")
-    block = await MemoryInjection(MemoryService(db)).gather(context(db, text))
+        add(store, f"乌龙茶 笔记 n{n}")
+    block = await MemoryInjection(MemoryService(store)).gather(context(store, text))
     assert len(item_ids(block)) == lines
 
 
@@ -140,28 +148,28 @@ def test_greetings_take_the_fast_path() -> None:
     assert is_greeting("Hi Nahida!") and not is_greeting("hi, how do I brew oolong")
 
 
-async def test_injected_items_are_counted_as_accessed(db: Database) -> None:
-    tea = add(db, "喜欢乌龙茶")
-    coffee = add(db, "不喝咖啡")
+async def test_injected_items_are_counted_as_accessed(store: SqliteStore) -> None:
+    tea = add(store, "喜欢乌龙茶")
+    coffee = add(store, "不喝咖啡")
     before = time.time()
-    injection = MemoryInjection(MemoryService(db))
-    await injection.gather(context(db, "乌龙茶"))
-    await injection.gather(context(db, "乌龙茶好喝吗"))
+    injection = MemoryInjection(MemoryService(store))
+    await injection.gather(context(store, "乌龙茶"))
+    await injection.gather(context(store, "乌龙茶好喝吗"))
 
-    def fetch(conn: Connection, item_id: str) -> MemoryItem:
-        found = store.get(conn, item_id)
+    def fetch(item_id: str) -> MemoryItem:
+        found = store.read_sync(lambda tx: tx.items.get(item_id))
         assert found is not None
         return found
 
-    used, unused = db.call(fetch, tea.id), db.call(fetch, coffee.id)
+    used, unused = fetch(tea.id), fetch(coffee.id)
     assert used.access_count == 2
     assert used.last_accessed is not None and used.last_accessed >= before
     assert (unused.access_count, unused.last_accessed) == (0, None)
 
 
-async def test_the_viewer_is_the_speaker_where_they_speak(db: Database) -> None:
-    add(db, "喜欢乌龙茶")  # private to Alice
-    add(db, "群里统一买乌龙茶", kind="decision", scope=f"chat:{GROUP}", subject_user=None)
-    injection = MemoryInjection(MemoryService(db))
-    block = await injection.gather(context(db, "乌龙茶", chat=GROUP))
+async def test_the_viewer_is_the_speaker_where_they_speak(store: SqliteStore) -> None:
+    add(store, "喜欢乌龙茶")  # private to Alice
+    add(store, "群里统一买乌龙茶", kind="decision", scope=f"chat:{GROUP}", subject_user=None)
+    injection = MemoryInjection(MemoryService(store))
+    block = await injection.gather(context(store, "乌龙茶", chat=GROUP))
     assert block is not None and "群里统一买乌龙茶" in block and "喜欢乌龙茶" not in block

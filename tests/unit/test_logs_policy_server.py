@@ -14,7 +14,7 @@ from aiohttp import web
 from nahida.envelope import Role
 from nahida.logs import configure_logging
 from nahida.policy import ReplyPolicy
-from nahida.scheduler import Scheduler
+from nahida.scheduler import JobContext, Schedule, Scheduler
 from nahida.server import InboundServer
 from tests.helpers import envelope
 
@@ -91,25 +91,33 @@ async def test_inbound_server_serves_mounted_routes_on_one_port() -> None:
         await server.stop()
 
 
+class Counting:
+    """A job that records each run and fails when told to."""
+
+    def __init__(self, name: str, runs: list[str], *, fails: bool) -> None:
+        self.name = name
+        self.schedule = Schedule(every=0.05)
+        self.runs = runs
+        self.fails = fails
+
+    async def run(self, ctx: JobContext) -> None:
+        self.runs.append(self.name)
+        if self.fails:
+            raise RuntimeError("job failed")
+
+
 async def test_a_failing_job_does_not_stop_the_scheduler() -> None:
     runs: list[str] = []
-
-    async def bad() -> None:
-        runs.append("bad")
-        raise RuntimeError("job failed")
-
-    async def good() -> None:
-        runs.append("good")
-
     scheduler = Scheduler()
-    scheduler.every("bad", bad, seconds=0.05)
-    scheduler.every("good", good, seconds=0.05)
-    scheduler.start()
-    try:
-        for _ in range(100):
-            if runs.count("good") >= 2 and runs.count("bad") >= 2:
-                break
-            await asyncio.sleep(0.02)
-    finally:
-        scheduler.stop()
+    scheduler.add(Counting("bad", runs, fails=True))
+    scheduler.add(Counting("good", runs, fails=False))
+    async with asyncio.TaskGroup() as group:
+        scheduler.start(group)
+        try:
+            for _ in range(100):
+                if runs.count("good") >= 2 and runs.count("bad") >= 2:
+                    break
+                await asyncio.sleep(0.02)
+        finally:
+            await scheduler.stop()
     assert runs.count("bad") >= 2 and runs.count("good") >= 2

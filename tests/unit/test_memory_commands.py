@@ -7,15 +7,12 @@ import time
 
 import pytest
 
-from nahida import history
 from nahida.commands import memory as memory_commands
 from nahida.commands.router import CommandContext, CommandRouter
-from nahida.db import Database
 from nahida.envelope import ChatKey, Role, UserKey
 from nahida.i18n import Language, t
-from nahida.memory.models import KINDS, Candidate, Evidence, WriteResult
-from nahida.memory.scopes import Viewer
-from nahida.memory.service import MemoryService
+from nahida.memory import KINDS, Candidate, Evidence, MemoryService, NewTurn, Viewer, WriteResult
+from nahida.memory.store.sqlite import SqliteStore
 from tests.helpers import envelope
 
 ALICE, BOB, CAROL = "test:alice", "test:bob", "test:carol"
@@ -28,8 +25,8 @@ CANDIDATE_ID = re.compile(r"\bc_[0-9a-f]{6}\b")
 class Chat:
     """Sends `/memory ...` as someone, somewhere, through the real router."""
 
-    def __init__(self, db: Database, memory: MemoryService) -> None:
-        self.db = db
+    def __init__(self, store: SqliteStore, memory: MemoryService) -> None:
+        self.store = store
         self.memory = memory
         self.router = CommandRouter()
         memory_commands.register(self.router)
@@ -45,7 +42,7 @@ class Chat:
         lang: Language = "zh",
     ) -> str:
         ctx = CommandContext(
-            envelope(text, chat=chat, user=user, role=role), lang, self.db, admin, self.memory
+            envelope(text, chat=chat, user=user, role=role), lang, admin, self.memory
         )
         return await self.router.dispatch(ctx, text)
 
@@ -57,17 +54,12 @@ class Chat:
 
 
 @pytest.fixture
-def memory(db: Database) -> MemoryService:
-    return MemoryService(db)
+def chat(store: SqliteStore, memory: MemoryService) -> Chat:
+    return Chat(store, memory)
 
 
-@pytest.fixture
-def chat(db: Database, memory: MemoryService) -> Chat:
-    return Chat(db, memory)
-
-
-def count(db: Database, table: str) -> int:
-    return int(db.call(lambda c: c.execute(f"SELECT count(*) FROM {table}").fetchone()[0]))
+def count(store: SqliteStore, table: str) -> int:
+    return int(store.db.call(lambda c: c.execute(f"SELECT count(*) FROM {table}").fetchone()[0]))
 
 
 # usage and help -------------------------------------------------------------------------------
@@ -93,7 +85,7 @@ async def test_remember_in_private_goes_to_the_person_privately(chat: Chat) -> N
     reply = await chat("/memory remember 我喜欢乌龙茶")
     item_id = ITEM_ID.search(reply)
     assert item_id and reply == t("memory_remembered", "zh", id=item_id.group(0))
-    item = await chat.memory.get(item_id.group(0))
+    item = await chat.memory.items.get(item_id.group(0))
     assert item is not None
     assert (item.scope, item.sensitivity, item.source) == (
         f"user:{ALICE}",
@@ -106,7 +98,7 @@ async def test_remember_in_private_goes_to_the_person_privately(chat: Chat) -> N
 
 async def test_remember_in_group_goes_to_the_chat(chat: Chat) -> None:
     item_id = await chat.remember("周五下午三点开周会", chat=GROUP, user=BOB)
-    item = await chat.memory.get(item_id)
+    item = await chat.memory.items.get(item_id)
     assert item is not None
     assert (item.scope, item.sensitivity) == (f"chat:{GROUP}", "public")
     assert item.subject_user is None and item.speaker_user == BOB
@@ -116,15 +108,15 @@ async def test_remember_twice_says_merged_into_the_same_id(chat: Chat) -> None:
     first = await chat.remember("我喜欢乌龙茶")
     again = await chat("/memory remember 我喜欢乌龙茶")
     assert again == t("memory_merged", "zh", id=first)
-    assert count(chat.db, "memory_items") == 1
+    assert count(chat.store, "memory_items") == 1
 
 
 async def test_remember_refuses_a_secret_and_stores_nothing(chat: Chat) -> None:
     secret = "/memory remember 我的 key 是 sk-proj-abcdefghijklmnopqrstuvwxyz123456"
     assert await chat(secret) == t("memory_secret_refused", "zh")
     assert await chat(secret, lang="en") == t("memory_secret_refused", "en")
-    assert count(chat.db, "memory_items") == 0
-    assert count(chat.db, "memory_candidates") == 0
+    assert count(chat.store, "memory_items") == 0
+    assert count(chat.store, "memory_candidates") == 0
 
 
 async def test_remember_without_text_prints_its_usage(chat: Chat) -> None:
@@ -146,9 +138,8 @@ def test_write_outcomes_are_worded() -> None:
 async def test_search_shows_items_and_history_turns(chat: Chat) -> None:
     item_id = await chat.remember("我喜欢乌龙茶")
     said = time.time() - 3600
-    await chat.db.run(
-        history.record,
-        history.NewTurn(
+    await chat.memory.sessions.record(
+        NewTurn(
             chat=ALICE_DM,
             role="user",
             content="昨天买了一包乌龙茶叶",
@@ -189,7 +180,7 @@ async def test_search_usage_and_english(chat: Chat) -> None:
 
 async def test_list_all_and_by_kind(chat: Chat, memory: MemoryService) -> None:
     fact = await chat.remember("我住在杭州")
-    await memory.remember(
+    await memory.items.remember(
         "每天早上跑步", chat=ChatKey.parse(ALICE_DM), user=UserKey.parse(ALICE), kind="task"
     )
     await chat.remember("群里的事", chat=GROUP)  # not visible from Alice's private chat
@@ -213,9 +204,9 @@ async def test_list_unknown_kind_lists_the_kinds(chat: Chat) -> None:
 async def test_subject_forgets_their_own_memory_archived_and_audited(chat: Chat) -> None:
     item_id = await chat.remember("我喜欢乌龙茶")
     assert await chat(f"/memory forget {item_id}") == t("memory_forgotten", "zh", id=item_id)
-    item = await chat.memory.get(item_id)
+    item = await chat.memory.items.get(item_id)
     assert item is not None and item.status == "archived"
-    explanation = await chat.memory.why(item_id, Viewer(scopes=(item.scope,)))
+    explanation = await chat.memory.items.why(item_id, Viewer(scopes=(item.scope,)))
     assert explanation is not None
     assert [(e.action, e.actor) for e in explanation.events] == [
         ("create", ALICE),
@@ -241,7 +232,7 @@ async def test_who_may_forget_a_group_memory(
 ) -> None:
     item_id = await chat.remember("周五下午三点开周会", chat=GROUP, user=BOB)
     reply = await chat(f"/memory forget {item_id}", user=user, chat=GROUP, role=role, admin=admin)
-    item = await chat.memory.get(item_id)
+    item = await chat.memory.items.get(item_id)
     assert item is not None
     if allowed:
         assert reply == t("memory_forgotten", "zh", id=item_id)
@@ -268,7 +259,7 @@ async def test_other_peoples_memory_is_not_found_not_forbidden(chat: Chat) -> No
         for verb in ("forget", "why"):
             reply = await chat(f"/memory {verb} {private}", **kw)  # type: ignore[arg-type]
             assert reply == t("memory_not_found", "zh", id=private)
-    assert (await chat.memory.get(private)).status == "active"  # type: ignore[union-attr]
+    assert (await chat.memory.items.get(private)).status == "active"  # type: ignore[union-attr]
 
 
 async def test_forget_usage_unknown_id_and_english(chat: Chat) -> None:
@@ -317,8 +308,8 @@ async def test_why_links_superseded_items_both_ways(chat: Chat, memory: MemorySe
             evidence=(Evidence(chat=ALICE_DM, message_id="x1", time=time.time(), quote=text),),
         )
 
-    old = (await memory.propose(drink("最喜欢喝咖啡"), ALICE)).item_id
-    new = (await memory.propose(drink("最喜欢喝乌龙茶"), ALICE)).item_id
+    old = (await memory.items.propose(drink("最喜欢喝咖啡"), ALICE)).item_id
+    new = (await memory.items.propose(drink("最喜欢喝乌龙茶"), ALICE)).item_id
     assert old and new
     old_reply = await chat(f"/memory why {old}", lang="en")
     assert old_reply.splitlines()[0].endswith("superseded")
@@ -330,7 +321,7 @@ async def test_why_links_superseded_items_both_ways(chat: Chat, memory: MemorySe
 
 
 async def test_why_hides_quotes_from_other_chats(chat: Chat, memory: MemoryService) -> None:
-    result = await memory.propose(
+    result = await memory.items.propose(
         Candidate(
             scope=f"user:{ALICE}",
             kind="fact",
@@ -359,20 +350,20 @@ def _extracted(scope: str, text: str) -> Candidate:
 
 
 @pytest.fixture
-async def pending(db: Database) -> tuple[MemoryService, str, str]:
+async def pending(store: SqliteStore) -> tuple[MemoryService, str, str]:
     """Manual review: one candidate in g1's memory, one in Bob's."""
-    memory = MemoryService(db, mode="manual_review")
-    group = await memory.propose(_extracted(f"chat:{GROUP}", "群里周五聚餐"), "system")
-    bob = await memory.propose(_extracted(f"user:{BOB}", "Bob 在学吉他"), "system")
+    memory = MemoryService(store, mode="manual_review")
+    group = await memory.items.propose(_extracted(f"chat:{GROUP}", "群里周五聚餐"), "system")
+    bob = await memory.items.propose(_extracted(f"user:{BOB}", "Bob 在学吉他"), "system")
     assert group.candidate_id and bob.candidate_id and group.outcome == "pending"
     return memory, group.candidate_id, bob.candidate_id
 
 
 async def test_bot_admin_reviews_everything(
-    db: Database, pending: tuple[MemoryService, str, str]
+    store: SqliteStore, pending: tuple[MemoryService, str, str]
 ) -> None:
     memory, group_c, bob_c = pending
-    chat = Chat(db, memory)
+    chat = Chat(store, memory)
     listing = await chat("/memory review", user=CAROL, chat=BOB_DM, admin=True)
     assert listing.splitlines()[0] == t("memory_review_header", "zh")
     assert group_c in listing and bob_c in listing and "Bob 在学吉他" in listing
@@ -390,10 +381,10 @@ async def test_bot_admin_reviews_everything(
 
 @pytest.mark.parametrize("role", [Role.OWNER, Role.ADMIN])
 async def test_group_admins_review_their_own_chat_only(
-    db: Database, pending: tuple[MemoryService, str, str], role: Role
+    store: SqliteStore, pending: tuple[MemoryService, str, str], role: Role
 ) -> None:
     memory, group_c, bob_c = pending
-    chat = Chat(db, memory)
+    chat = Chat(store, memory)
     listing = await chat("/memory review", user=CAROL, chat=GROUP, role=role, lang="en")
     assert group_c in listing and bob_c not in listing
     other = await chat(f"/memory review accept {bob_c}", user=CAROL, chat=GROUP, role=role)
@@ -409,10 +400,10 @@ async def test_group_admins_review_their_own_chat_only(
     [(BOB, GROUP, Role.MEMBER), (BOB, BOB_DM, Role.MEMBER), (BOB, BOB_DM, Role.OWNER)],
 )
 async def test_others_may_not_review(
-    db: Database, pending: tuple[MemoryService, str, str], user: str, where: str, role: Role
+    store: SqliteStore, pending: tuple[MemoryService, str, str], user: str, where: str, role: Role
 ) -> None:
     memory, group_c, bob_c = pending
-    chat = Chat(db, memory)
+    chat = Chat(store, memory)
     for text in (
         "/memory review",
         f"/memory review accept {bob_c}",
@@ -422,7 +413,7 @@ async def test_others_may_not_review(
         assert await chat(text, user=user, chat=where, role=role, lang="en") == t(
             "memory_review_denied", "en"
         )
-    assert count(db, "memory_items") == 0
+    assert count(store, "memory_items") == 0
 
 
 async def test_review_usage(chat: Chat) -> None:
@@ -431,13 +422,13 @@ async def test_review_usage(chat: Chat) -> None:
 
 
 async def test_review_merges_into_an_existing_item(
-    db: Database, pending: tuple[MemoryService, str, str]
+    store: SqliteStore, pending: tuple[MemoryService, str, str]
 ) -> None:
     memory, group_c, _ = pending
-    existing = await memory.remember(
+    existing = await memory.items.remember(
         "群里周五聚餐", chat=ChatKey.parse(GROUP), user=UserKey.parse(BOB)
     )
-    chat = Chat(db, memory)
+    chat = Chat(store, memory)
     reply = await chat(f"/memory review accept {group_c}", admin=True, lang="en")
     assert reply == t("memory_review_merged", "en", id=group_c, item=existing.item_id)
 
@@ -445,12 +436,12 @@ async def test_review_merges_into_an_existing_item(
 # the actor ----------------------------------------------------------------------------------
 
 
-def test_actor_role_counts_only_in_groups(db: Database, memory: MemoryService) -> None:
+def test_actor_role_counts_only_in_groups(store: SqliteStore, memory: MemoryService) -> None:
     private = CommandContext(
-        envelope("x", chat=ALICE_DM, user=ALICE, role=Role.OWNER), "zh", db, False, memory
+        envelope("x", chat=ALICE_DM, user=ALICE, role=Role.OWNER), "zh", False, memory
     )
     group = CommandContext(
-        envelope("x", chat=GROUP, user=ALICE, role=Role.ADMIN), "zh", db, True, memory
+        envelope("x", chat=GROUP, user=ALICE, role=Role.ADMIN), "zh", True, memory
     )
     assert memory_commands.actor_of(private).chat is None
     actor = memory_commands.actor_of(group)

@@ -11,20 +11,19 @@ from structlog.testing import capture_logs
 
 from nahida.commands import memory as memory_commands
 from nahida.commands.router import CommandContext, CommandRouter
-from nahida.db import Database
 from nahida.envelope import ChatKey, UserKey
 from nahida.hooks import TurnContext
 from nahida.i18n import Language, t
-from nahida.memory.models import Evidence
-from nahida.memory.scopes import Viewer
-from nahida.memory.service import MemoryService
-from nahida.memory.write import SecretRefused
+from nahida.memory import MemoryService, Viewer
+from nahida.memory.store.sqlite import SqliteStore
 from nahida.plugins import (
+    Evidence,
     LoadedPlugin,
     Manifest,
     PluginContext,
     PluginError,
     PluginPermissionError,
+    SecretRefused,
     context_factory,
     load_plugins,
     read_manifest,
@@ -60,11 +59,11 @@ def write_plugin(
 
 
 class Harness:
-    def __init__(self, db: Database, tmp_path: Path, mode: Any = "auto_safe") -> None:
-        self.db = db
+    def __init__(self, store: SqliteStore, tmp_path: Path, mode: Any = "auto_safe") -> None:
+        self.store = store
         self.root = tmp_path / "plugins"
         self.root.mkdir(exist_ok=True)
-        self.memory = MemoryService(db, mode=mode)
+        self.memory = MemoryService(store, mode=mode)
         self.router = CommandRouter()
         memory_commands.register(self.router)
 
@@ -87,9 +86,7 @@ class Harness:
         user: str = "test:u1",
         lang: Language = "zh",
     ) -> str:
-        ctx = CommandContext(
-            envelope(text, chat=chat, user=user), lang, self.db, False, self.memory
-        )
+        ctx = CommandContext(envelope(text, chat=chat, user=user), lang, False, self.memory)
         return await self.router.dispatch(ctx, text)
 
 
@@ -98,8 +95,8 @@ def _yaml_list(text: str) -> list[str]:
 
 
 @pytest.fixture
-def h(db: Database, tmp_path: Path) -> Harness:
-    return Harness(db, tmp_path)
+def h(store: SqliteStore, tmp_path: Path) -> Harness:
+    return Harness(store, tmp_path)
 
 
 # loading ------------------------------------------------------------------------------------
@@ -294,7 +291,7 @@ async def test_global_writes_need_their_own_permission(h: Harness) -> None:
         await h.context().memory_store("公司地址在杭州", audience="global")
     ctx = h.context("[memory.write, memory.write.global]")
     result = await ctx.memory_store("公司地址在杭州", audience="global")
-    item = await h.memory.get(result.item_id or "")
+    item = await h.memory.items.get(result.item_id or "")
     assert item is not None and item.scope == "global"
 
 
@@ -306,7 +303,7 @@ async def test_store_goes_through_the_write_path(h: Harness) -> None:
         "周五交周报", audience="chat", chat=where, speaker="test:bob", evidence=[evidence]
     )
     assert result.outcome == "created" and result.item_id
-    item = await h.memory.get(result.item_id)
+    item = await h.memory.items.get(result.item_id)
     assert item is not None
     assert (item.scope, item.source, item.speaker_user, item.evidence) == (
         "chat:test:group:g",
@@ -317,14 +314,14 @@ async def test_store_goes_through_the_write_path(h: Harness) -> None:
     again = await ctx.memory_store("周五交周报", audience="chat", chat="test:group:g")
     assert (again.outcome, again.item_id) == ("merged", item.id)
     viewer = Viewer(chat=where, user=UserKey.parse("test:bob"))
-    explanation = await h.memory.why(item.id, viewer)
+    explanation = await h.memory.items.why(item.id, viewer)
     assert explanation is not None
     assert [e.actor for e in explanation.events] == ["plugin:notes", "plugin:notes"]
 
 
 async def test_a_user_note_belongs_to_the_subject(h: Harness) -> None:
     result = await h.context().memory_store("我对花生过敏", subject=UserKey("test", "u1"))
-    item = await h.memory.get(result.item_id or "")
+    item = await h.memory.items.get(result.item_id or "")
     assert item is not None
     assert (item.scope, item.sensitivity, item.subject_user, item.speaker_user) == (
         "user:test:u1",
@@ -342,11 +339,13 @@ async def test_a_secret_is_refused_to_the_plugin_and_nothing_stored(h: Harness) 
         await h.context().memory_store(
             "token=ghp_abcdefghijklmnopqrstuvwxyz0123456789", subject="t:u"
         )
-    assert h.db.call(lambda c: c.execute("SELECT count(*) FROM memory_items").fetchone()[0]) == 0
+    assert (
+        h.store.db.call(lambda c: c.execute("SELECT count(*) FROM memory_items").fetchone()[0]) == 0
+    )
 
 
-async def test_manual_review_makes_plugin_writes_wait(db: Database, tmp_path: Path) -> None:
-    h = Harness(db, tmp_path, mode="manual_review")
+async def test_manual_review_makes_plugin_writes_wait(store: SqliteStore, tmp_path: Path) -> None:
+    h = Harness(store, tmp_path, mode="manual_review")
     result = await h.context().memory_store("下周一放假", audience="chat", chat="test:group:g")
     assert result.outcome == "pending" and result.candidate_id and result.item_id is None
 

@@ -8,12 +8,11 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nahida import history, migrations
-from nahida.db import Connection, Database, connect
-from nahida.history import NewTurn
-from nahida.memory import recall
-from nahida.memory.recall import Hit, Query, Tuning
-from nahida.memory.tokens import index_text, match_query, scoped_match, scopes_text
+from nahida.memory import Hit, NewTurn, Query, Tuning, recall, sessions, viewer_for
+from nahida.memory.store.sqlite import SqliteStore, SqliteTx, migrations
+from nahida.memory.store.sqlite.db import Connection, connect
+from nahida.memory.store.sqlite.fts import match, scoped_match, scopes_text
+from nahida.memory.tokenize import index_text, query_terms, tokenize
 
 GROUP = "test:group:g1"
 OTHER = "test:group:g2"
@@ -22,31 +21,39 @@ DAY = 86_400.0
 
 
 def say(
-    db: Database, text: str, at: float, who: str = "alice", chat: str = GROUP, mid: str = ""
+    db: SqliteStore, text: str, at: float, who: str = "alice", chat: str = GROUP, mid: str = ""
 ) -> None:
     turn = NewTurn(
         chat, "user", text, at, speaker=f"test:{who}", speaker_name=who.title(), message_id=mid
     )
-    assert db.call(history.record, turn, 0.0) is not None
+    assert db.write_sync(sessions.record, turn, index_text(text), 0.0) is not None
+
+
+def search(db: SqliteStore, query: Query, tuning: Tuning = recall.TUNING) -> list[Hit]:
+    return db.read_sync(recall.search, query, recall.plan(query, tuning), tuning)
 
 
 def ask(
-    db: Database, text: str, *, at: float | None = None, chat: str = GROUP, **tuning: object
+    db: SqliteStore, text: str, *, at: float | None = None, chat: str = GROUP, **tuning: object
 ) -> list[Hit]:
-    query = Query(text, recall.viewer_for(chat, "alice"), at=at, limit=10, tz=UTC)
-    return db.call(recall.search, query, Tuning(**tuning))  # type: ignore[arg-type]
+    query = Query(text, viewer_for(chat, "alice"), at=at, limit=10, tz=UTC)
+    return search(db, query, Tuning(**tuning))  # type: ignore[arg-type]
+
+
+def match_query(text: str) -> str | None:
+    return match(query_terms(tokenize(text)))
 
 
 def texts(hits: list[Hit]) -> list[str]:
     return [h.text for h in hits]
 
 
-def test_english_is_stemmed_the_same_way_in_index_and_query(db: Database) -> None:
-    say(db, "I painted a sunrise over the lake", T0, mid="1")
-    say(db, "Lunch was fine", T0 + 1, mid="2")
+def test_english_is_stemmed_the_same_way_in_index_and_query(store: SqliteStore) -> None:
+    say(store, "I painted a sunrise over the lake", T0, mid="1")
+    say(store, "Lunch was fine", T0 + 1, mid="2")
     found = ["I painted a sunrise over the lake"]
-    assert texts(ask(db, "paintings", neighbours=0.0)) == found
-    assert texts(ask(db, "What has she been painting?", neighbours=0.0)) == found
+    assert texts(ask(store, "paintings", neighbours=0.0)) == found
+    assert texts(ask(store, "What has she been painting?", neighbours=0.0)) == found
 
 
 def test_question_words_do_not_count() -> None:
@@ -54,87 +61,89 @@ def test_question_words_do_not_count() -> None:
     assert match_query("你表哥的电话号码是多少？") == '"表哥" OR "电话" OR "号码" OR "电话号码"'
 
 
-def test_a_named_speaker_own_turns_come_before_mentions_of_them(db: Database) -> None:
-    say(db, "Bob, did you finish the adoption research?", T0, who="alice", mid="1")
-    say(db, "Yes! I researched adoption agencies all week", T0 + 1, who="bob", mid="2")
-    say(db, "Alice told me Bob likes adoption stories", T0 + 2, who="carol", mid="3")
-    hits = ask(db, "What did Bob research about adoption?")
+def test_a_named_speaker_own_turns_come_before_mentions_of_them(store: SqliteStore) -> None:
+    say(store, "Bob, did you finish the adoption research?", T0, who="alice", mid="1")
+    say(store, "Yes! I researched adoption agencies all week", T0 + 1, who="bob", mid="2")
+    say(store, "Alice told me Bob likes adoption stories", T0 + 2, who="carol", mid="3")
+    hits = ask(store, "What did Bob research about adoption?")
     assert hits[0].message_ids == ["2"]
-    plain = ask(db, "What did Bob research about adoption?", speaker=0.0)
+    plain = ask(store, "What did Bob research about adoption?", speaker=0.0)
     assert plain[0].message_ids != ["2"]
 
 
-def test_the_turn_after_a_match_comes_with_it(db: Database) -> None:
-    say(db, "How did the charity race go?", T0, who="bob", mid="1")
-    say(db, "Great, we raised money for mental health", T0 + 1, who="alice", mid="2")
+def test_the_turn_after_a_match_comes_with_it(store: SqliteStore) -> None:
+    say(store, "How did the charity race go?", T0, who="bob", mid="1")
+    say(store, "Great, we raised money for mental health", T0 + 1, who="alice", mid="2")
     for n in range(8):
-        say(db, f"unrelated chatter number {n}", T0 + 10 + n, who="bob", mid=f"x{n}")
-    with_context = [h.message_ids[0] for h in ask(db, "charity race")]
+        say(store, f"unrelated chatter number {n}", T0 + 10 + n, who="bob", mid=f"x{n}")
+    with_context = [h.message_ids[0] for h in ask(store, "charity race")]
     assert with_context[:2] == ["1", "2"]
-    assert [h.message_ids[0] for h in ask(db, "charity race", neighbours=0.0)] == ["1"]
+    assert [h.message_ids[0] for h in ask(store, "charity race", neighbours=0.0)] == ["1"]
 
 
-def test_neighbours_stay_in_the_session_the_chat_and_before_the_moment(db: Database) -> None:
-    say(db, "the quarterly budget review", T0, mid="1")
-    say(db, "secret follow-up in the same chat but later", T0 + 100, mid="2")
-    say(db, "a turn of another chat", T0 + 1, chat=OTHER, mid="3")
-    ids = [h.message_ids[0] for h in ask(db, "quarterly budget", at=T0 + 50)]
+def test_neighbours_stay_in_the_session_the_chat_and_before_the_moment(store: SqliteStore) -> None:
+    say(store, "the quarterly budget review", T0, mid="1")
+    say(store, "secret follow-up in the same chat but later", T0 + 100, mid="2")
+    say(store, "a turn of another chat", T0 + 1, chat=OTHER, mid="3")
+    ids = [h.message_ids[0] for h in ask(store, "quarterly budget", at=T0 + 50)]
     assert ids == ["1"]
-    assert [h.message_ids[0] for h in ask(db, "quarterly budget")] == ["1", "2"]
+    assert [h.message_ids[0] for h in ask(store, "quarterly budget")] == ["1", "2"]
 
 
-def test_another_chat_is_never_searched(db: Database) -> None:
-    say(db, "oolong tea in the other group", T0, chat=OTHER, mid="o1")
-    say(db, "coffee here", T0, mid="g1")
-    assert ask(db, "oolong tea") == []
-    assert texts(ask(db, "oolong tea", chat=OTHER)) == ["oolong tea in the other group"]
+def test_another_chat_is_never_searched(store: SqliteStore) -> None:
+    say(store, "oolong tea in the other group", T0, chat=OTHER, mid="o1")
+    say(store, "coffee here", T0, mid="g1")
+    assert ask(store, "oolong tea") == []
+    assert texts(ask(store, "oolong tea", chat=OTHER)) == ["oolong tea in the other group"]
 
 
-def test_a_time_window_prefers_its_turns_and_is_taken_out_of_the_query(db: Database) -> None:
+def test_a_time_window_prefers_its_turns_and_is_taken_out_of_the_query(store: SqliteStore) -> None:
     now = T0 + 10 * DAY
-    say(db, "我们去杭州爬山了", T0 + 9 * DAY, mid="yesterday")  # 昨天 from `now`
-    say(db, "我们去杭州爬山了，风景很好", T0 + 2 * DAY, mid="older")
-    say(db, "昨天的事情我忘了", T0 + 5 * DAY, mid="says-yesterday")
-    hits = ask(db, "昨天去杭州做了什么", at=now, neighbours=0.0)
+    say(store, "我们去杭州爬山了", T0 + 9 * DAY, mid="yesterday")  # 昨天 from `now`
+    say(store, "我们去杭州爬山了，风景很好", T0 + 2 * DAY, mid="older")
+    say(store, "昨天的事情我忘了", T0 + 5 * DAY, mid="says-yesterday")
+    hits = ask(store, "昨天去杭州做了什么", at=now, neighbours=0.0)
     assert [h.message_ids for h in hits] == [["yesterday"], ["older"]]  # not the one saying 昨天
-    restricted = ask(db, "昨天去杭州做了什么", at=now, window=-1.0)
+    restricted = ask(store, "昨天去杭州做了什么", at=now, window=-1.0)
     assert [h.message_ids for h in restricted] == [["yesterday"]]
 
 
-def test_a_question_that_is_only_a_time_lists_that_window(db: Database) -> None:
+def test_a_question_that_is_only_a_time_lists_that_window(store: SqliteStore) -> None:
     now = T0 + 10 * DAY
-    say(db, "第一件事", T0 + 9 * DAY, mid="a")
-    say(db, "第二件事", T0 + 9 * DAY + 60, mid="b")
-    say(db, "更早的事", T0, mid="c")
-    assert {h.message_ids[0] for h in ask(db, "昨天呢？", at=now)} == {"a", "b"}
-    assert ask(db, "yesterday", at=T0 - DAY) == []
+    say(store, "第一件事", T0 + 9 * DAY, mid="a")
+    say(store, "第二件事", T0 + 9 * DAY + 60, mid="b")
+    say(store, "更早的事", T0, mid="c")
+    assert {h.message_ids[0] for h in ask(store, "昨天呢？", at=now)} == {"a", "b"}
+    assert ask(store, "yesterday", at=T0 - DAY) == []
 
 
-def test_a_window_without_matches_falls_back_to_everything(db: Database) -> None:
-    say(db, "Joanna finished her screenplay", T0, who="joanna", mid="1")
-    hits = ask(db, "What did Joanna finish last week?", at=T0 + 365 * DAY)
+def test_a_window_without_matches_falls_back_to_everything(store: SqliteStore) -> None:
+    say(store, "Joanna finished her screenplay", T0, who="joanna", mid="1")
+    hits = ask(store, "What did Joanna finish last week?", at=T0 + 365 * DAY)
     assert [h.message_ids for h in hits] == [["1"]]
 
 
-def test_nothing_said_after_the_question_is_returned(db: Database) -> None:
-    say(db, "the launch is on friday", T0, mid="before")
-    say(db, "the launch moved to monday", T0 + DAY, mid="after")
-    hits = ask(db, "launch", at=T0 + 60)
+def test_nothing_said_after_the_question_is_returned(store: SqliteStore) -> None:
+    say(store, "the launch is on friday", T0, mid="before")
+    say(store, "the launch moved to monday", T0 + DAY, mid="after")
+    hits = ask(store, "launch", at=T0 + 60)
     assert [h.message_ids for h in hits] == [["before"]]
 
 
-def test_excluded_turns_are_not_returned_even_as_neighbours(db: Database) -> None:
-    say(db, "where is the vegan restaurant", T0, mid="1")
-    say(db, "next to the station", T0 + 1, mid="2")
-    rows = db.call(lambda conn: [r[0] for r in conn.execute("SELECT id FROM turns ORDER BY id")])
-    query = Query("vegan restaurant", recall.viewer_for(GROUP), exclude_turns=frozenset(rows[1:]))
-    assert [h.message_ids for h in db.call(recall.search, query)] == [["1"]]
+def test_excluded_turns_are_not_returned_even_as_neighbours(store: SqliteStore) -> None:
+    say(store, "where is the vegan restaurant", T0, mid="1")
+    say(store, "next to the station", T0 + 1, mid="2")
+    session = store.read_sync(lambda tx: tx.sessions.latest(GROUP, 1))[0]
+    rows = [t.id for t in store.read_sync(lambda tx: tx.turns.of_session(session.id))]
+    query = Query("vegan restaurant", viewer_for(GROUP), exclude_turns=frozenset(rows[1:]))
+    assert [h.message_ids for h in search(store, query)] == [["1"]]
 
 
 def _old_schema_db(path: str) -> Connection:
     conn = connect(path)
     migrations.migrate(conn, migrations.MIGRATIONS[:2])  # before 0003_porter_fts
-    history.record(conn, NewTurn(GROUP, "user", "she was painting all day", T0, message_id="1"))
+    turn = NewTurn(GROUP, "user", "she was painting all day", T0, message_id="1")
+    sessions.record(SqliteTx(conn), turn, index_text(turn.content))
     return conn
 
 
@@ -145,20 +154,21 @@ def test_the_porter_migration_keeps_every_row_and_stems_them(tmp_path: object) -
         conn.execute("SELECT count(*) FROM turns_fts WHERE turns_fts MATCH 'painted'").fetchone()[0]
         == 0
     )
-    assert migrations.migrate(conn) == ["0003_porter_fts"]
+    assert migrations.migrate(conn, migrations.MIGRATIONS[:3]) == ["0003_porter_fts"]
     after = conn.execute("SELECT rowid, body, scopes FROM turns_fts").fetchall()
     assert [tuple(r) for r in after] == [tuple(r) for r in before]
-    hits = recall.search(conn, Query("painted", recall.viewer_for(GROUP), at=T0 + 1))
+    query = Query("painted", viewer_for(GROUP), at=T0 + 1)
+    hits = recall.search(SqliteTx(conn), query, recall.plan(query))
     assert [h.message_ids for h in hits] == [["1"]]
     sql = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'memory_items_fts'").fetchone()
     assert "porter" in sql[0]
     conn.close()
 
 
-def test_hits_are_ordered_and_limited(db: Database) -> None:
+def test_hits_are_ordered_and_limited(store: SqliteStore) -> None:
     for n in range(30):
-        say(db, f"hiking trip number {n} " + "hiking " * (n % 3), T0 + n, mid=str(n))
-    hits = ask(db, "hiking")
+        say(store, f"hiking trip number {n} " + "hiking " * (n % 3), T0 + n, mid=str(n))
+    hits = ask(store, "hiking")
     assert len(hits) == 10
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
     assert all(h.kind == "turn" and h.scope == f"chat:{GROUP}" for h in hits)
@@ -208,7 +218,7 @@ def test_porter_index_finds_what_the_query_names_and_nothing_of_other_scopes(
         "INSERT INTO t(body, scopes) VALUES (?, ?)",
         [(index_text(body), scopes_text([scope])) for body, scope in rows],
     )
-    expression = scoped_match(text, ["user:qq:1"])
+    expression = scoped_match(query_terms(tokenize(text)), ["user:qq:1"])
     if expression is None:
         return
     found = {r for (r,) in db.execute("SELECT rowid FROM t WHERE t MATCH ?", (expression,))}

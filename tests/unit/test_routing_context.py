@@ -6,9 +6,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from nahida.context import build_prompt, estimate_tokens
 from nahida.errors import ConfigError
-from nahida.history import Turn
+from nahida.memory import Turn
+from nahida.prompt import build_prompt, estimate_tokens
 from nahida.providers.router import Route, resolve_routes
 
 

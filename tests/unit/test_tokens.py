@@ -1,4 +1,5 @@
-"""Tokenisation for FTS5: jieba search mode, one tokenizer for index and query, safe MATCH."""
+"""Tokenisation for FTS5: jieba search mode, one tokenizer for index and query, safe MATCH
+(`memory/tokenize.py` cuts the words, the SQLite store's `fts.py` phrases the MATCH)."""
 
 from __future__ import annotations
 
@@ -13,17 +14,21 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nahida.memory import tokens
-from nahida.memory.tokens import (
-    STOPWORDS,
-    index_text,
-    match_query,
-    scope_token,
-    scoped_match,
-    scopes_text,
-    tokenize,
-    warm_up,
-)
+import nahida.memory.tokenize as tokens
+from nahida.memory.store.sqlite import fts
+from nahida.memory.store.sqlite.fts import scope_token, scopes_text
+from nahida.memory.tokenize import STOPWORDS, index_text, query_terms, tokenize, warm_up
+
+
+def match_query(text: str, *, max_terms: int = 32, stopwords: bool = True) -> str | None:
+    """The MATCH body the store builds for a text (what `tokens.match_query` was)."""
+    return fts.match(query_terms(tokenize(text), max_terms=max_terms, stopwords=stopwords))
+
+
+def scoped_match(text: str | None, scopes: Sequence[str]) -> str | None:
+    terms = None if text is None else query_terms(tokenize(text))
+    return fts.scoped_match(terms, scopes)
+
 
 FTS_SCHEMA = (
     "CREATE VIRTUAL TABLE t USING fts5(body, scopes, tokenize='unicode61 remove_diacritics 0')"

@@ -18,17 +18,22 @@ from dataclasses import dataclass
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from nahida import history
-from nahida.db import Connection, Database
 from nahida.envelope import ChatKey, UserKey
-from nahida.history import NewTurn
-from nahida.memory import recall, store
+from nahida.memory import (
+    Candidate,
+    Evidence,
+    MemoryService,
+    NewTurn,
+    Query,
+    Viewer,
+    recall,
+    sessions,
+    write,
+)
 from nahida.memory.extract import extract
-from nahida.memory.models import Candidate, Evidence
-from nahida.memory.recall import Query
-from nahida.memory.scopes import Viewer
-from nahida.memory.service import MemoryService
-from nahida.memory.tokens import tokenize
+from nahida.memory.store.base import Tx
+from nahida.memory.store.sqlite import SqliteStore
+from nahida.memory.tokenize import index_text, tokenize
 
 USERS = ("u1", "u2", "u3")
 GROUPS = ("g1", "g2")
@@ -104,7 +109,7 @@ class Stored:
     words: frozenset[str]
 
 
-def store_items(conn: Connection, specs: list[tuple[str, str, str, list[str]]]) -> list[Stored]:
+def store_items(tx: Tx, specs: list[tuple[str, str, str, list[str]]]) -> list[Stored]:
     stored = []
     for n, (scope, sensitivity, status, words) in enumerate(specs):
         subject = scope.split(":", 2)[-1] if scope.startswith("user:") else None
@@ -117,35 +122,34 @@ def store_items(conn: Connection, specs: list[tuple[str, str, str, list[str]]]) 
             subject_user=subject,
             evidence=(Evidence(chat="qq:private:u1", message_id=f"m{n}"),),
         )
-        item = store.create(conn, candidate, "test")
+        item = write.create_item(tx, write.tokens_of(candidate), "test")
         if status != "active":
-            item = store.update(conn, item, "test", "archive", status=status)
+            item = write.update_item(tx, item, "test", "archive", status=status)
         stored.append(Stored(item.id, scope, sensitivity, status, frozenset(words)))
     return stored
 
 
-def record_turns(
-    conn: Connection, specs: list[tuple[str, list[str]]]
-) -> dict[str, tuple[str, set[str]]]:
+def record_turns(tx: Tx, specs: list[tuple[str, list[str]]]) -> dict[str, tuple[str, set[str]]]:
     recorded = {}
     now = time.time()
     for n, (chat, words) in enumerate(specs):
         content = " ".join([*words, f"t{n}"])
-        turn = history.record(conn, NewTurn(chat, "user", content, now - 100 + n, speaker="qq:u1"))
+        said = NewTurn(chat, "user", content, now - 100 + n, speaker="qq:u1")
+        turn = sessions.record(tx, said, index_text(content))
         assert turn is not None
         recorded[f"t_{turn.id}"] = (chat, set(words))
     return recorded
 
 
 def check(
-    db: Database,
+    db: SqliteStore,
     stored: list[Stored],
     said: dict[str, tuple[str, set[str]]],
     ctx: Context,
     words: list[str],
 ) -> None:
     query = Query(" ".join(words), ctx.viewer, limit=200)
-    hits = db.call(recall.search, query)
+    hits = db.read_sync(recall.search, query, recall.plan(query))
     found = {h.id for h in hits}
     may_see = {s.id for s in stored if ctx.sees_item(s.scope, s.sensitivity)}
     may_see |= {tid for tid, (chat, _) in said.items() if ctx.sees_turn(chat)}
@@ -156,12 +160,12 @@ def check(
     full |= {tid for tid, (_, w) in said.items() if wanted <= w}
     assert full & may_see <= found
 
-    listed = db.call(lambda conn: store.list_items(conn, ctx.viewer, status=None, limit=1000))
+    service = MemoryService(db)
+    listed = asyncio.run(service.items.latest(ctx.viewer, status=None, limit=1000))
     assert {i.id for i in listed} == {s.id for s in stored if s.id in may_see}
 
     async def visible() -> set[str]:
-        service = MemoryService(db)
-        return {s.id for s in stored if await service.visible_item(s.id, ctx.viewer) is not None}
+        return {s.id for s in stored if await service.items.visible(s.id, ctx.viewer) is not None}
 
     assert asyncio.run(visible()) == {s.id for s in stored if s.id in may_see}
 
@@ -178,11 +182,14 @@ def test_every_retrieval_path_respects_scopes(
     turn_specs: list[tuple[str, list[str]]],
     query_specs: list[tuple[Context, list[str]]],
 ) -> None:
-    with Database(":memory:") as db:
-        stored = db.call(store_items, item_specs)
-        said = db.call(record_turns, turn_specs)
+    db = SqliteStore(":memory:")
+    try:
+        stored = db.write_sync(store_items, item_specs)
+        said = db.write_sync(record_turns, turn_specs)
         for ctx, words in query_specs:
             check(db, stored, said, ctx, words)
+    finally:
+        db.close()
 
 
 # --- the cases other bots got wrong ---------------------------------------------------------
@@ -195,9 +202,9 @@ G1, G2 = ChatKey.parse("qq:group:1"), ChatKey.parse("qq:group:2")
 async def say(service: MemoryService, text: str, chat: ChatKey, user: UserKey) -> None:
     """What the runner and the extraction hook do with a user's message."""
     turn = NewTurn(str(chat), "user", text, time.time() - 60, speaker=str(user))
-    await service.db.run(history.record, turn)
+    await service.sessions.record(turn)
     for candidate in extract(text, chat=chat, user=user):
-        await service.propose(candidate, "rule_extract")
+        await service.items.propose(candidate, "rule_extract")
 
 
 @dataclass(frozen=True)
@@ -208,9 +215,9 @@ class Seen:
 
 async def seen(service: MemoryService, text: str, chat: ChatKey, user: UserKey) -> Seen:
     viewer = Viewer(chat=chat, user=user)
-    hits = await service.search(Query(text, viewer, limit=50))
-    listed = await service.list_items(viewer, limit=100)
-    block = await service.recall_block(text, viewer, frozenset(), limit=15) or ""
+    hits = await service.recall.search(Query(text, viewer, limit=50))
+    listed = await service.items.latest(viewer, limit=100)
+    block = await service.recall.block(text, viewer, frozenset(), limit=15) or ""
     lines = block.splitlines()
     items = [h.text for h in hits if h.kind == "item"] + [i.content for i in listed]
     items += [line for line in lines if line.startswith("- [m_")]
@@ -219,18 +226,18 @@ async def seen(service: MemoryService, text: str, chat: ChatKey, user: UserKey) 
     return Seen("\n".join(items), "\n".join(turns))
 
 
-async def test_a_private_chat_fact_never_surfaces_in_a_group(db: Database) -> None:
-    service = MemoryService(db)
+async def test_a_private_chat_fact_never_surfaces_in_a_group(memory: MemoryService) -> None:
+    service = memory
     await say(service, "我喜欢乌龙茶", ALICE_DM, ALICE)
     mine = await seen(service, "乌龙茶", ALICE_DM, ALICE)
     assert "喜欢乌龙茶" in mine.items and "我喜欢乌龙茶" in mine.history
     assert await seen(service, "乌龙茶", G1, ALICE) == Seen("", "")
-    (item,) = await service.list_items(Viewer(chat=ALICE_DM, user=ALICE))
-    assert await service.visible_item(item.id, Viewer(chat=G1, user=ALICE)) is None
+    (item,) = await service.items.latest(Viewer(chat=ALICE_DM, user=ALICE))
+    assert await service.items.visible(item.id, Viewer(chat=G1, user=ALICE)) is None
 
 
-async def test_said_in_a_group_is_seen_there_by_the_speaker_only(db: Database) -> None:
-    service = MemoryService(db)
+async def test_said_in_a_group_is_seen_there_by_the_speaker_only(memory: MemoryService) -> None:
+    service = memory
     await say(service, "我住在杭州", G1, ALICE)
     assert "住在杭州" in (await seen(service, "杭州", G1, ALICE)).items
     assert (
@@ -244,9 +251,9 @@ async def test_said_in_a_group_is_seen_there_by_the_speaker_only(db: Database) -
 
 
 async def test_another_members_facts_never_surface_in_someone_elses_private_chat(
-    db: Database,
+    memory: MemoryService,
 ) -> None:
-    service = MemoryService(db)
+    service = memory
     await say(service, "我喜欢乌龙茶", BOB_DM, BOB)
     await say(service, "我住在杭州", G1, BOB)  # public, but about Bob
     assert "住在杭州" in (await seen(service, "杭州", G1, BOB)).items
@@ -254,8 +261,8 @@ async def test_another_members_facts_never_surface_in_someone_elses_private_chat
         assert await seen(service, query, ALICE_DM, ALICE) == Seen("", "")
 
 
-async def test_another_groups_chat_items_and_history_never_surface(db: Database) -> None:
-    service = MemoryService(db)
+async def test_another_groups_chat_items_and_history_never_surface(memory: MemoryService) -> None:
+    service = memory
     await say(service, "以后我们统一用英文写文档", G2, BOB)
     await say(service, "英文文档放在共享盘", G2, BOB)
     there = await seen(service, "英文文档", G2, ALICE)

@@ -13,13 +13,10 @@ import sys
 import threading
 import uuid
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, TextIO
+from typing import TextIO
 
-from nahida.adapters.base import Submit
+from nahida.adapters.base import Routes, Submit
 from nahida.envelope import ChatKey, Envelope, Reply, Role, Segment, Sender, UserKey
-
-if TYPE_CHECKING:
-    from nahida.server import InboundServer
 
 CHAT = ChatKey("console", "private", "local")
 USER = UserKey("console", "local")
@@ -45,7 +42,7 @@ class ConsoleAdapter:
         self._user_name = user_name
         self._replied = asyncio.Event()
 
-    def mount(self, server: InboundServer) -> None:
+    def mount(self, server: Routes) -> None:
         return None
 
     def _reader(self, loop: asyncio.AbstractEventLoop, queue: asyncio.Queue[str | None]) -> None:

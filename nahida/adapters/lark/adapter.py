@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import structlog
 
-from nahida.adapters.base import Submit
+from nahida.adapters.base import Routes, Submit
 from nahida.adapters.lark.api import LarkApi
 from nahida.adapters.lark.config import LarkConfig, load
 from nahida.adapters.lark.directory import Directory
@@ -41,9 +41,6 @@ from nahida.adapters.lark.webhook import WebhookReceiver
 from nahida.config import Config
 from nahida.envelope import ChatKey, Envelope, Reply, Role
 from nahida.errors import ActionFailedError, AdapterError
-
-if TYPE_CHECKING:
-    from nahida.server import InboundServer
 
 log = structlog.get_logger(__name__)
 
@@ -84,7 +81,7 @@ class LarkAdapter:
 
     # -- receiving ---------------------------------------------------------------------------
 
-    def mount(self, server: InboundServer) -> None:
+    def mount(self, server: Routes) -> None:
         if not self.settings.webhook:
             return
         self.webhook = WebhookReceiver(

@@ -21,12 +21,12 @@ import asyncio
 import re
 from collections import OrderedDict
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import aiohttp
 import structlog
 
-from nahida.adapters.base import Submit
+from nahida.adapters.base import Routes, Submit
 from nahida.adapters.onebot import config as onebot_config
 from nahida.adapters.onebot.addressing import address, nickname_pattern
 from nahida.adapters.onebot.api import Caller, ConnectionClosedError, HttpApi, OneBotApi
@@ -57,9 +57,6 @@ from nahida.config import Config
 from nahida.envelope import ChatKey, Envelope, Reply, Role, Sender, UserKey
 from nahida.errors import AdapterError
 
-if TYPE_CHECKING:
-    from nahida.server import InboundServer
-
 log = structlog.get_logger(__name__)
 
 PLATFORM = "onebot"
@@ -87,12 +84,12 @@ class OneBotAdapter:
 
     # -- transports ---------------------------------------------------------------------------
 
-    def mount(self, server: InboundServer) -> None:
+    def mount(self, server: Routes) -> None:
         if self.settings.mode == "reverse_ws":
             server.add_route("GET", self.settings.path, self.endpoints.websocket)
         elif self.settings.mode == "http":
             server.add_route("POST", self.settings.http_path, self.endpoints.http_events)
-        server.app.on_shutdown.append(self._on_server_shutdown)
+        server.on_shutdown(self._on_server_shutdown)
 
     async def _on_server_shutdown(self, app: object) -> None:
         await self.registry.close_all("server shutting down")

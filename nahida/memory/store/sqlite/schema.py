@@ -1,11 +1,49 @@
-"""Memory tables (DESIGN §3): items with their FTS index, candidates, and the append-only audit.
+"""The tables of the SQLite store (DESIGN §3), as the migrations that created them shipped them.
 
-`memory_items_fts` holds only active items: archiving or superseding an item removes its row, so
-status and visibility are both decided inside the MATCH. Its `scopes` column carries one token per
-scope the item is visible under (see `nahida.memory.scopes.item_scope_keys`).
+`turns_fts` indexes user and assistant turns under their chat's scope token. `memory_items_fts`
+holds only active items: archiving or superseding an item removes its row, so status and
+visibility are both decided inside the MATCH. Its `scopes` column carries one token per way the
+item may be seen (`fts.item_keys`). Migration 0003 re-created both FTS tables with the porter
+stemmer. `job_runs` records each background job run, `job_leases` which process may run a job.
 """
 
 from __future__ import annotations
+
+SESSIONS_AND_TURNS = """
+CREATE TABLE sessions (
+    id          TEXT PRIMARY KEY,
+    chat        TEXT NOT NULL,
+    title       TEXT NOT NULL,
+    created_at  REAL NOT NULL,
+    updated_at  REAL NOT NULL,
+    turn_count  INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX sessions_by_chat ON sessions (chat, updated_at);
+CREATE TABLE turns (
+    id            INTEGER PRIMARY KEY,
+    session_id    TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+    chat          TEXT NOT NULL,
+    role          TEXT NOT NULL CHECK (role IN ('user', 'assistant', 'tool', 'system')),
+    speaker       TEXT,
+    speaker_name  TEXT,
+    content       TEXT NOT NULL,
+    message_id    TEXT,
+    time          REAL NOT NULL,
+    tool_calls    TEXT,
+    addressed     INTEGER NOT NULL DEFAULT 1,
+    error         TEXT
+);
+CREATE INDEX turns_by_session ON turns (session_id, id);
+CREATE INDEX turns_by_chat_time ON turns (chat, time);
+CREATE UNIQUE INDEX turns_by_message ON turns (chat, message_id) WHERE message_id IS NOT NULL;
+CREATE TABLE chats (
+    chat             TEXT PRIMARY KEY,
+    current_session  TEXT REFERENCES sessions (id) ON DELETE SET NULL,
+    last_active      REAL NOT NULL
+);
+CREATE VIRTUAL TABLE turns_fts USING fts5 (body, scopes, tokenize = 'unicode61 remove_diacritics 0')
+"""
+
 
 MEMORY_TABLES = """
 CREATE TABLE memory_items (
@@ -79,4 +117,23 @@ CREATE TRIGGER memory_events_append_only_delete BEFORE DELETE ON memory_events
 BEGIN
     SELECT RAISE(ABORT, 'memory_events is append-only');
 END
+"""
+
+JOB_TABLES = """
+CREATE TABLE job_runs (
+    id           INTEGER PRIMARY KEY,
+    job          TEXT NOT NULL,
+    holder       TEXT NOT NULL,
+    started_at   REAL NOT NULL,
+    finished_at  REAL,
+    outcome      TEXT NOT NULL DEFAULT 'running',
+    counts       TEXT NOT NULL DEFAULT '{}',
+    error        TEXT
+);
+CREATE INDEX job_runs_by_job ON job_runs (job, id);
+CREATE TABLE job_leases (
+    job         TEXT PRIMARY KEY,
+    holder      TEXT NOT NULL,
+    expires_at  REAL NOT NULL
+)
 """

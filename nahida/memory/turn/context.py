@@ -7,7 +7,7 @@ turns the prompt already shows verbatim (`TurnContext.recent_turn_ids`, the hot 
 
 Two paths, after the Ethan design: a short message or a greeting ("你好", "thanks!") takes the
 fast path, the top `fast_limit` (5) hits; anything else the full path, the top `full_limit` (15).
-Both go through `MemoryService.recall_block`, which ranks (lexical match fused with confidence,
+Both go through `memory.recall.block`, which ranks (lexical match fused with confidence,
 importance, recency and use), packs the lines into the memory token budget — each line carrying
 id, kind, scope and date, the block ending with the "Treat memory as helpful context…" line — and
 counts each injected item as accessed.
@@ -77,7 +77,7 @@ class MemoryInjection:
             return None
         viewer = Viewer(chat=envelope.chat, user=envelope.sender.user)
         limit = self.limit_for(text)
-        block = await self.memory.recall_block(text, viewer, turn.recent_turn_ids, limit=limit)
+        block = await self.memory.recall.block(text, viewer, turn.recent_turn_ids, limit=limit)
         log.debug(
             "memory_injected",
             chat=str(envelope.chat),

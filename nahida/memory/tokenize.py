@@ -1,4 +1,4 @@
-"""Tokenisation for the FTS5 indexes and safe MATCH expressions (DESIGN §5, step 3).
+"""Tokenisation for search (DESIGN §5, step 3): index text and query text alike, jieba only.
 
 Index text and query text go through the same `tokenize()`:
 
@@ -9,44 +9,29 @@ Index text and query text go through the same `tokenize()`:
    "清华", "华大", "大学", "清华大学"); any other run (ASCII words, numbers, other scripts) is kept
    whole, so "GPT-4o" gives "gpt", "4o" and "v1.2.3" gives "v1", "2", "3".
 
-Every token is one `unicode61` token: it contains only characters that SQLite's unicode61
-tokenizer (Unicode 6.1 tables) treats as token characters, checked against SQLite over every code
-point. Characters Python knows as letters but SQLite does not are separators here too.
-
-The FTS contract (the memory store creates its tables to match):
-
-    CREATE VIRTUAL TABLE ... USING fts5(
-        body,      -- index_text(title + content)
-        scopes,    -- scopes_text([scope, ...]): one scope_token() per scope the row belongs to
-        ...,
-        tokenize = 'porter unicode61 remove_diacritics 0'
-    )
-
-FTS5's porter wrapper stems each of our tokens, in the index and in the query alike ("painted",
-"painting" → "paint"); it changes only ASCII suffixes, so Chinese tokens pass through unchanged,
-and a scope token can lose at most its last few hex digits: two scopes would have to share their
-first 19 hex digits (76 bits of a hash) to collide.
-
-`scoped_match(text, scopes)` gives `scopes : ("zs…" OR "zs…") AND body : ("t1" OR "t2")`, so the
-scope filter sits inside the MATCH and applies before ranking. Rank with `bm25(table, 1.0, 0.0)`
-(weight 0 for `scopes`) so the scope tokens do not move scores.
+Every token is one SQLite `unicode61` token: it contains only characters that tokenizer (Unicode
+6.1 tables) treats as token characters, checked against SQLite over every code point. Characters
+Python knows as letters but SQLite does not are separators here too. A store indexes
+`index_text()` and searches for `query_terms()`; how it phrases that (an FTS5 MATCH, a tsquery)
+is its own business, so nothing here knows a query syntax.
 
 jieba loads its dictionary (about a second) on first use; `warm_up()` does it up front. All
-functions here are CPU-bound: call them from a worker thread, not the event loop.
+functions here are CPU-bound: call them before a store call, never on the database thread.
 """
 
 from __future__ import annotations
 
-import hashlib
+import asyncio
 import logging
+import multiprocessing
 import threading
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import lru_cache
-from typing import Any
+from typing import Any, TypeVar
 
-BODY_COLUMN = "body"
-SCOPES_COLUMN = "scopes"
+T = TypeVar("T")
+INLINE_CHARS = 400  # texts up to this long are cut on the caller's thread (well under a ms)
 
 _ZH_STOPWORDS = """
     的 了 是 在 我 你 他 她 它 我们 你们 他们 吗 呢 啊 吧 呀 哦 嗯 哈 啦 嘛 和 与 及 也 都 就 还
@@ -73,6 +58,14 @@ _jieba_lock = threading.Lock()
 _jieba: Any = None
 
 
+async def cut_off_loop(fn: Callable[..., T], *args: Any, size: int) -> T:
+    """`fn(*args)` right here for small inputs (`size` characters), on a worker thread for large
+    ones, so the event loop never waits long on jieba or a regex."""
+    if size <= INLINE_CHARS:
+        return fn(*args)
+    return await asyncio.to_thread(fn, *args)
+
+
 def warm_up() -> None:
     """Load jieba's dictionary now (about a second) instead of on the first `tokenize()`."""
     _tokenizer()
@@ -95,59 +88,49 @@ def index_text(text: str) -> str:
     return " ".join(tokenize(text))
 
 
-def match_query(text: str, *, max_terms: int = 32, stopwords: bool = True) -> str | None:
-    """An FTS5 expression `"t1" OR "t2" ...` for `text`, or None when nothing is searchable.
+def index_ahead(batches: Sequence[Sequence[str]], workers: int = 0) -> Iterator[list[str]]:
+    """`index_text` of every text, batch by batch, in order. With `workers`, the next batch is
+    cut in that many worker processes while the caller stores this one (bulk imports: jieba holds
+    the GIL, so threads would not help)."""
+    if workers < 1 or len(batches) < 2:
+        for batch in batches:
+            yield [index_text(text) for text in batch]
+        return
+    spawn = multiprocessing.get_context("spawn")  # never fork a process that runs threads
+    with spawn.Pool(workers, initializer=warm_up) as pool:
+        pending = pool.map_async(index_text, batches[0], chunksize=256)
+        for n in range(len(batches)):
+            tokens = pending.get()
+            if n + 1 < len(batches):
+                pending = pool.map_async(index_text, batches[n + 1], chunksize=256)
+            yield tokens
 
-    Only quoted tokens are emitted, so no user input can become FTS5 syntax. Duplicates are
-    removed (first occurrence wins) and stopwords dropped unless nothing else would remain.
+
+def query_terms(
+    tokens: Sequence[str], *, max_terms: int = 32, stopwords: bool = True
+) -> tuple[str, ...]:
+    """The distinct terms to search for (first occurrence wins), at most `max_terms`.
+
+    Stopwords and question words are dropped unless nothing else would remain.
     """
     if max_terms < 1:
         raise ValueError("max_terms must be at least 1")
-    terms = list(dict.fromkeys(tokenize(text)))
+    terms = list(dict.fromkeys(tokens))
     if stopwords:
         terms = [t for t in terms if t not in STOPWORDS] or terms
-    if not terms:
-        return None
-    return " OR ".join(_quote(t) for t in terms[:max_terms])
+    return tuple(terms[:max_terms])
 
 
-def has_content(text: str) -> bool:
-    """Whether the text has a searchable word that is not a stopword."""
-    return any(t not in STOPWORDS for t in tokenize(text))
+def has_content(text: str | Sequence[str]) -> bool:
+    """Whether the text (or its tokens) has a searchable word that is not a stopword."""
+    tokens = tokenize(text) if isinstance(text, str) else text
+    return any(t not in STOPWORDS for t in tokens)
 
 
-def scope_token(scope: str) -> str:
-    """A deterministic single unicode61 token for a scope string such as `chat:onebot:group:1`."""
-    return "zs" + hashlib.blake2b(scope.encode("utf-8"), digest_size=10).hexdigest()
-
-
-def scopes_text(scopes: Iterable[str]) -> str:
-    """The text to store in the `scopes` column of a row visible in these scopes."""
-    return " ".join(dict.fromkeys(scope_token(s) for s in scopes))
-
-
-def scoped_match(
-    text: str | None, scopes: Sequence[str], *, max_terms: int = 32, stopwords: bool = True
-) -> str | None:
-    """An FTS5 expression for user `text` restricted to rows in any of `scopes`.
-
-    `text=None` matches every row in the scopes. Returns None (search nothing) when no scope is
-    given or when `text` has nothing searchable.
-    """
-    if not scopes:
-        return None
-    scope_part = " OR ".join(_quote(t) for t in dict.fromkeys(scope_token(s) for s in scopes))
-    expression = f"{SCOPES_COLUMN} : ({scope_part})"
-    if text is None:
-        return expression
-    query = match_query(text, max_terms=max_terms, stopwords=stopwords)
-    if query is None:
-        return None
-    return f"{expression} AND {BODY_COLUMN} : ({query})"
-
-
-def _quote(token: str) -> str:
-    return '"' + token.replace('"', '""') + '"'
+@lru_cache(maxsize=4096)
+def name_tokens(name: str) -> tuple[str, ...]:
+    """The tokens of a display name (names repeat: cut each once)."""
+    return tuple(tokenize(name))
 
 
 def _runs(text: str) -> Iterable[tuple[str, bool]]:

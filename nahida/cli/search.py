@@ -3,8 +3,9 @@
     nahida memory search "她上周去哪了" --chat onebot:group:1 --user 42 [--at ISO] [--json]
     nahida memory search --queries questions.jsonl [--limit N] [--json]
 
-Visibility is that of the question asked in that chat by that user (`recall.viewer_for`: DESIGN §4),
-over all of that chat's history (no hot window is excluded). `--at` (a query's `time`) is the
+Visibility is that of the question asked in that chat by that user (`viewer_for`: DESIGN §4; a
+private chat's user is the one its key names, `--user` may be `42` or `qq:42`), over all of that
+chat's history (no hot window is excluded). `--at` (a query's `time`) is the
 moment the question is asked, default now: "yesterday" resolves against it, in its UTC offset, and
 nothing said or stored later is returned. A queries file has one object per line, `{"id": …,
 "chat": …, "user": …, "q": …, "time": …}` (user and time optional); the output has one JSON line
@@ -13,23 +14,18 @@ per input line, `{"id": …, "hits": [...], "took_ms": …}`, or `{"id": …, "e
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 
-from nahida.db import Database
-from nahida.history_import import parse_moment
-from nahida.memory import recall
-from nahida.memory.recall import Hit, Query
-from nahida.memory.tokens import warm_up
-
-if TYPE_CHECKING:
-    from nahida.cli import State
+from nahida.cli.state import fail, state_of
+from nahida.memory import Hit, MemoryService, Query, parse_moment, viewer_for, warm_up
 
 TEXT_WIDTH = 72
 
@@ -44,18 +40,18 @@ class Question:
     def query(self, limit: int) -> Query:
         return Query(
             self.q,
-            recall.viewer_for(self.chat, self.user),
+            viewer_for(self.chat, self.user),
             at=self.at.timestamp() if self.at else None,
             limit=limit,
             tz=self.at.tzinfo if self.at else None,
         )
 
 
-def ask(db: Database, question: Question, limit: int) -> tuple[list[Hit], float]:
+async def ask(memory: MemoryService, question: Question, limit: int) -> tuple[list[Hit], float]:
     """The hits and the milliseconds the search took."""
     query = question.query(limit)
     started = time.perf_counter()
-    hits = db.call(recall.search, query)
+    hits = await memory.recall.search(query)
     return hits, (time.perf_counter() - started) * 1000
 
 
@@ -71,7 +67,7 @@ def question_of(data: object) -> Question:
     if user is not None and not isinstance(user, str | int):
         raise ValueError("user must be a user id")
     at = parse_moment(data["time"]) if data.get("time") is not None else None
-    recall.viewer_for(chat, str(user) if user is not None else None)  # validates the keys
+    viewer_for(chat, str(user) if user is not None else None)  # validates the keys
     return Question(chat, q, str(user) if user is not None else None, at)
 
 
@@ -97,12 +93,7 @@ def table(hits: list[Hit], at: datetime | None) -> list[str]:
     return lines
 
 
-def _state(ctx: typer.Context) -> State:
-    state: State = ctx.obj
-    return state
-
-
-def _run_file(db: Database, path: Path, limit: int, as_json: bool) -> None:
+async def _run_file(memory: MemoryService, path: Path, limit: int, as_json: bool) -> None:
     with path.open(encoding="utf-8") as handle:
         for number, line in enumerate(handle, start=1):
             if not line.strip():
@@ -118,7 +109,7 @@ def _run_file(db: Database, path: Path, limit: int, as_json: bool) -> None:
                 else:
                     typer.echo(f"line {number}: {exc}", err=True)
                 continue
-            hits, took = ask(db, question, limit)
+            hits, took = await ask(memory, question, limit)
             if as_json:
                 out = {"id": ident, "hits": [h.to_json() for h in hits], "took_ms": round(took, 3)}
                 typer.echo(json.dumps(out, ensure_ascii=False))
@@ -144,33 +135,26 @@ def search(
 ) -> None:
     """Search memory items and history as a question asked in a chat."""
     if (query is None) == (queries is None):
-        typer.echo("error: give a QUERY with --chat, or --queries FILE", err=True)
-        raise typer.Exit(2)
+        raise fail("give a QUERY with --chat, or --queries FILE", 2)
     question: Question | None = None
     if query is not None:
         if chat is None:
-            typer.echo("error: --chat is required with a QUERY", err=True)
-            raise typer.Exit(2)
+            raise fail("--chat is required with a QUERY", 2)
         try:
             moment = parse_moment(at) if at is not None else None
-            recall.viewer_for(chat, user)
+            viewer_for(chat, user)
         except ValueError as exc:
-            typer.echo(f"error: {exc}", err=True)
-            raise typer.Exit(2) from None
+            raise fail(str(exc), 2) from None
         question = Question(chat, query, user, moment)
     elif queries is not None and not queries.is_file():
-        typer.echo(f"error: cannot read {queries}", err=True)
-        raise typer.Exit(1)
+        raise fail(f"cannot read {queries}", 1)
     warm_up()
-    db = Database(_state(ctx).paths.database)
-    try:
+    with state_of(ctx).memory() as memory:
         if question is None:
             assert queries is not None
-            _run_file(db, queries, limit, as_json)
+            asyncio.run(_run_file(memory, queries, limit, as_json))
             return
-        hits, took = ask(db, question, limit)
-    finally:
-        db.close()
+        hits, took = asyncio.run(ask(memory, question, limit))
     if as_json:
         out = {
             "q": question.q,

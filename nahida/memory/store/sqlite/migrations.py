@@ -9,9 +9,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from nahida.db import Connection, driver, transaction
 from nahida.errors import StorageError
-from nahida.memory.schema import MEMORY_TABLES
+from nahida.memory.store.sqlite.db import Connection, driver, transaction
+from nahida.memory.store.sqlite.schema import JOB_TABLES, MEMORY_TABLES, SESSIONS_AND_TURNS
 
 
 def driver_complete(sql: str) -> bool:
@@ -45,42 +45,6 @@ def _sql(script: str) -> Callable[[Connection], None]:
     return apply
 
 
-SESSIONS_AND_TURNS = """
-CREATE TABLE sessions (
-    id          TEXT PRIMARY KEY,
-    chat        TEXT NOT NULL,
-    title       TEXT NOT NULL,
-    created_at  REAL NOT NULL,
-    updated_at  REAL NOT NULL,
-    turn_count  INTEGER NOT NULL DEFAULT 0
-);
-CREATE INDEX sessions_by_chat ON sessions (chat, updated_at);
-CREATE TABLE turns (
-    id            INTEGER PRIMARY KEY,
-    session_id    TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
-    chat          TEXT NOT NULL,
-    role          TEXT NOT NULL CHECK (role IN ('user', 'assistant', 'tool', 'system')),
-    speaker       TEXT,
-    speaker_name  TEXT,
-    content       TEXT NOT NULL,
-    message_id    TEXT,
-    time          REAL NOT NULL,
-    tool_calls    TEXT,
-    addressed     INTEGER NOT NULL DEFAULT 1,
-    error         TEXT
-);
-CREATE INDEX turns_by_session ON turns (session_id, id);
-CREATE INDEX turns_by_chat_time ON turns (chat, time);
-CREATE UNIQUE INDEX turns_by_message ON turns (chat, message_id) WHERE message_id IS NOT NULL;
-CREATE TABLE chats (
-    chat             TEXT PRIMARY KEY,
-    current_session  TEXT REFERENCES sessions (id) ON DELETE SET NULL,
-    last_active      REAL NOT NULL
-);
-CREATE VIRTUAL TABLE turns_fts USING fts5 (body, scopes, tokenize = 'unicode61 remove_diacritics 0')
-"""
-
-
 def _porter_fts(conn: Connection) -> None:
     """Re-create both FTS indexes with FTS5's porter stemmer over unicode61 (English "painted"
     finds "painting"); the stored jieba tokens are copied over, so nothing is re-tokenized."""
@@ -101,6 +65,7 @@ MIGRATIONS: list[Migration] = [
     Migration("0001_sessions_and_turns", _sql(SESSIONS_AND_TURNS)),
     Migration("0002_memory", _sql(MEMORY_TABLES)),
     Migration("0003_porter_fts", _porter_fts),
+    Migration("0004_jobs", _sql(JOB_TABLES)),
 ]
 
 

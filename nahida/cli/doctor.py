@@ -1,20 +1,24 @@
 """`nahida doctor`: what this installation has and whether each part works.
 
 Secrets are masked in the config it prints. Provider reachability is checked by listing models
-(no tokens spent).
+(no tokens spent). When the database exists, the latest run of each background job is shown.
 """
 
 from __future__ import annotations
 
+import asyncio
 import platform
 import sys
 import time
-from typing import Any
+from typing import Annotated, Any
 
-from nahida import db as dbmod
-from nahida.app import Paths, build_provider
+import typer
+
+from nahida.app import Paths, build_provider, open_memory, store_capabilities
+from nahida.cli.state import echo_json, state_of
 from nahida.config import Config, masked_dump
 from nahida.errors import NahidaError
+from nahida.memory import index_text, warm_up
 from nahida.providers.router import resolve_routes
 
 
@@ -36,15 +40,21 @@ async def _providers(config: Config) -> list[dict[str, Any]]:
     return results
 
 
-async def diagnose(config: Config, paths: Paths) -> dict[str, Any]:
-    conn = dbmod.connect(":memory:")
-    caps = dbmod.capabilities(conn)
-    conn.close()
-    started = time.perf_counter()
-    from nahida.memory.tokens import tokenize, warm_up
+async def _job_runs(config: Config, paths: Paths) -> list[dict[str, Any]]:
+    if not paths.database.exists():
+        return []
+    memory = open_memory(config, paths)
+    try:
+        return [run.to_json() for run in await memory.runs.latest()]
+    finally:
+        memory.close()
 
+
+async def diagnose(config: Config, paths: Paths) -> dict[str, Any]:
+    caps = store_capabilities()
+    started = time.perf_counter()
     warm_up()
-    jieba_ok = bool(tokenize("纳西妲记得你喜欢喝茶"))
+    jieba_ok = bool(index_text("纳西妲记得你喜欢喝茶"))
     jieba_ms = round((time.perf_counter() - started) * 1000, 1)
     routes = resolve_routes(config.models, {n: p.model for n, p in config.providers.items()})
     providers = await _providers(config)
@@ -53,9 +63,9 @@ async def diagnose(config: Config, paths: Paths) -> dict[str, Any]:
         "platform": platform.platform(),
         "sqlite": {
             "driver": caps.driver,
-            "version": caps.sqlite_version,
-            "fts5": caps.fts5,
-            "sqlite_vec": caps.vec_version or False,
+            "version": caps.version,
+            "fts5": caps.fts,
+            "sqlite_vec": caps.vectors_version or False,
         },
         "jieba": {"loaded": jieba_ok, "init_ms": jieba_ms},
         "paths": {
@@ -66,9 +76,10 @@ async def diagnose(config: Config, paths: Paths) -> dict[str, Any]:
         },
         "models": {t: f"{r.provider}/{r.model}" for t, r in routes.items()} or None,
         "providers": providers,
+        "jobs": await _job_runs(config, paths),
         "config": masked_dump(config),
     }
-    report["ok"] = caps.fts5 and jieba_ok and all(p["reachable"] for p in providers)
+    report["ok"] = caps.fts and jieba_ok and all(p["reachable"] for p in providers)
     return report
 
 
@@ -97,9 +108,32 @@ def render(report: dict[str, Any]) -> str:
     models = report["models"] or {}
     lines.append("models: " + (", ".join(f"{t}={m}" for t, m in models.items()) or "none"))
     lines.append("paths: " + ", ".join(f"{k}={v}" for k, v in report["paths"].items()))
+    if not report["jobs"]:
+        lines.append("jobs: no run recorded yet")
+    for run in report["jobs"]:
+        ok = run["outcome"] in ("ok", "skipped", "running")
+        counts = ", ".join(f"{k} {v}" for k, v in run["counts"].items())
+        error = f" · {run['error']}" if run["error"] else ""
+        lines.append(
+            f"{mark(ok)}job {run['job']}: {run['outcome']} at {run['started_at']}"
+            + (f" ({counts})" if counts else "")
+            + error
+        )
     import yaml
 
     lines.append("effective config (secrets masked):")
     dumped = yaml.safe_dump(report["config"], allow_unicode=True, sort_keys=False)
     lines.extend("  " + line for line in dumped.splitlines())
     return "\n".join(lines)
+
+
+def doctor(ctx: typer.Context, as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """Check the installation: config, SQLite, FTS5, sqlite-vec, jieba, providers, jobs."""
+    state = state_of(ctx)
+    report = asyncio.run(diagnose(state.config, state.paths))
+    if as_json:
+        echo_json(report)
+    else:
+        typer.echo(render(report))
+    if not report["ok"]:
+        raise typer.Exit(1)

@@ -1,7 +1,6 @@
 """Builds the prompt: persona, named memory slots, the hot window and the current message.
 
-Token counts are estimates (one token per CJK character, one per four other characters): good
-enough to stay inside a budget without a tokenizer dependency. When the budget is tight the oldest
+Token counts are estimates (`providers.base.estimate_tokens`). When the budget is tight the oldest
 hot-window turns go first; slots are trimmed by their sources.
 """
 
@@ -11,10 +10,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from nahida.history import Turn
 from nahida.hooks import SLOTS
 from nahida.i18n import Language
-from nahida.providers.base import Message
+from nahida.memory import Turn
+from nahida.providers.base import Message, estimate_tokens
 
 SLOT_TITLES = {
     "profile": "About the person you are talking to",
@@ -26,12 +25,6 @@ LANGUAGE_LINE: dict[Language, str] = {
     "zh": "默认用简体中文回答，除非对方使用其他语言。",
     "en": "Answer in English unless the person writes in another language.",
 }
-
-
-def estimate_tokens(text: str) -> int:
-    # CJK characters take three UTF-8 bytes, ASCII one: count them without a Python loop.
-    wide = (len(text.encode("utf-8", "replace")) - len(text)) // 2
-    return wide + (len(text) - wide + 3) // 4
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,4 @@
-"""The one module that opens SQLite connections.
+"""The one module that opens SQLite connections, and the thread that owns the store's connection.
 
 Driver choice: CPython builds differ in whether their `sqlite3` can load extensions (this machine's
 3.11 cannot). `sqlean` (the `sqlean.py` package: the same DB-API with extension loading and FTS5)
@@ -8,7 +8,9 @@ Every connection is prepared the same way: WAL (files only), foreign keys, busy 
 mode (transactions are explicit `BEGIN`s, nested ones savepoints), sqlite-vec when loadable.
 `Database` owns one connection and one worker thread: callers hand it functions (`run` from async
 code, `call` from sync code), so SQLite never blocks the event loop, statements are serialised
-without locks, and concurrent writers share commits.
+without locks, and concurrent writers share commits. Each function is either a write (it runs in
+a transaction of its own, or in its own savepoint of a shared one) or a read (it takes no write
+lock: a batch of reads opens no transaction).
 """
 
 from __future__ import annotations
@@ -151,6 +153,7 @@ class _Job:
     args: tuple[Any, ...]
     future: asyncio.Future[Any] | concurrent.futures.Future[Any]
     loop: asyncio.AbstractEventLoop | None
+    write: bool
 
 
 def _deliver(outcome: tuple[_Job, bool, Any]) -> None:
@@ -169,19 +172,26 @@ def _deliver_all(outcomes: list[tuple[_Job, bool, Any]]) -> None:
         _deliver(outcome)
 
 
+def _attempt(job: _Job, conn: Connection) -> tuple[_Job, bool, Any]:
+    try:
+        return (job, True, job.fn(conn, *job.args))
+    except BaseException as exc:
+        return (job, False, exc)
+
+
 class Database:
     """One migrated connection, used only by one worker thread, with group commit.
 
-    Jobs queue up while the thread works; the next batch runs in one transaction, each job in its
-    own savepoint (a failing job rolls back alone), and every job's caller learns its result only
-    after the batch committed. Many chats writing at once then share one commit instead of paying
-    one each. Jobs open transactions only through `transaction()`, which nests as savepoints.
+    Jobs queue up while the thread works; the next batch runs in one transaction, each writing
+    job in its own savepoint (a failing job rolls back alone), and every job's caller learns its
+    result only after the batch committed. Many chats writing at once then share one commit
+    instead of paying one each. A job alone runs in a transaction of its own when it writes.
     """
 
     MAX_BATCH = 256
 
     def __init__(self, path: str | Path) -> None:
-        from nahida.migrations import migrate
+        from nahida.memory.store.sqlite.migrations import migrate
 
         self.path = str(path)
         self.conn = connect(self.path)
@@ -191,17 +201,17 @@ class Database:
         self._thread.start()
         self._closed = False
 
-    async def run(self, fn: Callable[..., T], *args: Any) -> T:
+    async def run(self, fn: Callable[..., T], *args: Any, write: bool = True) -> T:
         """Run `fn(conn, *args)` on the database thread."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
-        self._submit(_Job(fn, args, future, loop))
+        self._submit(_Job(fn, args, future, loop, write))
         return await future
 
-    def call(self, fn: Callable[..., T], *args: Any) -> T:
+    def call(self, fn: Callable[..., T], *args: Any, write: bool = True) -> T:
         """Run `fn(conn, *args)` on the database thread and wait (CLI, scripts, tests)."""
         future: concurrent.futures.Future[T] = concurrent.futures.Future()
-        self._submit(_Job(fn, args, future, None))
+        self._submit(_Job(fn, args, future, None, write))
         return future.result()
 
     def _submit(self, job: _Job) -> None:
@@ -238,26 +248,30 @@ class Database:
 
     def _run_batch(self, batch: list[_Job]) -> list[tuple[_Job, bool, Any]]:
         conn = self.conn
+        if not any(job.write for job in batch):
+            return [_attempt(job, conn) for job in batch]
         if len(batch) == 1:
             job = batch[0]
             try:
-                return [(job, True, job.fn(conn, *job.args))]
+                with transaction(conn):
+                    return [(job, True, job.fn(conn, *job.args))]
             except BaseException as exc:
+                if conn.in_transaction:  # COMMIT itself failed
+                    conn.execute("ROLLBACK")
                 return [(job, False, exc)]
         outcomes: list[tuple[_Job, bool, Any]] = []
         try:
             conn.execute("BEGIN IMMEDIATE")
             for job in batch:
+                if not job.write:
+                    outcomes.append(_attempt(job, conn))
+                    continue
                 conn.execute("SAVEPOINT job")
-                try:
-                    value = job.fn(conn, *job.args)
-                except BaseException as exc:
+                outcome = _attempt(job, conn)
+                if not outcome[1]:
                     conn.execute("ROLLBACK TO job")
-                    conn.execute("RELEASE job")
-                    outcomes.append((job, False, exc))
-                else:
-                    conn.execute("RELEASE job")
-                    outcomes.append((job, True, value))
+                conn.execute("RELEASE job")
+                outcomes.append(outcome)
             conn.execute("COMMIT")
         except Exception as exc:  # the batch itself failed: nobody's work was kept
             if conn.in_transaction:

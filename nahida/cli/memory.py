@@ -1,0 +1,293 @@
+"""`nahida memory …`: long-term memory from the command line, as a bot admin (DESIGN §4, §10).
+
+    nahida memory remember TEXT (--scope SCOPE | --chat CHAT [--user ID]) [--kind K]
+    nahida memory list [--scope SCOPE ... | --chat CHAT [--user ID]] [--kind K] [--status S]
+    nahida memory forget ID [--reason TEXT]
+    nahida memory why ID
+    nahida memory review [accept|reject CANDIDATE_ID]
+    nahida memory export [--scope SCOPE ...] [--output FILE]
+    nahida memory import FILE
+    nahida memory search …            (nahida.cli.search)
+
+The same operations as the chat's `/memory` commands, through `MemoryService`, with the CLI as the
+actor (`Actor.cli()`: a bot admin); `remember` is an admin edit (`candidates.admin_edit`). Scopes
+are named explicitly (`global`, `chat:<ChatKey>`, `user:<UserKey>`), or `--chat`/`--user` give the
+scopes a question in that chat by that user sees; `list` with neither lists every scope. Every
+read has `--json`. Export writes one item per line (`MemoryItem.to_json()`); import keeps ids and
+is idempotent: export → import → export is lossless.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import asdict
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from nahida.cli.search import search
+from nahida.cli.state import echo_json, fail, state_of
+from nahida.memory import (
+    ITEM_STATUSES,
+    KINDS,
+    Actor,
+    MemoryItem,
+    MemoryPermissionError,
+    SecretRefused,
+    Viewer,
+    admin_viewer,
+    candidates,
+    export_lines,
+    iso,
+    validate_scope,
+    viewer_for,
+)
+
+memory_app = typer.Typer(
+    help="Long-term memory: search, remember, list, forget …", no_args_is_help=True
+)
+memory_app.command("search")(search)
+
+STATUSES = (*ITEM_STATUSES, "all")
+SCOPE_HELP = "global | chat:<ChatKey> | user:<UserKey>"
+ScopeOption = Annotated[list[str] | None, typer.Option("--scope", help=SCOPE_HELP)]
+ChatOption = Annotated[str | None, typer.Option(help="ChatKey: the scopes seen in that chat.")]
+UserOption = Annotated[
+    str | None, typer.Option(help="User id on the chat's platform (or a full UserKey).")
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="JSON output.")]
+
+
+def _viewer(scopes: list[str] | None, chat: str | None, user: str | None) -> Viewer | None:
+    """Explicit scopes, or what a question in `chat` by `user` sees; None: every scope."""
+    try:
+        if scopes and chat:
+            raise ValueError("give --scope or --chat, not both")
+        if scopes:
+            return admin_viewer(scopes)
+        if chat:
+            return viewer_for(chat, user)
+        if user:
+            raise ValueError("--user needs --chat")
+    except ValueError as exc:
+        raise fail(str(exc), 2) from None
+    return None
+
+
+def _line(item: MemoryItem) -> str:
+    text = " ".join((f"{item.title}: {item.content}" if item.title else item.content).split())
+    day = (iso(item.created_at) or "")[:10]
+    return f"{item.id}  {item.kind:<10} {item.status:<10} {item.scope}  {day}  {text[:80]}"
+
+
+# remember -------------------------------------------------------------------------------------
+
+
+@memory_app.command()
+def remember(
+    ctx: typer.Context,
+    text: Annotated[str, typer.Argument(help="What to remember.")],
+    scope: Annotated[str | None, typer.Option(help=SCOPE_HELP)] = None,
+    chat: ChatOption = None,
+    user: UserOption = None,
+    kind: Annotated[str, typer.Option(help=f"One of {', '.join(KINDS)}.")] = "fact",
+    sensitivity: Annotated[
+        str, typer.Option(help="public | private (default: private for a person, else public)")
+    ] = "default",
+    as_json: JsonOption = False,
+) -> None:
+    """Remember a fact (an admin edit: committed now, merged or superseding as usual)."""
+    if kind not in KINDS or sensitivity not in ("default", "public", "private"):
+        raise fail(f"--kind is one of {', '.join(KINDS)}; --sensitivity public or private", 2)
+    try:
+        candidate = candidates.admin_edit(
+            text, kind=kind, scope=scope, chat=chat, user=user, sensitivity=sensitivity
+        )
+    except ValueError as exc:
+        raise fail(str(exc), 2) from None
+    with state_of(ctx).memory() as memory:
+        try:
+            result = asyncio.run(memory.items.propose(candidate, Actor.cli().label))
+        except SecretRefused as exc:
+            raise fail(f"not remembered: {exc}") from None
+    if as_json:
+        echo_json({"scope": candidate.scope, **asdict(result)})
+    elif result.outcome == "rejected":
+        raise fail(f"not remembered: {result.reason}")
+    else:
+        ident = result.item_id or result.candidate_id
+        extra = f" (replaces {result.replaced})" if result.replaced else ""
+        typer.echo(f"{result.outcome} {ident} in {candidate.scope}{extra}")
+
+
+# list / forget / why ------------------------------------------------------------------------
+
+
+@memory_app.command("list")
+def list_(
+    ctx: typer.Context,
+    scope: ScopeOption = None,
+    chat: ChatOption = None,
+    user: UserOption = None,
+    kind: Annotated[str | None, typer.Option(help=f"One of {', '.join(KINDS)}.")] = None,
+    status: Annotated[str, typer.Option(help=" | ".join(STATUSES))] = "active",
+    limit: Annotated[int, typer.Option(min=1)] = 50,
+    as_json: JsonOption = False,
+) -> None:
+    """List items, most recently changed first."""
+    if (kind is not None and kind not in KINDS) or status not in STATUSES:
+        raise fail(f"--kind is one of {', '.join(KINDS)}; --status one of {', '.join(STATUSES)}", 2)
+    viewer = _viewer(scope, chat, user)
+    wanted = None if status == "all" else status
+    with state_of(ctx).memory() as memory:
+        items = asyncio.run(memory.items.latest(viewer, kind=kind, status=wanted, limit=limit))
+    if as_json:
+        echo_json([i.to_json() for i in items])
+        return
+    typer.echo("\n".join(_line(i) for i in items) if items else "no items")
+
+
+@memory_app.command()
+def forget(
+    ctx: typer.Context,
+    item_id: Annotated[str, typer.Argument(help="Item id, e.g. m_7f3a2c.")],
+    reason: Annotated[str, typer.Option(help="Why (kept in the audit trail).")] = "forgotten (cli)",
+    as_json: JsonOption = False,
+) -> None:
+    """Archive an item (audited; it stays traceable)."""
+    with state_of(ctx).memory() as memory:
+        try:
+            item = asyncio.run(memory.items.forget(item_id, Actor.cli(), reason))
+        except (LookupError, MemoryPermissionError):
+            raise fail(f"no active item {item_id}") from None
+    if as_json:
+        echo_json({"forgotten": item.id, "status": item.status})
+    else:
+        typer.echo(f"archived {item.id}")
+
+
+@memory_app.command()
+def why(
+    ctx: typer.Context,
+    item_id: Annotated[str, typer.Argument(help="Item id.")],
+    as_json: JsonOption = False,
+) -> None:
+    """An item with its source, evidence and audit trail."""
+    with state_of(ctx).memory() as memory:
+        item = asyncio.run(memory.items.get(item_id))
+        found = asyncio.run(memory.items.why(item_id, admin_viewer([item.scope]))) if item else None
+    if found is None:
+        raise fail(f"no item {item_id}")
+    item = found.item
+    if as_json:
+        events = [asdict(e) for e in found.events]
+        echo_json({"item": item.to_json(), "events": events, "replaced_by": found.replaced_by})
+        return
+    lines = [_line(item), f"source {item.source} · confidence {item.confidence:.2f}"]
+    lines += [f"evidence: {json.dumps(e.to_json(), ensure_ascii=False)}" for e in item.evidence]
+    for event in found.events:
+        reason = f" · {event.reason}" if event.reason else ""
+        lines.append(f"{iso(event.time)} {event.action} by {event.actor}{reason}")
+    if item.supersedes:
+        lines.append(f"supersedes {item.supersedes}")
+    if found.replaced_by:
+        lines.append(f"replaced by {found.replaced_by}")
+    typer.echo("\n".join(lines))
+
+
+# review ---------------------------------------------------------------------------------------
+
+
+@memory_app.command()
+def review(
+    ctx: typer.Context,
+    action: Annotated[str | None, typer.Argument(help="accept | reject")] = None,
+    candidate_id: Annotated[str | None, typer.Argument(help="Candidate id, e.g. c_1a2b3c.")] = None,
+    limit: Annotated[int, typer.Option(min=1)] = 50,
+    as_json: JsonOption = False,
+) -> None:
+    """List candidates waiting for review, or accept / reject one."""
+    if action is not None and (action not in ("accept", "reject") or candidate_id is None):
+        raise fail("usage: nahida memory review [accept|reject CANDIDATE_ID]", 2)
+    with state_of(ctx).memory() as memory:
+        if action is None:
+            pending = asyncio.run(memory.items.pending(Actor.cli(), limit))
+        else:
+            assert candidate_id is not None
+            accept = action == "accept"
+            result = asyncio.run(memory.items.review(candidate_id, accept, Actor.cli()))
+    if action is None:
+        if as_json:
+            echo_json([{"id": c, "created_at": t, **asdict(cand)} for c, cand, t in pending])
+            return
+        for ident, cand, _ in pending:
+            typer.echo(
+                f"{ident}  {cand.kind:<10} {cand.scope}  {' '.join(cand.content.split())[:80]}"
+            )
+        if not pending:
+            typer.echo("nothing to review")
+        return
+    if result is None:
+        raise fail(f"no pending candidate {candidate_id}")
+    if as_json:
+        echo_json(asdict(result))
+    else:
+        typer.echo(
+            f"{result.outcome} {candidate_id}" + (f" → {result.item_id}" if result.item_id else "")
+        )
+
+
+# export / import ------------------------------------------------------------------------------
+
+
+@memory_app.command()
+def export(
+    ctx: typer.Context,
+    scope: ScopeOption = None,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="File (default stdout).")
+    ] = None,
+) -> None:
+    """Every item (any status) as JSON Lines, oldest first."""
+    try:
+        scopes = [validate_scope(s) for s in scope] if scope else None
+    except ValueError as exc:
+        raise fail(str(exc), 2) from None
+    with state_of(ctx).memory() as memory:
+        items = asyncio.run(memory.items.export(scopes))
+    text = "".join(line + "\n" for line in export_lines(items))
+    if output is None:
+        typer.echo(text, nl=False)
+    else:
+        output.write_text(text, encoding="utf-8")
+        typer.echo(f"exported {len(items)} items to {output}", err=True)
+
+
+@memory_app.command("import")
+def import_(
+    ctx: typer.Context,
+    file: Annotated[Path, typer.Argument(help="JSONL written by `nahida memory export`.")],
+    as_json: JsonOption = False,
+) -> None:
+    """Import exported items as they were (same ids); items already present are skipped."""
+    if not file.is_file():
+        raise fail(f"cannot read {file}")
+    lines = file.read_text(encoding="utf-8").splitlines()
+    with state_of(ctx).memory() as memory:
+        report = asyncio.run(memory.items.import_exported(lines, Actor.cli().label))
+    bad = [b.to_json() for b in report.bad]
+    if as_json:
+        echo_json(
+            {
+                "imported": report.imported,
+                "duplicates": report.duplicates,
+                "bad": len(bad),
+                "errors": bad,
+            }
+        )
+        return
+    for entry in report.bad:
+        typer.echo(f"{file}:{entry.line}: {entry.error}", err=True)
+    typer.echo(f"imported {report.imported}, already present {report.duplicates}, bad {len(bad)}")

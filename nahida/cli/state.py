@@ -1,0 +1,52 @@
+"""What every command of the CLI shares: the paths and config of this invocation, memory opened
+the way the app opens it (`app.open_memory`), and the two ways a command ends badly or prints."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import typer
+
+from nahida.app import Paths, open_memory
+from nahida.config import Config, load_config
+from nahida.memory import MemoryService
+
+
+class State:
+    def __init__(self, paths: Paths) -> None:
+        self.paths = paths
+        self._config: Config | None = None
+
+    @property
+    def config(self) -> Config:
+        if self._config is None:
+            self._config = load_config(self.paths.config)
+        return self._config
+
+    @contextlib.contextmanager
+    def memory(self) -> Iterator[MemoryService]:
+        """Memory for the length of one command; closed (its queue drained) afterwards."""
+        memory = open_memory(self.config, self.paths)
+        try:
+            yield memory
+        finally:
+            memory.close()
+
+
+def state_of(ctx: typer.Context) -> State:
+    state = ctx.obj
+    assert isinstance(state, State)
+    return state
+
+
+def fail(message: str, code: int = 1) -> typer.Exit:
+    """Print `error: message` on stderr; raise the returned Exit with `code`."""
+    typer.echo(f"error: {message}", err=True)
+    return typer.Exit(code)
+
+
+def echo_json(data: Any, *, indent: int | None = 2) -> None:
+    typer.echo(json.dumps(data, ensure_ascii=False, indent=indent, default=str))

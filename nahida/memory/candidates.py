@@ -1,0 +1,187 @@
+"""One candidate builder per source (DESIGN §6): where a memory goes, and what it carries.
+
+- `remembered` (`user_explicit`, `/memory remember`): in a private chat about the person
+  (private); in a group, the group's memory (public).
+- `extracted` (`rule_extract`, after each turn): in a private chat about the person; in a group
+  about the speaker (public), or the group's for group decisions.
+- `admin_edit` (`human_edit`, the CLI): the scope named, or where `--chat`/`--user` would say it.
+- `from_plugin` (`plugin:<name>`, `memory_store`): the person, the chat or global, as it says.
+
+Every builder returns a `Candidate`; the write path (`write.prepare` / `write.propose`) filters,
+deduplicates and commits it. A builder raises ValueError for a target that does not parse.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Literal
+
+from nahida.envelope import ChatKey, UserKey
+from nahida.memory.models import KINDS, Candidate, Evidence
+from nahida.memory.safety import redact
+from nahida.memory.scopes import GLOBAL, chat_scope, user_scope, validate_scope, viewer_for
+from nahida.memory.statements import Statement, statements
+
+Audience = Literal["user", "chat", "global"]
+QUOTE_CHARS = 120
+EXTRACTED_IMPORTANCE = {"fact": 0.7, "preference": 0.5, "decision": 0.7, "task": 0.6}
+
+
+def explicit_scope(chat: ChatKey, user: UserKey) -> tuple[str, str, str | None]:
+    """(scope, sensitivity, subject) of what someone asks to remember where they are."""
+    if chat.is_group:
+        return chat_scope(chat), "public", None
+    return user_scope(user), "private", str(user)
+
+
+def remembered(
+    text: str,
+    *,
+    chat: ChatKey,
+    user: UserKey,
+    message_id: str | None = None,
+    kind: str = "fact",
+    at: float | None = None,
+) -> Candidate:
+    """`/memory remember`: read with the same rules as extraction, so slots supersede alike."""
+    scope, sensitivity, subject = explicit_scope(chat, user)
+    read = statements(text)
+    if len(read) == 1 and kind == "fact":
+        kind = read[0].kind
+    return Candidate(
+        scope=scope,
+        kind=kind,
+        slot=read[0].slot if len(read) == 1 else None,
+        content=text.strip(),
+        source="user_explicit",
+        confidence=0.95,
+        importance=0.7,
+        sensitivity=sensitivity,
+        subject_user=subject,
+        speaker_user=str(user),
+        evidence=(Evidence(chat=str(chat), message_id=message_id, time=_now(at)),),
+    )
+
+
+def _quote(sentence: str) -> str:
+    quote = redact(" ".join(sentence.split()))
+    return quote if len(quote) <= QUOTE_CHARS else quote[: QUOTE_CHARS - 1] + "…"
+
+
+def extracted(
+    statement: Statement,
+    *,
+    chat: ChatKey,
+    user: UserKey,
+    message_id: str | None = None,
+    turn_id: int | None = None,
+    at: float | None = None,
+) -> Candidate:
+    """A statement someone made: in a group, about themselves (public) or a group decision."""
+    at = _now(at)
+    if chat.is_group and statement.about == "chat":
+        scope, subject, sensitivity = chat_scope(chat), None, "public"
+    else:
+        scope, subject = user_scope(user), str(user)
+        sensitivity = "public" if chat.is_group else "private"
+    evidence = Evidence(str(chat), message_id, turn_id, at, quote=_quote(statement.quote))
+    return Candidate(
+        scope=scope,
+        kind=statement.kind,
+        content=statement.content,
+        source="rule_extract",
+        confidence=statement.confidence,
+        importance=EXTRACTED_IMPORTANCE.get(statement.kind, 0.5),
+        sensitivity=sensitivity,
+        subject_user=subject,
+        speaker_user=str(user),
+        slot=statement.slot,
+        evidence=(evidence,),
+        valid_from=at,
+    )
+
+
+def admin_edit(
+    text: str,
+    *,
+    kind: str = "fact",
+    scope: str | None = None,
+    chat: str | None = None,
+    user: str | None = None,
+    sensitivity: str = "default",
+) -> Candidate:
+    """`nahida memory remember`: an admin's edit, in the scope named or where `chat`/`user` would
+    say it. `sensitivity` "default": private for a person, public otherwise."""
+    if kind not in KINDS:
+        raise ValueError(f"kind is one of {', '.join(KINDS)}, not {kind!r}")
+    subject = None
+    if scope is not None:
+        person = validate_scope(scope).startswith("user:")
+        default, subject = ("private", scope[5:]) if person else ("public", None)
+    elif chat is not None and user is not None:
+        viewer = viewer_for(chat, user)
+        assert viewer.chat is not None and viewer.user is not None
+        scope, default, subject = explicit_scope(viewer.chat, viewer.user)
+    elif chat is not None:
+        scope, default = chat_scope(ChatKey.parse(chat)), "public"
+    else:
+        raise ValueError("give --scope, or --chat (with --user for a person's memory)")
+    return Candidate(
+        scope=scope,
+        kind=kind,
+        content=text.strip(),
+        source="human_edit",
+        confidence=0.95,
+        importance=0.7,
+        sensitivity=sensitivity if sensitivity != "default" else default,
+        subject_user=subject,
+        evidence=(Evidence(ref="cli", time=time.time()),),
+    )
+
+
+def from_plugin(
+    plugin: str,
+    content: str,
+    *,
+    kind: str = "fact",
+    audience: Audience = "user",
+    sensitivity: str = "private",
+    confidence: float = 0.8,
+    evidence: Sequence[Evidence] | None = None,
+    subject: UserKey | None = None,
+    chat: ChatKey | None = None,
+    speaker: UserKey | None = None,
+) -> Candidate:
+    """A plugin's `memory_store`: about a person (`subject`), in a chat, or global."""
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {', '.join(KINDS)}, not {kind!r}")
+    if not 0.0 <= confidence <= 1.0:
+        raise ValueError(f"confidence must be between 0 and 1, not {confidence}")
+    if audience == "user":
+        if subject is None:
+            raise ValueError('audience="user" needs subject= (e.g. call.user)')
+        scope = user_scope(subject)
+    elif audience == "chat":
+        if chat is None:
+            raise ValueError('audience="chat" needs chat= (e.g. call.chat)')
+        scope = chat_scope(chat)
+    else:
+        scope = GLOBAL
+    said_by = speaker if speaker is not None else subject
+    source = f"plugin:{plugin}"
+    return Candidate(
+        scope=scope,
+        kind=kind,
+        content=content.strip(),
+        source=source,
+        confidence=confidence,
+        sensitivity=sensitivity,
+        subject_user=str(subject) if subject else None,
+        speaker_user=str(said_by) if said_by else None,
+        evidence=tuple(evidence) if evidence else (Evidence(ref=source, time=time.time()),),
+    )
+
+
+def _now(at: float | None) -> float:
+    return time.time() if at is None else at

@@ -1,0 +1,181 @@
+"""The lexical retrieval cascade (DESIGN §5, steps 3 and 5): items and history turns, fused.
+
+Both searches pass the viewer's visibility to the store, which applies it inside its query, so
+nothing the viewer may not see is ever ranked. Nothing said (turns) or stored (items) after the
+moment of the question is returned, nor turns the prompt already shows verbatim (the hot window).
+
+How a question is read and ranked (each step measured by scripts/eval_recall.py; see `Tuning`):
+
+1. Time expressions ("昨天", "last week", "8 May 2023"; `timeparse`) come out of the lexical query
+   and name a window relative to the question's moment. Hits inside it weigh `1 + window` times
+   more; a window is a preference, not a filter (a filter lost recall: words like "上周" are often
+   small talk). A question that is only a time expression lists that window's latest turns.
+2. Query terms: jieba tokens minus stopwords and question words (`tokenize.query_terms`),
+   matched with bm25 against indexes that stem English (porter).
+3. A speaker the question names ("What did Caroline research?") is taken out of the lexical query
+   (it mostly matches the other person addressing them) and that speaker's turns weigh
+   `1 + speaker` times more.
+4. A turn scores at least `neighbours` times the best score of the turn just before or after it
+   in its session: an answer often follows the turn that names the topic.
+5. Items and turns are fused by reciprocal rank, boosted (confidence, importance, recency, use),
+   and deduplicated by text (`fuse`).
+
+`search` is a unit of work: it runs on the store's thread with a `Plan` made before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
+
+from nahida.memory.models import Hit
+from nahida.memory.recall.fuse import fuse
+from nahida.memory.recall.plan import TUNING, Plan, Query, Tuning
+from nahida.memory.store.base import TextSearch, TurnMatch, Tx
+from nahida.memory.timeparse import TimeWindow
+from nahida.memory.tokenize import has_content, name_tokens, query_terms
+
+K = TypeVar("K")
+Fetch = Callable[[tuple[str, ...] | None, TimeWindow | None], list[tuple[Any, float, Any]]]
+
+
+def _gather(
+    fetch: Fetch, lexical: list[tuple[Any, float, Any]], found: Plan, terms: Any, tuning: Tuning
+) -> tuple[dict[Any, Any], dict[Any, float], set[Any]]:
+    """Records by id, their scores, and the ids inside the window (`fetch(terms, window)`)."""
+    records: dict[Any, Any] = {}
+    scores: dict[Any, float] = {}
+    for key, score, record in lexical:
+        records[key] = record
+        scores[key] = score
+    inside: set[Any] = set()
+    if found.window is not None and tuning.window != 0:
+        for key, score, record in fetch(terms, found.window):
+            records.setdefault(key, record)
+            scores.setdefault(key, score)
+            inside.add(key)
+    return records, scores, inside
+
+
+def _prefer_window(final: dict[K, float], inside: set[K], tuning: Tuning) -> dict[K, float]:
+    if not inside:
+        return final
+    if tuning.window < 0:
+        return {i: v for i, v in final.items() if i in inside}
+    return {i: v * (1.0 + tuning.window) if i in inside else v for i, v in final.items()}
+
+
+def _search(query: Query, terms: tuple[str, ...] | None, limit: int, window: Any) -> TextSearch:
+    return TextSearch(terms, limit, query.at, window.bounds if window is not None else None)
+
+
+def item_hits(tx: Tx, query: Query, found: Plan, depth: int, tuning: Tuning = TUNING) -> list[Hit]:
+    visibility = query.viewer.visibility()
+
+    def fetch(
+        terms: tuple[str, ...] | None, window: TimeWindow | None
+    ) -> list[tuple[Any, float, Any]]:
+        matches = tx.items.search(visibility, _search(query, terms, depth, window))
+        return [(m.item.id, m.score, m.item) for m in matches]
+
+    terms = None if found.text is None else query_terms(found.tokens, max_terms=tuning.max_terms)
+    lexical = fetch(terms, None) if terms is not None else []
+    records, scores, inside = _gather(fetch, lexical, found, terms, tuning)
+    final = _prefer_window(scores, inside, tuning)
+    hits = []
+    for item_id in sorted(final, key=lambda i: (-final[i], -records[i].created_at, i))[:depth]:
+        item = records[item_id]
+        text = f"{item.title}: {item.content}" if item.title else item.content
+        hits.append(
+            Hit(
+                "item",
+                item.id,
+                text,
+                final[item_id],
+                item.scope,
+                item.message_ids,
+                item.created_at,
+                item=item,
+            )
+        )
+    return hits
+
+
+def named_speakers(turns: Iterable[TurnMatch], tokens: Iterable[str]) -> set[str]:
+    """Speaker names (of these turns) that the question's tokens name in full."""
+    words = set(tokens)
+    named = set()
+    for name in {t.speaker_name for t in turns if t.speaker_name}:
+        parts = name_tokens(name)
+        if parts and words.issuperset(parts):
+            named.add(name)
+    return named
+
+
+def turn_hits(tx: Tx, query: Query, found: Plan, depth: int, tuning: Tuning = TUNING) -> list[Hit]:
+    pool = max(depth, tuning.depth) + len(query.exclude_turns)
+    chats = query.viewer.turn_chats()
+
+    def fetch(
+        terms: tuple[str, ...] | None, window: TimeWindow | None
+    ) -> list[tuple[Any, float, Any]]:
+        matches = tx.turns.search(chats, _search(query, terms, pool, window))
+        return [(m.id, m.score, m) for m in matches]
+
+    terms: tuple[str, ...] | None = None
+    if found.text is not None:
+        terms = query_terms(found.tokens, max_terms=tuning.max_terms)
+    lexical = fetch(terms, None) if terms is not None else []
+    named: set[str] = set()
+    if terms is not None and tuning.speaker > 0:
+        named = named_speakers((record for _, _, record in lexical), found.tokens)
+        drop = {part for name in named for part in name_tokens(name)}
+        rest = tuple(t for t in found.tokens if t not in drop) if named else ()
+        if has_content(rest):
+            terms = query_terms(rest, max_terms=tuning.max_terms)
+            lexical = fetch(terms, None)
+        elif named and found.window is not None:
+            terms, lexical = None, []  # "what did Gina say last week": her turns of that week
+    records, scores, inside = _gather(fetch, lexical, found, terms, tuning)
+    for turn_id in query.exclude_turns:
+        records.pop(turn_id, None)
+        scores.pop(turn_id, None)
+    final = dict(scores)
+    if tuning.neighbours > 0 and terms is not None:
+        for of, turn in tx.turns.neighbours(list(scores), query.at):
+            if turn.id in query.exclude_turns:
+                continue
+            records.setdefault(turn.id, turn)
+            lent = tuning.neighbours * scores[of]
+            final[turn.id] = max(final.get(turn.id, 0.0), lent)
+    if named:
+        for turn_id, turn in records.items():
+            if turn.speaker_name in named and turn_id in final:
+                final[turn_id] *= 1.0 + tuning.speaker
+    final = _prefer_window(final, inside, tuning)
+    ranked = sorted(final, key=lambda i: (-final[i], -records[i].time, i))[:depth]  # ties: latest
+    return [_turn_hit(records[i], final[i]) for i in ranked]
+
+
+def _turn_hit(turn: TurnMatch, score: float) -> Hit:
+    return Hit(
+        "turn",
+        f"t_{turn.id}",
+        turn.content,
+        score,
+        f"chat:{turn.chat}",
+        [turn.message_id] if turn.message_id else [],
+        turn.time,
+        speaker=turn.speaker_name or turn.speaker,
+    )
+
+
+def search(tx: Tx, query: Query, found: Plan, tuning: Tuning = TUNING) -> list[Hit]:
+    """Items and turns for `query` (read as `found`), fused, best first."""
+    depth = max(query.limit * 3, 20)
+    lists = []
+    if query.items:
+        lists.append(item_hits(tx, query, found, depth, tuning))
+    if query.turns:
+        lists.append(turn_hits(tx, query, found, depth, tuning))
+    return fuse(lists, found.now, tuning.rrf_k)[: query.limit]

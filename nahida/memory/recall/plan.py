@@ -1,0 +1,71 @@
+"""What one search looks for: the question, who asks it and when, and how it is read.
+
+`plan()` reads a question before the store is asked (DESIGN §1: no jieba on the database
+thread): its time expressions ("昨天", "last week"; `timeparse`) come out of the lexical part and
+name a window relative to the question's moment; the rest is cut into tokens once.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from datetime import datetime, tzinfo
+
+from nahida.memory import timeparse
+from nahida.memory.scopes import Viewer
+from nahida.memory.timeparse import TimeWindow
+from nahida.memory.tokenize import has_content, tokenize
+
+RRF_K = 60.0
+
+
+@dataclass(frozen=True, slots=True)
+class Tuning:
+    """Ranking knobs; the defaults are the best measured by scripts/eval_recall.py."""
+
+    max_terms: int = 128  # query terms sent to FTS after stopwords (long, chatty questions)
+    depth: int = 50  # lexical candidates per list before re-ranking
+    neighbours: float = 0.6  # a turn scores at least this share of an adjacent turn's score
+    speaker: float = 1.0  # extra weight for turns said by a speaker the question names
+    window: float = 1.0  # extra weight for hits inside the question's time window; < 0: only those
+    strip_time: bool = True  # take time expressions out of the lexical query
+    rrf_k: float = RRF_K
+
+
+TUNING = Tuning()
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    text: str
+    viewer: Viewer
+    at: float | None = None  # the moment the question is asked; nothing later is returned
+    limit: int = 10
+    exclude_turns: frozenset[int] = frozenset()
+    items: bool = True
+    turns: bool = True
+    tz: tzinfo | None = None  # where "today" is for time expressions; None: the local zone
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """How a query was read."""
+
+    text: str | None  # the lexical part; None when the question is only a time expression
+    tokens: tuple[str, ...]  # of `text`
+    window: TimeWindow | None
+    now: float
+
+
+def plan(query: Query, tuning: Tuning = TUNING) -> Plan:
+    now = query.at if query.at is not None else time.time()
+    if query.tz is not None:
+        moment = datetime.fromtimestamp(now, query.tz)
+    else:
+        moment = datetime.fromtimestamp(now).astimezone()
+    parsed = timeparse.parse(query.text, moment)
+    text: str | None = parsed.text if tuning.strip_time else query.text
+    tokens = tuple(tokenize(text)) if text else ()
+    if parsed.window is not None and not (text and has_content(tokens)):
+        return Plan(None, (), parsed.window, now)  # only a time expression: list the window
+    return Plan(text, tokens, parsed.window, now)

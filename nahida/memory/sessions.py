@@ -1,0 +1,196 @@
+"""Conversation history: sessions and turns of every chat (memory layer 1, DESIGN §3).
+
+A session belongs to one chat and is written only when its first user message arrives (its title is
+the first 40 characters of that message). Each chat has a current session; `/new` clears it so the
+next message starts a fresh one, `/resume` points it at an older one, and a message after a long
+gap (`session.idle_split_minutes`) starts a new one too. User and assistant turns are indexed with
+the same jieba tokens memory search uses, under their chat.
+
+The functions taking a `Tx` are units of work (run by the store in one transaction); `Sessions`
+is the facade's part that runs them (`memory.sessions`).
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from nahida.memory.models import NewTurn, Session, Turn
+from nahida.memory.store.base import Store, TextSearch, Tx
+from nahida.memory.tokenize import cut_off_loop, index_text, query_terms, tokenize
+
+if TYPE_CHECKING:
+    from nahida.memory import importer
+
+TITLE_CHARS = 40
+
+
+def new_session_id(at: float) -> str:
+    stamp = datetime.fromtimestamp(at, UTC).strftime("%Y%m%d_%H%M")
+    return f"s_{stamp}_{secrets.token_hex(2)}"
+
+
+def _open_session(tx: Tx, turn: NewTurn, idle_split: float) -> str:
+    """The session a user turn belongs to, creating it when needed."""
+    pointer = tx.sessions.current(turn.chat)
+    if pointer and pointer[0] and not (idle_split and turn.time - pointer[1] > idle_split):
+        return pointer[0]
+    title = " ".join(turn.content.split())[:TITLE_CHARS] or "…"
+    while True:  # an id taken meanwhile (another process) is simply drawn again
+        session_id = new_session_id(turn.time)
+        if tx.sessions.create(session_id, turn.chat, title, turn.time):
+            return session_id
+
+
+def record(tx: Tx, turn: NewTurn, tokens: str | None, idle_split: float = 0.0) -> Turn | None:
+    """Store a turn; a user turn may open a session. None when (chat, message_id) is known, or
+    for an assistant turn in a chat without a session. `tokens`: `index_text(content)`."""
+    if turn.message_id is not None and tx.turns.known(turn.chat, turn.message_id):
+        return None
+    return append(tx, turn, tokens, idle_split)
+
+
+def append(tx: Tx, turn: NewTurn, tokens: str | None, idle_split: float) -> Turn | None:
+    """`record` for a turn known to be new."""
+    if turn.role == "user":
+        session_id = _open_session(tx, turn, idle_split)
+    else:
+        pointer = tx.sessions.current(turn.chat)
+        if pointer is None or pointer[0] is None:  # an assistant turn never opens a session
+            return None
+        session_id = pointer[0]
+    turn_id = tx.turns.add(session_id, turn, tokens if turn.indexed else None)
+    if turn.role == "user":
+        tx.sessions.set_current(turn.chat, session_id, turn.time)
+    return turn.stored(turn_id, session_id)
+
+
+def record_with_window(
+    tx: Tx, turn: NewTurn, tokens: str | None, idle_split: float, window: int
+) -> tuple[Turn, list[Turn]] | None:
+    """Record a user turn and return it with the `window` turns before it in its session."""
+    recorded = record(tx, turn, tokens, idle_split)
+    if recorded is None:
+        return None
+    hot = tx.turns.window(recorded.session_id, recorded.id, window) if window > 0 else []
+    return recorded, hot
+
+
+def resolve(tx: Tx, chat: str | None, ref: str) -> Session | None:
+    """A session by full id, by id suffix (unique), or `last` (latest but the current one)."""
+    ref = ref.strip()
+    if ref == "last":
+        pointer = tx.sessions.current(chat) if chat else None
+        current = pointer[0] if pointer else None
+        for session in tx.sessions.latest(chat, 2):
+            if session.id != current:
+                return session
+        return None
+    exact = tx.sessions.get(ref)
+    if exact and (chat is None or exact.chat == chat):
+        return exact
+    if len(ref) < 2:
+        return None
+    found = tx.sessions.by_suffix(ref, chat, 2)
+    return found[0] if len(found) == 1 else None
+
+
+def search(
+    tx: Tx, text: str, terms: tuple[str, ...], chat: str | None, limit: int
+) -> list[tuple[Session, str]]:
+    """Sessions whose title or turns match; each with the best matching snippet."""
+    found: dict[str, tuple[Session, str]] = {}
+    for session in tx.sessions.titled(text.strip(), chat, limit):
+        found[session.id] = (session, session.title)
+    if terms:
+        chats = [chat] if chat is not None else None
+        for match in tx.turns.search(chats, TextSearch(terms, limit * 5)):
+            if match.session_id not in found and len(found) < limit:
+                owner = tx.sessions.get(match.session_id)
+                if owner is not None:
+                    found[owner.id] = (owner, match.content)
+    return list(found.values())[:limit]
+
+
+class Sessions:
+    """`memory.sessions`: history as the runner, the chat commands and the CLI use it."""
+
+    def __init__(self, store: Store, *, idle_split: float = 0.0) -> None:
+        self.store = store
+        self.idle_split = idle_split
+
+    async def record_user_turn(self, turn: NewTurn, window: int) -> tuple[Turn, list[Turn]] | None:
+        """Store a user turn and read the hot window before it, in one round trip."""
+        tokens = await cut_off_loop(index_text, turn.content, size=len(turn.content))
+        return await self.store.write(record_with_window, turn, tokens, self.idle_split, window)
+
+    async def record(self, turn: NewTurn) -> Turn | None:
+        tokens = await cut_off_loop(index_text, turn.content, size=len(turn.content))
+        return await self.store.write(record, turn, tokens, self.idle_split)
+
+    async def mark_error(self, turn_id: int, error: str) -> None:
+        """Record why a turn got no proper answer (e.g. the provider failed)."""
+        await self.store.write(lambda tx: tx.turns.mark_error(turn_id, error))
+
+    async def current(self, chat: str) -> str | None:
+        pointer = await self.store.read(lambda tx: tx.sessions.current(chat))
+        return pointer[0] if pointer else None
+
+    async def start_new(self, chat: str) -> None:
+        """The next user message of the chat opens a new session."""
+        await self.store.write(lambda tx: tx.sessions.clear_current(chat))
+
+    async def resume(self, chat: str, ref: str) -> Session | None:
+        """Make the session `ref` names (see `resolve`) the chat's current one."""
+
+        def run(tx: Tx) -> Session | None:
+            found = resolve(tx, chat, ref)
+            if found is not None:
+                tx.sessions.set_current(chat, found.id, time.time())
+            return found
+
+        return await self.store.write(run)
+
+    async def resolve(self, chat: str | None, ref: str) -> Session | None:
+        return await self.store.read(resolve, chat, ref)
+
+    async def latest(self, chat: str | None = None, limit: int = 20) -> list[Session]:
+        return await self.store.read(lambda tx: tx.sessions.latest(chat, limit))
+
+    async def get(self, session_id: str) -> Session | None:
+        return await self.store.read(lambda tx: tx.sessions.get(session_id))
+
+    async def turns(self, session_id: str) -> list[Turn]:
+        return await self.store.read(lambda tx: tx.turns.of_session(session_id))
+
+    async def delete(self, session_id: str) -> bool:
+        return await self.store.write(lambda tx: tx.sessions.delete(session_id))
+
+    async def cleanup_empty(self) -> int:
+        """Delete sessions without turns; returns how many."""
+        return await self.store.write(lambda tx: tx.sessions.delete_empty())
+
+    async def search(
+        self, text: str, chat: str | None = None, limit: int = 20
+    ) -> list[tuple[Session, str]]:
+        terms = query_terms(tokenize(text))
+        return await self.store.read(search, text, terms, chat, limit)
+
+    def import_lines(
+        self, lines: Iterable[str], *, progress: importer.Progress | None = None
+    ) -> importer.ImportReport:
+        """JSONL turns into history (`importer`); synchronous, for the CLI and scripts."""
+        from nahida.memory import importer
+
+        return importer.import_lines(self.store, lines, self.idle_split, progress=progress)
+
+    def import_file(
+        self, path: Path, *, progress: importer.Progress | None = None
+    ) -> importer.ImportReport:
+        from nahida.memory import importer
+
+        return importer.import_file(self.store, path, self.idle_split, progress=progress)

@@ -1,0 +1,261 @@
+"""The store seam (DESIGN §1, §13): what the memory facade needs from a database, and nothing more.
+
+A `Store` runs units of work. A unit is a plain function `unit(tx, *args)` that reads and writes
+through the `Tx` it is given; the store runs it in one transaction (all of its changes or none)
+on the store's own thread, so the event loop never blocks on the database:
+
+    item = await store.read(lambda tx: tx.items.get("m_7f3a2c"))
+    await store.write(write.propose, prepared, "auto_safe", "onebot:42")
+
+`read` units change nothing and never wait for the write lock; `write` units may. The `*_sync`
+twins are for code without an event loop (the CLI, imports, scripts). Everything a unit needs
+that is not the database (jieba tokens, vectors, JSON) is computed before the store call.
+
+The parts of a `Tx` are tables in the domain's words. Visibility is passed as a `Visibility` and
+applied inside the backend's own query, before ranking (DESIGN §4); search terms come as tokens
+(`tokenize.query_terms`), and each backend phrases them in its own syntax (FTS5 MATCH in SQLite,
+a tsquery over the same tokens in PostgreSQL). A backend is a package under `memory/store/`;
+`tests/contract/` runs the same suite against each.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
+
+from nahida.memory.models import (
+    Candidate,
+    JobRun,
+    MemoryEvent,
+    MemoryItem,
+    NewTurn,
+    Session,
+    Turn,
+)
+from nahida.memory.scopes import Visibility
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class StoreCapabilities:
+    backend: str  # "sqlite"
+    driver: str
+    version: str
+    fts: bool
+    vectors: bool
+    vectors_version: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TextSearch:
+    """A lexical search. `terms=None`: no words, the latest rows (of the window, if any)."""
+
+    terms: tuple[str, ...] | None
+    limit: int
+    at: float | None = None  # nothing said or stored after this moment
+    window: tuple[float, float] | None = None  # only rows in [start, end)
+
+
+@dataclass(frozen=True, slots=True)
+class TurnMatch:
+    """A turn found by search, with what recall ranks and shows; `score` higher is better."""
+
+    id: int
+    session_id: str
+    chat: str
+    content: str
+    message_id: str | None
+    time: float
+    speaker: str | None
+    speaker_name: str | None
+    score: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class ItemMatch:
+    """An active item found by search; `body` is its indexed tokens, space-separated."""
+
+    item: MemoryItem
+    score: float
+    body: str
+
+
+class SessionRows(Protocol):
+    def create(self, session_id: str, chat: str, title: str, at: float) -> bool:
+        """Write a new session; False (and nothing written) when the id is taken."""
+
+    def get(self, session_id: str) -> Session | None: ...
+
+    def latest(self, chat: str | None, limit: int) -> list[Session]:
+        """Newest first (by last turn); every chat when `chat` is None."""
+
+    def by_suffix(self, suffix: str, chat: str | None, limit: int) -> list[Session]: ...
+
+    def titled(self, text: str, chat: str | None, limit: int) -> list[Session]:
+        """Sessions whose title contains `text` (literally), newest first."""
+
+    def delete(self, session_id: str) -> bool:
+        """The session, its turns and their index entries."""
+
+    def delete_empty(self) -> int: ...
+
+    def current(self, chat: str) -> tuple[str | None, float] | None:
+        """(the chat's current session, its last activity), or None for a chat never seen."""
+
+    def set_current(self, chat: str, session_id: str, at: float) -> None:
+        """Point the chat at a session; its last activity becomes `at` unless it was later."""
+
+    def clear_current(self, chat: str) -> None: ...
+
+
+class TurnRows(Protocol):
+    def known(self, chat: str, message_id: str) -> bool: ...
+
+    def add(self, session_id: str, turn: NewTurn, tokens: str | None) -> int:
+        """Store a turn (indexed under its chat when `tokens` is given) and count it in its
+        session; returns its id."""
+
+    def window(self, session_id: str, before: int, limit: int) -> list[Turn]:
+        """The `limit` turns of the session before turn `before`, oldest first."""
+
+    def of_session(self, session_id: str) -> list[Turn]: ...
+
+    def mark_error(self, turn_id: int, error: str) -> None: ...
+
+    def search(self, chats: Sequence[str] | None, search: TextSearch) -> list[TurnMatch]:
+        """Indexed turns of these chats (every chat: None), best first."""
+
+    def neighbours(self, ids: Sequence[int], at: float | None) -> list[tuple[int, TurnMatch]]:
+        """(id, turn) for the user/assistant turn just before and after each of `ids` in its
+        session, not said after `at`."""
+
+
+class ItemRows(Protocol):
+    def get(self, item_id: str) -> MemoryItem | None: ...
+
+    def add(self, item: MemoryItem, tokens: str) -> bool:
+        """Store an item (indexed when active); False (nothing written) when the id is taken."""
+
+    def change(self, before: MemoryItem, after: MemoryItem, tokens: str | None) -> None:
+        """Write `after` over `before`, keeping the index in step: `tokens` are needed only when
+        the title or content changed while the item stays active."""
+
+    def touch(self, ids: Sequence[str], at: float) -> None:
+        """Count an injection: last accessed and access count."""
+
+    def listed(
+        self, visibility: Visibility | None, *, kind: str | None, status: str | None, limit: int
+    ) -> list[MemoryItem]:
+        """Most recently changed first; every scope when `visibility` is None."""
+
+    def visible(self, item_id: str, visibility: Visibility) -> MemoryItem | None: ...
+
+    def in_slot(self, scope: str, slot: str) -> list[MemoryItem]:
+        """Active items of a scope that hold a value for `slot`."""
+
+    def replaced_by(self, item_id: str) -> str | None: ...
+
+    def exported(self, scopes: Sequence[str] | None) -> list[MemoryItem]:
+        """Every item of these scopes (all: None), any status, oldest first."""
+
+    def search(self, visibility: Visibility, search: TextSearch) -> list[ItemMatch]:
+        """Active items the visibility allows, best first."""
+
+
+class EventRows(Protocol):
+    """The append-only audit trail: rows are never changed or deleted."""
+
+    def add(
+        self,
+        item_id: str,
+        action: str,
+        actor: str,
+        before: dict[str, Any] | None,
+        after: dict[str, Any] | None,
+        reason: str | None,
+        at: float,
+    ) -> None: ...
+
+    def of_item(self, item_id: str) -> list[MemoryEvent]: ...
+
+
+class CandidateRows(Protocol):
+    def add(
+        self,
+        candidate_id: str,
+        candidate: Candidate,
+        status: str,
+        item_id: str | None,
+        reason: str,
+        at: float,
+    ) -> bool:
+        """False (nothing written) when the id is taken."""
+
+    def pending(
+        self, scopes: Sequence[str] | None, limit: int
+    ) -> list[tuple[str, Candidate, float]]:
+        """(id, candidate, created) waiting for review, oldest first; all scopes when None."""
+
+    def get_pending(self, candidate_id: str) -> Candidate | None: ...
+
+    def decide(
+        self, candidate_id: str, status: str, item_id: str | None, actor: str, at: float
+    ) -> None: ...
+
+
+class JobRows(Protocol):
+    def lease(self, job: str, holder: str, until: float, now: float) -> bool:
+        """Take or extend the job's lease for `holder` until `until`; False while another
+        holder's lease has not expired."""
+
+    def release(self, job: str, holder: str) -> None: ...
+
+    def start(self, job: str, holder: str, at: float) -> int:
+        """Record a run as started; returns its id."""
+
+    def finish(
+        self, run_id: int, outcome: str, counts: dict[str, int], error: str | None, at: float
+    ) -> None: ...
+
+    def latest(self, job: str | None, limit: int) -> list[JobRun]:
+        """Runs newest first: of one job, or the latest run of each job when `job` is None."""
+
+
+class Tx(Protocol):
+    """One transaction's view of the database."""
+
+    @property
+    def sessions(self) -> SessionRows: ...
+    @property
+    def turns(self) -> TurnRows: ...
+    @property
+    def items(self) -> ItemRows: ...
+    @property
+    def events(self) -> EventRows: ...
+    @property
+    def candidates(self) -> CandidateRows: ...
+    @property
+    def jobs(self) -> JobRows: ...
+
+
+Unit = Callable[..., T]  # unit(tx, *args) -> T
+
+
+class Store(Protocol):
+    @property
+    def capabilities(self) -> StoreCapabilities: ...
+
+    async def read(self, unit: Callable[..., T], *args: Any) -> T:
+        """Run `unit(tx, *args)`, which changes nothing, in one transaction."""
+
+    async def write(self, unit: Callable[..., T], *args: Any) -> T:
+        """Run `unit(tx, *args)` in one transaction: all of its changes, or none if it raises."""
+
+    def read_sync(self, unit: Callable[..., T], *args: Any) -> T: ...
+
+    def write_sync(self, unit: Callable[..., T], *args: Any) -> T: ...
+
+    def close(self) -> None:
+        """Finish the queued units, then close; later calls raise StorageError."""

@@ -1,0 +1,117 @@
+"""FTS5 for the SQLite store: scope tokens and MATCH expressions built from query terms.
+
+Every FTS table of the store has the same two columns:
+
+    CREATE VIRTUAL TABLE ... USING fts5(
+        body,      -- tokenize.index_text(text): jieba tokens joined by spaces
+        scopes,    -- scopes_text([key, ...]): one scope_token() per way the row may be seen
+        tokenize = 'porter unicode61 remove_diacritics 0'
+    )
+
+FTS5's porter wrapper stems each token, in the index and in the query alike ("painted",
+"painting" → "paint"); it changes only ASCII suffixes, so Chinese tokens pass through unchanged,
+and a scope token can lose at most its last few hex digits: two scopes would have to share their
+first 19 hex digits (76 bits of a hash) to collide.
+
+An item row carries one key per way it may be seen: its scope, and for a public item also
+`<scope>#public`. A `Visibility` becomes the keys it may match (`visibility_keys`), and
+`scoped_match(terms, keys)` gives `scopes : ("zs…" OR "zs…") AND body : ("t1" OR "t2")`, so the
+filter sits inside the MATCH and applies before ranking. Rank with `bm25(table, 1.0, 0.0)`
+(weight 0 for `scopes`) so the scope tokens do not move scores. Only quoted terms are emitted:
+no user text can become FTS5 syntax.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from nahida.memory.scopes import Visibility
+from nahida.memory.store.base import TextSearch
+from nahida.memory.store.sqlite.db import Connection
+
+BODY_COLUMN = "body"
+SCOPES_COLUMN = "scopes"
+PUBLIC_SUFFIX = "#public"
+
+
+def scope_token(scope: str) -> str:
+    """A deterministic single unicode61 token for a scope string such as `chat:onebot:group:1`."""
+    return "zs" + hashlib.blake2b(scope.encode("utf-8"), digest_size=10).hexdigest()
+
+
+def scopes_text(scopes: Iterable[str]) -> str:
+    """The text to store in the `scopes` column of a row visible in these scopes."""
+    return " ".join(dict.fromkeys(scope_token(s) for s in scopes))
+
+
+def item_keys(scope: str, sensitivity: str) -> list[str]:
+    """The visibility keys an item row carries in its `scopes` column."""
+    keys = [scope]
+    if sensitivity == "public":
+        keys.append(scope + PUBLIC_SUFFIX)
+    return keys
+
+
+def visibility_keys(visibility: Visibility) -> list[str]:
+    """The keys a viewer may match: every key of a fully seen scope, the public key of the rest."""
+    keys = [key for scope in visibility.full for key in (scope, scope + PUBLIC_SUFFIX)]
+    keys += [scope + PUBLIC_SUFFIX for scope in visibility.public_only]
+    return list(dict.fromkeys(keys))
+
+
+def match(terms: Sequence[str]) -> str | None:
+    """`"t1" OR "t2" ...`, or None when there is nothing to search for."""
+    if not terms:
+        return None
+    return " OR ".join(_quote(t) for t in terms)
+
+
+def scoped_match(terms: Sequence[str] | None, keys: Sequence[str]) -> str | None:
+    """An expression for rows in any of `keys` that match any term; `terms=None` matches every
+    row of those keys. None (search nothing) when no key or no term is given."""
+    if not keys:
+        return None
+    scope_part = " OR ".join(_quote(t) for t in dict.fromkeys(scope_token(s) for s in keys))
+    expression = f"{SCOPES_COLUMN} : ({scope_part})"
+    if terms is None:
+        return expression
+    body = match(terms)
+    if body is None:
+        return None
+    return f"{expression} AND {BODY_COLUMN} : ({body})"
+
+
+def _quote(token: str) -> str:
+    return '"' + token.replace('"', '""') + '"'
+
+
+def ranked(
+    conn: Connection,
+    table: str,
+    select: str,
+    join: str,
+    time_column: str,
+    expression: str | None,
+    search: TextSearch,
+) -> list[Any]:
+    """Rows of `table` joined with their records that match `expression`, best first, with a
+    `score` column (higher is better); for a search without terms, the latest rows."""
+    if expression is None:
+        return []
+    where, params = "", []
+    if search.at is not None:
+        where += f" AND {time_column} <= ?"
+        params.append(search.at)
+    if search.window is not None:
+        where += f" AND {time_column} >= ? AND {time_column} < ?"
+        params += list(search.window)
+    score, order = f"-bm25({table}, 1.0, 0.0)", f"bm25({table}, 1.0, 0.0)"
+    if search.terms is None:
+        score, order = "1.0", f"{time_column} DESC"
+    return conn.execute(
+        f"SELECT {select}, {score} AS score FROM {table} f JOIN {join}"
+        f" WHERE {table} MATCH ?{where} ORDER BY {order} LIMIT ?",
+        [expression, *params, search.limit],
+    ).fetchall()

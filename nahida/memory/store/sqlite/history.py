@@ -1,0 +1,179 @@
+"""Sessions, turns and each chat's current session in SQLite (the history layer's SQL)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from nahida.memory.models import NewTurn, Session, Turn
+from nahida.memory.scopes import chat_scope
+from nahida.memory.store.base import TextSearch, TurnMatch
+from nahida.memory.store.sqlite import fts, rows
+from nahida.memory.store.sqlite.db import Connection
+
+_MATCH_FROM = "turns_fts", rows.TURN_MATCH_COLUMNS, "turns t ON t.id = f.rowid", "t.time"
+
+
+def _like(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+class SessionTable:
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+
+    def create(self, session_id: str, chat: str, title: str, at: float) -> bool:
+        cursor = self.conn.execute(
+            "INSERT INTO sessions (id, chat, title, created_at, updated_at) VALUES (?, ?, ?, ?, ?)"
+            " ON CONFLICT (id) DO NOTHING",
+            (session_id, chat, title, at, at),
+        )
+        return cursor.rowcount == 1
+
+    def get(self, session_id: str) -> Session | None:
+        row = self.conn.execute("SELECT * FROM sessions WHERE id = ?", (session_id,)).fetchone()
+        return rows.session(row) if row else None
+
+    def _where_chat(self, sql: str, params: list[Any], chat: str | None) -> tuple[str, list[Any]]:
+        if chat is None:
+            return sql, params
+        return f"{sql} AND chat = ?", [*params, chat]
+
+    def latest(self, chat: str | None, limit: int) -> list[Session]:
+        sql, params = self._where_chat("SELECT * FROM sessions WHERE 1", [], chat)
+        found = self.conn.execute(
+            f"{sql} ORDER BY updated_at DESC, id DESC LIMIT ?", [*params, limit]
+        )
+        return [rows.session(r) for r in found]
+
+    def by_suffix(self, suffix: str, chat: str | None, limit: int) -> list[Session]:
+        sql, params = self._where_chat(
+            "SELECT * FROM sessions WHERE id LIKE ? ESCAPE '\\'", [f"%{_like(suffix)}"], chat
+        )
+        return [rows.session(r) for r in self.conn.execute(f"{sql} LIMIT ?", [*params, limit])]
+
+    def titled(self, text: str, chat: str | None, limit: int) -> list[Session]:
+        sql, params = self._where_chat(
+            "SELECT * FROM sessions WHERE title LIKE ? ESCAPE '\\'", [f"%{_like(text)}%"], chat
+        )
+        found = self.conn.execute(f"{sql} ORDER BY updated_at DESC LIMIT ?", [*params, limit])
+        return [rows.session(r) for r in found]
+
+    def delete(self, session_id: str) -> bool:
+        self.conn.execute(
+            "DELETE FROM turns_fts WHERE rowid IN (SELECT id FROM turns WHERE session_id = ?)",
+            (session_id,),
+        )
+        return self.conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,)).rowcount > 0
+
+    def delete_empty(self) -> int:
+        cursor = self.conn.execute(
+            "DELETE FROM sessions"
+            " WHERE NOT EXISTS (SELECT 1 FROM turns WHERE session_id = sessions.id)"
+        )
+        return cursor.rowcount
+
+    def current(self, chat: str) -> tuple[str | None, float] | None:
+        row = self.conn.execute(
+            "SELECT current_session, last_active FROM chats WHERE chat = ?", (chat,)
+        ).fetchone()
+        return (row[0], float(row[1])) if row else None
+
+    def set_current(self, chat: str, session_id: str, at: float) -> None:
+        self.conn.execute(
+            "INSERT INTO chats (chat, current_session, last_active) VALUES (?, ?, ?)"
+            " ON CONFLICT (chat) DO UPDATE SET current_session = excluded.current_session,"
+            " last_active = max(last_active, excluded.last_active)",
+            (chat, session_id, at),
+        )
+
+    def clear_current(self, chat: str) -> None:
+        self.conn.execute("UPDATE chats SET current_session = NULL WHERE chat = ?", (chat,))
+
+
+class TurnTable:
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+
+    def known(self, chat: str, message_id: str) -> bool:
+        row = self.conn.execute(
+            "SELECT 1 FROM turns WHERE chat = ? AND message_id = ?", (chat, message_id)
+        ).fetchone()
+        return row is not None
+
+    def add(self, session_id: str, turn: NewTurn, tokens: str | None) -> int:
+        conn = self.conn
+        cursor = conn.execute(
+            "INSERT INTO turns (session_id, chat, role, speaker, speaker_name, content,"
+            " message_id, time, tool_calls, addressed, error)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                session_id,
+                turn.chat,
+                turn.role,
+                turn.speaker,
+                turn.speaker_name,
+                turn.content,
+                turn.message_id,
+                turn.time,
+                rows.dump(turn.tool_calls) if turn.tool_calls else None,
+                int(turn.addressed),
+                turn.error,
+            ),
+        )
+        turn_id = int(cursor.lastrowid or 0)
+        if tokens is not None:
+            conn.execute(
+                "INSERT INTO turns_fts (rowid, body, scopes) VALUES (?, ?, ?)",
+                (turn_id, tokens, fts.scope_token(chat_scope(turn.chat))),
+            )
+        conn.execute(
+            "UPDATE sessions SET updated_at = max(updated_at, ?), turn_count = turn_count + 1"
+            " WHERE id = ?",
+            (turn.time, session_id),
+        )
+        return turn_id
+
+    def window(self, session_id: str, before: int, limit: int) -> list[Turn]:
+        found = self.conn.execute(
+            "SELECT * FROM turns WHERE session_id = ? AND id < ? ORDER BY id DESC LIMIT ?",
+            (session_id, before, limit),
+        ).fetchall()
+        return [rows.turn(r) for r in reversed(found)]
+
+    def of_session(self, session_id: str) -> list[Turn]:
+        found = self.conn.execute(
+            "SELECT * FROM turns WHERE session_id = ? ORDER BY id", (session_id,)
+        )
+        return [rows.turn(r) for r in found]
+
+    def mark_error(self, turn_id: int, error: str) -> None:
+        self.conn.execute("UPDATE turns SET error = ? WHERE id = ?", (error, turn_id))
+
+    def search(self, chats: Sequence[str] | None, search: TextSearch) -> list[TurnMatch]:
+        if chats is None:
+            body = fts.match(search.terms) if search.terms is not None else None
+            expression = f"{fts.BODY_COLUMN} : ({body})" if body else None
+        else:
+            keys = [chat_scope(chat) for chat in chats]
+            expression = fts.scoped_match(search.terms, keys)
+        found = fts.ranked(self.conn, *_MATCH_FROM, expression, search)
+        return [rows.turn_match(r, float(r["score"])) for r in found]
+
+    def neighbours(self, ids: Sequence[int], at: float | None) -> list[tuple[int, TurnMatch]]:
+        if not ids:
+            return []
+        sql = (
+            f"SELECT c.id AS of, {rows.TURN_MATCH_COLUMNS} FROM turns c JOIN turns t"
+            " ON t.session_id = c.session_id AND t.id IN ("
+            "(SELECT max(p.id) FROM turns p WHERE p.session_id = c.session_id AND p.id < c.id"
+            " AND p.role IN ('user', 'assistant')),"
+            "(SELECT min(n.id) FROM turns n WHERE n.session_id = c.session_id AND n.id > c.id"
+            " AND n.role IN ('user', 'assistant')))"
+            f" WHERE c.id IN ({', '.join('?' * len(ids))})"
+        )
+        params: list[Any] = list(ids)
+        if at is not None:
+            sql += " AND t.time <= ?"
+            params.append(at)
+        return [(row["of"], rows.turn_match(row, 0.0)) for row in self.conn.execute(sql, params)]

@@ -1,0 +1,256 @@
+"""Memory items with their FTS rows, candidates, and the append-only audit trail in SQLite.
+
+Only active items have an FTS row; its `scopes` column carries the item's visibility keys
+(`fts.item_keys`), so status and visibility are decided inside the MATCH.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import fields
+from typing import Any
+
+from nahida.memory.models import Candidate, MemoryEvent, MemoryItem, dump_evidence
+from nahida.memory.scopes import Visibility
+from nahida.memory.store.base import ItemMatch, TextSearch
+from nahida.memory.store.sqlite import fts, rows
+from nahida.memory.store.sqlite.db import Connection
+
+_COLUMNS = tuple(f.name for f in fields(MemoryItem))
+_INSERT = (
+    f"INSERT INTO memory_items ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))})"
+    " ON CONFLICT (id) DO NOTHING"
+)
+_MATCH_FROM = (
+    "memory_items_fts",
+    "m.*, f.body AS body",
+    "memory_items m ON m.rowid = f.rowid",
+    "m.created_at",
+)
+_INDEXED = ("title", "content", "scope", "sensitivity", "status")
+
+
+def _values(item: MemoryItem) -> list[Any]:
+    return [
+        dump_evidence(item.evidence) if name == "evidence" else getattr(item, name)
+        for name in _COLUMNS
+    ]
+
+
+def visibility_sql(visibility: Visibility) -> tuple[str, list[str]]:
+    """A `memory_items` WHERE clause equivalent to the visibility's FTS keys."""
+    clauses: list[str] = []
+    params: list[str] = []
+    if visibility.full:
+        clauses.append(f"scope IN ({', '.join('?' * len(visibility.full))})")
+        params.extend(visibility.full)
+    public_only = [s for s in visibility.public_only if s not in visibility.full]
+    if public_only:
+        clauses.append(
+            f"(scope IN ({', '.join('?' * len(public_only))}) AND sensitivity = 'public')"
+        )
+        params.extend(public_only)
+    return ("(" + " OR ".join(clauses) + ")" if clauses else "0"), params
+
+
+class ItemTable:
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+
+    def get(self, item_id: str) -> MemoryItem | None:
+        row = self.conn.execute("SELECT * FROM memory_items WHERE id = ?", (item_id,)).fetchone()
+        return rows.item(row) if row else None
+
+    def add(self, item: MemoryItem, tokens: str) -> bool:
+        cursor = self.conn.execute(_INSERT, _values(item))
+        if cursor.rowcount != 1:
+            return False
+        if item.status == "active":
+            self._index(int(cursor.lastrowid or 0), item, tokens)
+        return True
+
+    def _index(self, rowid: int, item: MemoryItem, tokens: str) -> None:
+        self.conn.execute(
+            "INSERT INTO memory_items_fts (rowid, body, scopes) VALUES (?, ?, ?)",
+            (rowid, tokens, fts.scopes_text(fts.item_keys(item.scope, item.sensitivity))),
+        )
+
+    def change(self, before: MemoryItem, after: MemoryItem, tokens: str | None) -> None:
+        conn = self.conn
+        changed = [n for n in _COLUMNS if n != "id" and getattr(before, n) != getattr(after, n)]
+        if not changed:
+            return
+        values = [
+            dump_evidence(after.evidence) if n == "evidence" else getattr(after, n) for n in changed
+        ]
+        row = conn.execute(
+            f"UPDATE memory_items SET {', '.join(f'{n} = ?' for n in changed)} WHERE id = ?"
+            " RETURNING rowid",
+            (*values, before.id),
+        ).fetchone()
+        if row is None or not set(changed) & set(_INDEXED):
+            return
+        rowid = int(row[0])
+        old = conn.execute("SELECT body FROM memory_items_fts WHERE rowid = ?", (rowid,)).fetchone()
+        conn.execute("DELETE FROM memory_items_fts WHERE rowid = ?", (rowid,))
+        if after.status != "active":
+            return
+        text_changed = before.title != after.title or before.content != after.content
+        body = tokens if tokens is not None else (None if text_changed or old is None else old[0])
+        if body is None:
+            raise ValueError(f"re-indexing {after.id} needs the tokens of its new text")
+        self._index(rowid, after, body)
+
+    def touch(self, ids: Sequence[str], at: float) -> None:
+        self.conn.executemany(
+            "UPDATE memory_items SET last_accessed = ?, access_count = access_count + 1"
+            " WHERE id = ?",
+            [(at, i) for i in ids],
+        )
+
+    def listed(
+        self, visibility: Visibility | None, *, kind: str | None, status: str | None, limit: int
+    ) -> list[MemoryItem]:
+        where, params = visibility_sql(visibility) if visibility is not None else ("1", [])
+        sql = f"SELECT * FROM memory_items WHERE {where}"
+        values: list[Any] = list(params)
+        if status is not None:
+            sql += " AND status = ?"
+            values.append(status)
+        if kind is not None:
+            sql += " AND kind = ?"
+            values.append(kind)
+        sql += " ORDER BY updated_at DESC, id LIMIT ?"
+        values.append(limit)
+        return [rows.item(r) for r in self.conn.execute(sql, values)]
+
+    def visible(self, item_id: str, visibility: Visibility) -> MemoryItem | None:
+        where, params = visibility_sql(visibility)
+        row = self.conn.execute(
+            f"SELECT * FROM memory_items WHERE id = ? AND {where}", (item_id, *params)
+        ).fetchone()
+        return rows.item(row) if row else None
+
+    def in_slot(self, scope: str, slot: str) -> list[MemoryItem]:
+        found = self.conn.execute(
+            "SELECT * FROM memory_items WHERE scope = ? AND slot = ? AND status = 'active'",
+            (scope, slot),
+        )
+        return [rows.item(r) for r in found]
+
+    def replaced_by(self, item_id: str) -> str | None:
+        row = self.conn.execute(
+            "SELECT id FROM memory_items WHERE supersedes = ?", (item_id,)
+        ).fetchone()
+        return str(row[0]) if row else None
+
+    def exported(self, scopes: Sequence[str] | None) -> list[MemoryItem]:
+        if scopes is None:
+            found = self.conn.execute("SELECT * FROM memory_items ORDER BY created_at, id")
+        else:
+            found = self.conn.execute(
+                f"SELECT * FROM memory_items WHERE scope IN ({', '.join('?' * len(scopes))})"
+                " ORDER BY created_at, id",
+                tuple(scopes),
+            )
+        return [rows.item(r) for r in found]
+
+    def search(self, visibility: Visibility, search: TextSearch) -> list[ItemMatch]:
+        expression = fts.scoped_match(search.terms, fts.visibility_keys(visibility))
+        found = fts.ranked(self.conn, *_MATCH_FROM, expression, search)
+        return [ItemMatch(rows.item(r), float(r["score"]), r["body"]) for r in found]
+
+
+class EventTable:
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+
+    def add(
+        self,
+        item_id: str,
+        action: str,
+        actor: str,
+        before: dict[str, Any] | None,
+        after: dict[str, Any] | None,
+        reason: str | None,
+        at: float,
+    ) -> None:
+        self.conn.execute(
+            "INSERT INTO memory_events (item_id, action, actor, before, after, reason, time)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (item_id, action, actor, rows.dump(before), rows.dump(after), reason, at),
+        )
+
+    def of_item(self, item_id: str) -> list[MemoryEvent]:
+        found = self.conn.execute(
+            "SELECT * FROM memory_events WHERE item_id = ? ORDER BY id", (item_id,)
+        )
+        return [rows.event(r) for r in found]
+
+
+class CandidateTable:
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+
+    def add(
+        self,
+        candidate_id: str,
+        candidate: Candidate,
+        status: str,
+        item_id: str | None,
+        reason: str,
+        at: float,
+    ) -> bool:
+        cursor = self.conn.execute(
+            "INSERT INTO memory_candidates (id, scope, kind, title, content, confidence,"
+            " importance, sensitivity, source, subject_user, speaker_user, slot, evidence, status,"
+            " item_id, reason, created_at, decided_at) VALUES"
+            " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
+            (
+                candidate_id,
+                candidate.scope,
+                candidate.kind,
+                candidate.title,
+                candidate.content,
+                candidate.confidence,
+                candidate.importance,
+                candidate.sensitivity,
+                candidate.source,
+                candidate.subject_user,
+                candidate.speaker_user,
+                candidate.slot,
+                dump_evidence(candidate.evidence),
+                status,
+                item_id,
+                reason,
+                at,
+                None if status == "pending" else at,
+            ),
+        )
+        return cursor.rowcount == 1
+
+    def pending(
+        self, scopes: Sequence[str] | None, limit: int
+    ) -> list[tuple[str, Candidate, float]]:
+        sql = "SELECT * FROM memory_candidates WHERE status = 'pending'"
+        params: list[Any] = []
+        if scopes is not None:
+            sql += f" AND scope IN ({', '.join('?' * len(scopes))})"
+            params.extend(scopes)
+        found = self.conn.execute(sql + " ORDER BY created_at, id LIMIT ?", (*params, limit))
+        return [(r["id"], rows.candidate(r), r["created_at"]) for r in found]
+
+    def get_pending(self, candidate_id: str) -> Candidate | None:
+        row = self.conn.execute(
+            "SELECT * FROM memory_candidates WHERE id = ? AND status = 'pending'", (candidate_id,)
+        ).fetchone()
+        return rows.candidate(row) if row else None
+
+    def decide(
+        self, candidate_id: str, status: str, item_id: str | None, actor: str, at: float
+    ) -> None:
+        self.conn.execute(
+            "UPDATE memory_candidates SET status = ?, item_id = ?, decided_at = ?, decided_by = ?"
+            " WHERE id = ?",
+            (status, item_id, at, actor, candidate_id),
+        )

@@ -1,0 +1,82 @@
+"""`SqliteStore`: the `Store` over one SQLite file, its one database thread and group commit."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from nahida.memory.store.base import StoreCapabilities
+from nahida.memory.store.sqlite.db import Connection, Database, capabilities, connect
+from nahida.memory.store.sqlite.history import SessionTable, TurnTable
+from nahida.memory.store.sqlite.items import CandidateTable, EventTable, ItemTable
+from nahida.memory.store.sqlite.jobs import JobTable
+
+T = TypeVar("T")
+
+
+class SqliteTx:
+    """The tables of one connection; units get it inside the transaction the store opened."""
+
+    def __init__(self, conn: Connection) -> None:
+        self.sessions = SessionTable(conn)
+        self.turns = TurnTable(conn)
+        self.items = ItemTable(conn)
+        self.events = EventTable(conn)
+        self.candidates = CandidateTable(conn)
+        self.jobs = JobTable(conn)
+
+
+def _store_capabilities(conn: Connection) -> StoreCapabilities:
+    caps = capabilities(conn)
+    return StoreCapabilities(
+        backend="sqlite",
+        driver=caps.driver,
+        version=caps.sqlite_version,
+        fts=caps.fts5,
+        vectors=caps.vec,
+        vectors_version=caps.vec_version,
+    )
+
+
+class SqliteStore:
+    def __init__(self, path: str | Path) -> None:
+        self.db = Database(path)
+        self.path = self.db.path
+        self._tx = SqliteTx(self.db.conn)
+        self._capabilities: StoreCapabilities | None = None
+
+    @property
+    def capabilities(self) -> StoreCapabilities:
+        if self._capabilities is None:
+            self._capabilities = self.db.call(_store_capabilities, write=False)
+        return self._capabilities
+
+    def _unit(self, conn: Connection, unit: Callable[..., T], args: tuple[Any, ...]) -> T:
+        return unit(self._tx, *args)
+
+    async def read(self, unit: Callable[..., T], *args: Any) -> T:
+        return await self.db.run(self._unit, unit, args, write=False)
+
+    async def write(self, unit: Callable[..., T], *args: Any) -> T:
+        return await self.db.run(self._unit, unit, args)
+
+    def read_sync(self, unit: Callable[..., T], *args: Any) -> T:
+        result: T = self.db.call(self._unit, unit, args, write=False)
+        return result
+
+    def write_sync(self, unit: Callable[..., T], *args: Any) -> T:
+        result: T = self.db.call(self._unit, unit, args)
+        return result
+
+    def close(self) -> None:
+        self.db.close()
+
+
+def probe() -> StoreCapabilities:
+    """What this installation's SQLite can do (a throwaway in-memory connection)."""
+    conn = connect(":memory:")
+    try:
+        return _store_capabilities(conn)
+    finally:
+        conn.close()
