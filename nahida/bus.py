@@ -147,8 +147,8 @@ class EventBus(Generic[T]):
         """
         if self._closing:
             return False
-        key = self._dedup_key(envelope)
-        if self._seen_before(key):
+        key = self._dedup_key(envelope) if self._dedup_size else None
+        if key is not None and self._seen_before(key):
             self._dropped_duplicates += 1
             return False
         chat = self._chat_for(self._key(envelope))
@@ -156,7 +156,8 @@ class EventBus(Generic[T]):
         try:
             await chat.queue.put(envelope)
         except BaseException:
-            self._seen.pop(key, None)  # never queued: let a retry through
+            if key is not None:
+                self._seen.pop(key, None)  # never queued: let a retry through
             raise
         finally:
             chat.pending -= 1
@@ -218,8 +219,6 @@ class EventBus(Generic[T]):
                 loop.add_signal_handler(sig, self.close)
 
     def _seen_before(self, key: Hashable) -> bool:
-        if self._dedup_size == 0:
-            return False
         if key in self._seen:
             self._seen.move_to_end(key)
             return True

@@ -234,9 +234,9 @@ class SessionRunner:
                 await _run_hook(hook, ctx, reply)
             return
         for hook in self.background_hooks:
-            await self.background.submit(
-                str(ctx.envelope.chat), hook.name, functools.partial(_run_hook, hook, ctx, reply)
-            )
+            work = functools.partial(_run_hook, hook, ctx, reply)
+            if not await self.background.submit(str(ctx.envelope.chat), hook.name, work):
+                log.warning("background_work_refused", hook=hook.name)  # shutting down
 
 
 async def _run_hook(hook: PostTurnHook, ctx: TurnContext, reply: str | None) -> None:

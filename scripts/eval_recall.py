@@ -214,7 +214,9 @@ def ours(db: SqliteStore, limit: int, timings: list[float], tuning: Tuning) -> R
     """`recall.search` with the query `nahida memory search` builds (viewer, moment, zone)."""
 
     def ask(question: Question) -> list[list[str]]:
-        query = CliQuestion(question.chat, question.q, question.user, question.at).query(limit)
+        # A private chat's key names its person (MemDaily's "user" is not that id): no --user.
+        user = None if ":private:" in question.chat else question.user
+        query = CliQuestion(question.chat, question.q, user, question.at).query(limit)
         started = time.perf_counter()
         hits = db.read_sync(recall.search, query, recall.plan(query, tuning), tuning)
         timings.append((time.perf_counter() - started) * 1000)

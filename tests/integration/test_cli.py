@@ -141,3 +141,22 @@ async def test_workspace_and_data_dir_options(tmp_path: Path) -> None:
     assert result.code == 0, result.err
     assert (tmp_path / "d2" / "nahida.db").exists()
     assert (tmp_path / "w2" / "PERSONA.md").exists()
+
+
+async def test_doctor_shows_the_latest_run_of_each_job(tmp_path: Path) -> None:
+    from nahida.memory import MemoryService
+    from nahida.memory.store.sqlite import SqliteStore
+
+    memory = MemoryService(SqliteStore(tmp_path / "data" / "nahida.db"))
+    runs = memory.runs
+    await runs.finish(await runs.start("cleanup_empty_sessions", "host:1"), "ok", {"deleted": 2})
+    await runs.finish(await runs.start("dream", "host:1"), "failed", {}, "ProviderTimeoutError: x")
+    memory.close()
+    report = json.loads((await nahida(tmp_path, "doctor", "--json")).out)
+    jobs = {run["job"]: run for run in report["jobs"]}
+    assert jobs["cleanup_empty_sessions"]["outcome"] == "ok"
+    assert jobs["cleanup_empty_sessions"]["counts"] == {"deleted": 2}
+    assert jobs["dream"]["error"] == "ProviderTimeoutError: x"
+    text = (await nahida(tmp_path, "doctor")).out
+    assert "ok job cleanup_empty_sessions: ok at " in text and "(deleted 2)" in text
+    assert "-- job dream: failed at " in text and "ProviderTimeoutError: x" in text

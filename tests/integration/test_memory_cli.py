@@ -161,6 +161,24 @@ def test_search_table_and_usage_errors(imported: Any) -> None:
     assert imported("memory", "search", "--chat", G1).exit_code == 2  # neither query nor file
 
 
+def test_a_private_chat_names_its_person(cli: Any) -> None:
+    """`--chat console:private:local` sees `user:console:local` without `--user` (DESIGN §2)."""
+    console = "console:private:local"
+    made = cli("memory", "remember", "我最喜欢的茶是乌龙茶", "--chat", console, "--user", "local")
+    assert made.exit_code == 0 and "in user:console:local" in made.stdout
+    for user in ([], ["--user", "local"], ["--user", "console:local"]):
+        found = search(cli, "乌龙茶", "--chat", console, *user)
+        assert [h["text"] for h in found["hits"]] == ["我最喜欢的茶是乌龙茶"], user
+        listed = json.loads(cli("memory", "list", "--chat", console, *user, "--json").stdout)
+        assert [i["content"] for i in listed] == ["我最喜欢的茶是乌龙茶"], user
+    assert (
+        search(cli, "乌龙茶", "--chat", "console:group:g1", "--user", "console:local")["hits"] == []
+    )  # a private item, in a group
+    for wrong in (["--user", "someone"], ["--user", "qq:local"]):
+        refused = cli("memory", "search", "乌龙茶", "--chat", console, *wrong)
+        assert refused.exit_code == 2 and "error:" in refused.stderr, wrong
+
+
 def test_remember_list_forget_why(cli: Any) -> None:
     made = json.loads(cli("memory", "remember", "爱喝乌龙茶", "--scope", "user:qq:42",
                           "--kind", "preference", "--json").stdout)  # fmt: skip

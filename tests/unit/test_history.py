@@ -131,3 +131,17 @@ def test_migrations_are_recorded_once_and_failures_roll_back() -> None:
     assert "half_done" not in tables
     assert "9999_broken" not in migrations.applied(conn)
     conn.close()
+
+
+async def test_a_session_id_taken_meanwhile_is_drawn_again(
+    memory: MemoryService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from nahida.memory import sessions as module
+
+    first = await memory.sessions.record(user("hello", T0, "1"))
+    assert first is not None
+    drawn = iter([first.session_id, "s_20260101_0000_beef"])
+    monkeypatch.setattr(module, "new_session_id", lambda at: next(drawn))
+    second = await memory.sessions.record(user("other chat", T0, "2", chat="test:group:g2"))
+    assert second is not None and second.session_id == "s_20260101_0000_beef"
+    assert [t.content for t in await memory.sessions.turns(first.session_id)] == ["hello"]

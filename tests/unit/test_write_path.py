@@ -274,3 +274,21 @@ def test_every_change_is_audited_with_before_and_after(store: SqliteStore) -> No
     assert last.before is not None and last.after is not None
     assert (last.before["status"], last.after["status"]) == ("active", "archived")
     assert asyncio.run(MemoryService(store).items.latest(Viewer(scopes=(ALICE,)))) == []
+
+
+# --- ids ------------------------------------------------------------------------------------
+
+
+def test_an_id_taken_meanwhile_is_drawn_again_never_overwritten(
+    store: SqliteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No check-then-insert: an insert that meets a taken id (say, another process's) draws a
+    new one, for items and candidates alike."""
+    first = propose(store, candidate("项目代号是青鸟"))
+    assert first.item_id is not None and first.candidate_id is not None
+    drawn = iter([first.item_id, "m_00000b", first.candidate_id, "c_00000b"])
+    monkeypatch.setattr(write, "new_id", lambda prefix: next(drawn))
+    second = propose(store, candidate("每周五下午三点开组会", kind="decision"))
+    assert (second.item_id, second.candidate_id) == ("m_00000b", "c_00000b")
+    assert item(store, first.item_id).content == "项目代号是青鸟"  # untouched
+    assert count(store, "memory_items") == 2 and count(store, "memory_candidates") == 2

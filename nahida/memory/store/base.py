@@ -94,7 +94,8 @@ class SessionRows(Protocol):
     def by_suffix(self, suffix: str, chat: str | None, limit: int) -> list[Session]: ...
 
     def titled(self, text: str, chat: str | None, limit: int) -> list[Session]:
-        """Sessions whose title contains `text` (literally), newest first."""
+        """Sessions whose title contains `text` (literally; ASCII letters in any case), newest
+        first."""
 
     def delete(self, session_id: str) -> bool:
         """The session, its turns and their index entries."""

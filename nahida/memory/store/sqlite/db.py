@@ -9,8 +9,8 @@ mode (transactions are explicit `BEGIN`s, nested ones savepoints), sqlite-vec wh
 `Database` owns one connection and one worker thread: callers hand it functions (`run` from async
 code, `call` from sync code), so SQLite never blocks the event loop, statements are serialised
 without locks, and concurrent writers share commits. Each function is either a write (it runs in
-a transaction of its own, or in its own savepoint of a shared one) or a read (it takes no write
-lock: a batch of reads opens no transaction).
+a transaction of its own, or in its own savepoint of a shared one) or a read (a batch of reads
+shares one deferred transaction: one snapshot, and no write lock).
 """
 
 from __future__ import annotations
@@ -248,8 +248,12 @@ class Database:
 
     def _run_batch(self, batch: list[_Job]) -> list[tuple[_Job, bool, Any]]:
         conn = self.conn
-        if not any(job.write for job in batch):
-            return [_attempt(job, conn) for job in batch]
+        if not any(job.write for job in batch):  # one read snapshot, no write lock
+            conn.execute("BEGIN")
+            try:
+                return [_attempt(job, conn) for job in batch]
+            finally:
+                conn.execute("COMMIT")
         if len(batch) == 1:
             job = batch[0]
             try:

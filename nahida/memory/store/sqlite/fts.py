@@ -34,6 +34,7 @@ from nahida.memory.store.sqlite.db import Connection
 BODY_COLUMN = "body"
 SCOPES_COLUMN = "scopes"
 PUBLIC_SUFFIX = "#public"
+EVERY_ROW = ""  # an "expression" that filters nothing (no MATCH at all)
 
 
 def scope_token(scope: str) -> str:
@@ -96,11 +97,14 @@ def ranked(
     expression: str | None,
     search: TextSearch,
 ) -> list[Any]:
-    """Rows of `table` joined with their records that match `expression`, best first, with a
-    `score` column (higher is better); for a search without terms, the latest rows."""
+    """Rows of `table` joined with their records that match `expression` (`EVERY_ROW`: all),
+    best first, with a `score` column (higher is better); for a search without terms, the latest
+    rows. None: nothing to search for."""
     if expression is None:
         return []
-    where, params = "", []
+    where, params = "", list[Any]()
+    if expression != EVERY_ROW:
+        where, params = f" AND {table} MATCH ?", [expression]
     if search.at is not None:
         where += f" AND {time_column} <= ?"
         params.append(search.at)
@@ -112,6 +116,6 @@ def ranked(
         score, order = "1.0", f"{time_column} DESC"
     return conn.execute(
         f"SELECT {select}, {score} AS score FROM {table} f JOIN {join}"
-        f" WHERE {table} MATCH ?{where} ORDER BY {order} LIMIT ?",
-        [expression, *params, search.limit],
+        f" WHERE 1{where} ORDER BY {order} LIMIT ?",
+        [*params, search.limit],
     ).fetchall()

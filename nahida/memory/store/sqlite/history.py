@@ -151,9 +151,12 @@ class TurnTable:
         self.conn.execute("UPDATE turns SET error = ? WHERE id = ?", (error, turn_id))
 
     def search(self, chats: Sequence[str] | None, search: TextSearch) -> list[TurnMatch]:
-        if chats is None:
-            body = fts.match(search.terms) if search.terms is not None else None
-            expression = f"{fts.BODY_COLUMN} : ({body})" if body else None
+        if chats is None:  # every chat (an admin's search)
+            if search.terms is None:
+                expression: str | None = fts.EVERY_ROW
+            else:
+                body = fts.match(search.terms)
+                expression = f"{fts.BODY_COLUMN} : ({body})" if body else None
         else:
             keys = [chat_scope(chat) for chat in chats]
             expression = fts.scoped_match(search.terms, keys)

@@ -204,8 +204,9 @@ class CandidateTable:
         cursor = self.conn.execute(
             "INSERT INTO memory_candidates (id, scope, kind, title, content, confidence,"
             " importance, sensitivity, source, subject_user, speaker_user, slot, evidence, status,"
-            " item_id, reason, created_at, decided_at) VALUES"
-            " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
+            " item_id, reason, created_at, decided_at, valid_from, valid_until) VALUES"
+            " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+            " ON CONFLICT (id) DO NOTHING",
             (
                 candidate_id,
                 candidate.scope,
@@ -225,6 +226,8 @@ class CandidateTable:
                 reason,
                 at,
                 None if status == "pending" else at,
+                candidate.valid_from,
+                candidate.valid_until,
             ),
         )
         return cursor.rowcount == 1

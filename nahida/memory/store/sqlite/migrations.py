@@ -11,7 +11,12 @@ from dataclasses import dataclass
 
 from nahida.errors import StorageError
 from nahida.memory.store.sqlite.db import Connection, driver, transaction
-from nahida.memory.store.sqlite.schema import JOB_TABLES, MEMORY_TABLES, SESSIONS_AND_TURNS
+from nahida.memory.store.sqlite.schema import (
+    CANDIDATE_VALIDITY,
+    JOB_TABLES,
+    MEMORY_TABLES,
+    SESSIONS_AND_TURNS,
+)
 
 
 def driver_complete(sql: str) -> bool:
@@ -66,6 +71,7 @@ MIGRATIONS: list[Migration] = [
     Migration("0002_memory", _sql(MEMORY_TABLES)),
     Migration("0003_porter_fts", _porter_fts),
     Migration("0004_jobs", _sql(JOB_TABLES)),
+    Migration("0005_candidate_validity", _sql(CANDIDATE_VALIDITY)),
 ]
 
 

@@ -66,6 +66,8 @@ def candidate(row: Any) -> Candidate:
         speaker_user=row["speaker_user"],
         slot=row["slot"],
         evidence=load_evidence(row["evidence"]),
+        valid_from=row["valid_from"],
+        valid_until=row["valid_until"],
     )
 
 

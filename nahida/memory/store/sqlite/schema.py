@@ -137,3 +137,8 @@ CREATE TABLE job_leases (
     expires_at  REAL NOT NULL
 )
 """
+
+CANDIDATE_VALIDITY = """
+ALTER TABLE memory_candidates ADD COLUMN valid_from REAL;
+ALTER TABLE memory_candidates ADD COLUMN valid_until REAL
+"""

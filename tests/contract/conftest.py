@@ -1,0 +1,36 @@
+"""The store backends the contract suite runs against, one pytest id each.
+
+A factory opens the store kept under a directory: opening it again on the same directory (after
+closing, or side by side) reaches the same data. A new backend is one more entry in `BACKENDS`,
+e.g. a PostgreSQL store on a schema named after the directory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from nahida.memory.store.base import Store
+from nahida.memory.store.sqlite import SqliteStore
+
+Factory = Callable[[Path], Store]
+
+BACKENDS: dict[str, Factory] = {
+    "sqlite": lambda directory: SqliteStore(directory / "contract.db"),
+}
+
+
+@pytest.fixture(params=list(BACKENDS))
+def backend(request: pytest.FixtureRequest) -> Factory:
+    """The factory of one backend (for tests that open, reopen or close stores themselves)."""
+    return BACKENDS[request.param]
+
+
+@pytest.fixture
+def store(backend: Factory, tmp_path: Path) -> Iterator[Store]:
+    """A fresh, empty store of the backend, closed after the test."""
+    opened = backend(tmp_path)
+    yield opened
+    opened.close()
