@@ -28,7 +28,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 import structlog
-from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 if TYPE_CHECKING:
     from nahida.memory import JobOutcome
@@ -106,6 +105,8 @@ class Scheduler:
         self.lease_seconds = lease_seconds
         self.deadline = deadline
         self.jobs: dict[str, Job] = {}
+        from apscheduler.schedulers.asyncio import AsyncIOScheduler  # ~0.1 s: only when used
+
         self._scheduler = AsyncIOScheduler(timezone="UTC")
         self._group: asyncio.TaskGroup | None = None
         self._running: dict[str, asyncio.Task[JobOutcome | None]] = {}

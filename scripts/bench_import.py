@@ -1,10 +1,10 @@
 """History import benchmark: `nahida history import` of N turns spread over C chats.
 
-Writes a JSONL file of ordinary chat lines (tests/data/chat_lines_zh_en.txt, each line made
-distinct by a counter), several speakers per chat, one message every few minutes with a long gap
-now and then (so sessions split), and runs the real command in a subprocess, the way people run
-it, on a fresh data folder. Prints turns/s (the command's own figure and wall time) per run and
-the median.
+Writes a JSONL file of ordinary chat lines (tests/data/chat_lines_zh_en.txt, `--joined` of them
+per message, each message made distinct by a counter), several speakers per chat, one message
+every few minutes with a long gap now and then (so sessions split), and runs the real command in
+a subprocess, the way people run it, on a fresh data folder. Prints turns/s (the command's own
+figure and wall time) per run and the median.
 
     .venv/bin/python scripts/bench_import.py                  # 100,000 turns, 1,000 chats, 3 runs
     .venv/bin/python scripts/bench_import.py --repo ../other  # the same file, another checkout
@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def write_file(path: Path, turns: int, chats: int, seed: int) -> None:
+def write_file(path: Path, turns: int, chats: int, seed: int, joined: int = 1) -> None:
     rng = random.Random(seed)
     lines = (ROOT / "tests" / "data" / "chat_lines_zh_en.txt").read_text("utf-8").splitlines()
     lines = [line for line in lines if line.strip()]
@@ -45,7 +45,7 @@ def write_file(path: Path, turns: int, chats: int, seed: int) -> None:
                 "chat": f"import:{kind}:{'g' if kind == 'group' else 'u'}{c}",
                 "user": f"u{c}" if kind == "private" else f"u{rng.randrange(8)}",
                 "name": f"User {rng.randrange(8)}",
-                "text": f"{rng.choice(lines)} #{n}",
+                "text": "".join(rng.choice(lines) for _ in range(joined)) + f" #{n}",
                 "time": clock[c].isoformat(),
                 "message_id": str(n),
                 "role": "assistant" if rng.random() < 0.15 else "user",
@@ -88,17 +88,23 @@ def main() -> int:
     parser.add_argument("--chats", type=int, default=1_000)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--seed", type=int, default=11)
+    parser.add_argument(
+        "--joined", type=int, default=1, help="chat lines per message (3: ~80 characters)"
+    )
     parser.add_argument("--repo", type=Path, default=ROOT, help="checkout whose code imports")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="nahida-bench-import-") as tmp:
         file = Path(tmp) / "history.jsonl"
-        write_file(file, args.turns, args.chats, args.seed)
+        write_file(file, args.turns, args.chats, args.seed, args.joined)
         rows = []
         for n in range(args.runs):
             rate, wall = run_import(args.repo.resolve(), Path(tmp) / f"data{n}", file)
             rows.append((rate, wall))
             print(f"run {n + 1}: {rate:,.0f} turns/s ({wall:,.0f} wall)", file=sys.stderr)
-    print(f"# bench_import: {args.turns:,} turns in {args.chats:,} chats ({args.repo.name})")
+    print(
+        f"# bench_import: {args.turns:,} turns in {args.chats:,} chats,"
+        f" {args.joined} chat line(s) per message ({args.repo.resolve().name})"
+    )
     print()
     print("| run | turns/s (import) | turns/s (wall, process start included) |")
     print("|---|---|---|")

@@ -9,9 +9,17 @@ from typing import Annotated
 import typer
 
 from nahida.cli.state import echo_json, fail, state_of
+from nahida.memory import MemoryService, Session
 
 session_app = typer.Typer(help="Conversation sessions.", no_args_is_help=True)
 JsonOption = Annotated[bool, typer.Option("--json")]
+
+
+def _resolve(memory: MemoryService, ref: str) -> Session:
+    found = asyncio.run(memory.sessions.resolve(None, ref))
+    if found is None:
+        raise fail(f"no session matches {ref!r}", 1)
+    return found
 
 
 @session_app.command("list")
@@ -41,9 +49,7 @@ def session_show(
 ) -> None:
     """Show one session's turns."""
     with state_of(ctx).memory() as memory:
-        found = asyncio.run(memory.sessions.resolve(None, session_id))
-        if found is None:
-            raise fail(f"no session matches {session_id!r}", 1)
+        found = _resolve(memory, session_id)
         turns = asyncio.run(memory.sessions.turns(found.id))
     if as_json:
         echo_json({"session": asdict(found), "turns": [asdict(t) for t in turns]})
@@ -63,9 +69,7 @@ def session_delete(
 ) -> None:
     """Delete a session and its turns."""
     with state_of(ctx).memory() as memory:
-        found = asyncio.run(memory.sessions.resolve(None, session_id))
-        if found is None:
-            raise fail(f"no session matches {session_id!r}", 1)
+        found = _resolve(memory, session_id)
         deleted = asyncio.run(memory.sessions.delete(found.id))
     if as_json:
         echo_json({"deleted": found.id if deleted else None})

@@ -160,7 +160,8 @@ class Explanation:
 # history ----------------------------------------------------------------------------------------
 
 
-def _dt(epoch: float) -> datetime:
+def moment(epoch: float) -> datetime:
+    """Epoch seconds as an aware UTC datetime."""
     return datetime.fromtimestamp(epoch, UTC)
 
 
@@ -217,7 +218,7 @@ class NewTurn:
             chat=self.chat,
             role=self.role,
             content=self.content,
-            time=_dt(self.time),
+            time=moment(self.time),
             speaker=self.speaker,
             speaker_name=self.speaker_name,
             message_id=self.message_id,

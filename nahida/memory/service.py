@@ -35,7 +35,7 @@ from nahida.memory.recall import TUNING, Query, Tuning, pack, plan, search
 from nahida.memory.scopes import Viewer
 from nahida.memory.sessions import Sessions
 from nahida.memory.store.base import Store, StoreCapabilities, Tx
-from nahida.memory.tokenize import cut_off_loop
+from nahida.memory.tokenize import run_cpu
 
 
 def _size(candidate: Candidate) -> int:
@@ -51,7 +51,7 @@ class Items:
 
     async def propose(self, candidate: Candidate, actor: str) -> WriteResult:
         """Filter, candidate, commit mode. Raises `SecretRefused` for an explicit write."""
-        prepared = await cut_off_loop(write.prepare, candidate, size=_size(candidate))
+        prepared = await run_cpu(write.prepare, candidate, size=_size(candidate))
         return await self.store.write(write.propose, prepared, self.mode, actor)
 
     async def remember(
@@ -95,7 +95,7 @@ class Items:
         found = await self.store.read(lambda tx: tx.candidates.get_pending(candidate_id))
         if found is None or (scopes is not None and found.scope not in scopes):
             return None
-        prepared = await cut_off_loop(write.tokens_of, found, size=_size(found))
+        prepared = await run_cpu(write.tokens_of, found, size=_size(found))
         return await self.store.write(write.decide, candidate_id, prepared, accept, actor.label)
 
     async def get(self, item_id: str) -> MemoryItem | None:
@@ -170,7 +170,7 @@ class Recall:
         self.budget_tokens = budget_tokens
 
     async def search(self, query: Query, tuning: Tuning = TUNING) -> list[Hit]:
-        found = await cut_off_loop(plan, query, tuning, size=len(query.text))
+        found = await run_cpu(plan, query, tuning, size=len(query.text))
         return await self.store.read(search, query, found, tuning)
 
     async def block(

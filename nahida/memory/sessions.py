@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from nahida.memory.models import NewTurn, Session, Turn
 from nahida.memory.store.base import Store, TextSearch, Tx
-from nahida.memory.tokenize import cut_off_loop, index_text, query_terms, tokenize
+from nahida.memory.tokenize import index_text, query_terms, run_cpu, tokenize
 
 if TYPE_CHECKING:
     from nahida.memory import importer
@@ -125,11 +125,11 @@ class Sessions:
 
     async def record_user_turn(self, turn: NewTurn, window: int) -> tuple[Turn, list[Turn]] | None:
         """Store a user turn and read the hot window before it, in one round trip."""
-        tokens = await cut_off_loop(index_text, turn.content, size=len(turn.content))
+        tokens = await run_cpu(index_text, turn.content, size=len(turn.content))
         return await self.store.write(record_with_window, turn, tokens, self.idle_split, window)
 
     async def record(self, turn: NewTurn) -> Turn | None:
-        tokens = await cut_off_loop(index_text, turn.content, size=len(turn.content))
+        tokens = await run_cpu(index_text, turn.content, size=len(turn.content))
         return await self.store.write(record, turn, tokens, self.idle_split)
 
     async def mark_error(self, turn_id: int, error: str) -> None:

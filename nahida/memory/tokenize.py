@@ -58,7 +58,7 @@ _jieba_lock = threading.Lock()
 _jieba: Any = None
 
 
-async def cut_off_loop(fn: Callable[..., T], *args: Any, size: int) -> T:
+async def run_cpu(fn: Callable[..., T], *args: Any, size: int) -> T:
     """`fn(*args)` right here for small inputs (`size` characters), on a worker thread for large
     ones, so the event loop never waits long on jieba or a regex."""
     if size <= INLINE_CHARS:

@@ -7,6 +7,7 @@ installed entry point as a subprocess, the way scripts do.
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import os
 import sys
@@ -316,3 +317,26 @@ async def test_entry_point_remember_export_import(tmp_path: Path) -> None:
     assert json.loads(out)["imported"] == 1
     code, _, err = await _nahida(tmp_path, "memory", "forget", "m_nothere")
     assert (code, err) == (1, "error: no active item m_nothere\n")
+
+
+def test_a_large_import_draws_a_progress_bar_on_a_terminal(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from nahida.cli.history import PROGRESS_FROM, Progress
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    screen = Terminal()
+    monkeypatch.setattr(sys, "stderr", screen)
+    small = Progress()
+    small(10, 20)  # a small import finishes before a bar would help
+    small.close()
+    assert screen.getvalue() == ""
+    bar = Progress()
+    bar(PROGRESS_FROM, 2 * PROGRESS_FROM)
+    assert "importing" in screen.getvalue() and "50%" in screen.getvalue()
+    bar(2 * PROGRESS_FROM, 2 * PROGRESS_FROM)
+    bar.close()
+    assert "100%" in screen.getvalue()

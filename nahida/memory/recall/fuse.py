@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import replace
 
 from nahida.memory.models import Hit
 from nahida.memory.recall.plan import RRF_K
@@ -36,7 +35,20 @@ def fuse(lists: Sequence[list[Hit]], now: float, rrf_k: float = RRF_K) -> list[H
             scores[hit.id] = scores.get(hit.id, 0.0) + 1.0 / (rrf_k + rank + 1)
             first.setdefault(hit.id, hit)
     ranked = sorted(
-        (replace(h, score=scores[h.id] * boost(h, now)) for h in first.values()),
+        (
+            Hit(
+                h.kind,
+                h.id,
+                h.text,
+                scores[h.id] * boost(h, now),
+                h.scope,
+                h.message_ids,
+                h.time,
+                h.speaker,
+                h.item,
+            )
+            for h in first.values()
+        ),
         key=lambda h: (-h.score, h.id),
     )
     seen: set[str] = set()

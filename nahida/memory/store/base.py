@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import Any, NamedTuple, Protocol, TypeVar
 
 from nahida.memory.models import (
     Candidate,
@@ -58,9 +58,9 @@ class TextSearch:
     window: tuple[float, float] | None = None  # only rows in [start, end)
 
 
-@dataclass(frozen=True, slots=True)
-class TurnMatch:
-    """A turn found by search, with what recall ranks and shows; `score` higher is better."""
+class TurnMatch(NamedTuple):
+    """A turn found by search, with what recall ranks and shows; `score` higher is better.
+    (A named tuple: searches return many, and most are dropped after ranking.)"""
 
     id: int
     session_id: str

@@ -8,7 +8,7 @@ import structlog
 from nahida.hooks import TurnContext
 from nahida.memory.extract import SOURCE, extract
 from nahida.memory.service import MemoryService
-from nahida.memory.tokenize import cut_off_loop
+from nahida.memory.tokenize import run_cpu
 
 log = structlog.get_logger(__name__)
 
@@ -28,7 +28,7 @@ class ExtractionHook:
             if turn.turn.role != "user":
                 return
             text = turn.turn.content
-            candidates = await cut_off_loop(  # a long message can take some milliseconds
+            candidates = await run_cpu(  # a long message can take some milliseconds
                 lambda: extract(
                     text,
                     chat=envelope.chat,

@@ -24,7 +24,7 @@ no user text can become FTS5 syntax.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from nahida.memory.scopes import Visibility
@@ -96,10 +96,11 @@ def ranked(
     time_column: str,
     expression: str | None,
     search: TextSearch,
+    row: Callable[[Any, tuple[Any, ...]], Any] | None = None,
 ) -> list[Any]:
     """Rows of `table` joined with their records that match `expression` (`EVERY_ROW`: all),
     best first, with a `score` column (higher is better); for a search without terms, the latest
-    rows. None: nothing to search for."""
+    rows. None: nothing to search for. `row` builds each row (default: the connection's)."""
     if expression is None:
         return []
     where, params = "", list[Any]()
@@ -114,7 +115,10 @@ def ranked(
     score, order = f"-bm25({table}, 1.0, 0.0)", f"bm25({table}, 1.0, 0.0)"
     if search.terms is None:
         score, order = "1.0", f"{time_column} DESC"
-    return conn.execute(
+    cursor = conn.cursor()
+    if row is not None:
+        cursor.row_factory = row
+    return cursor.execute(
         f"SELECT {select}, {score} AS score FROM {table} f JOIN {join}"
         f" WHERE 1{where} ORDER BY {order} LIMIT ?",
         [*params, search.limit],

@@ -14,6 +14,14 @@ from nahida.memory.store.sqlite.db import Connection
 _MATCH_FROM = "turns_fts", rows.TURN_MATCH_COLUMNS, "turns t ON t.id = f.rowid", "t.time"
 
 
+def _turn_match(cursor: Any, row: tuple[Any, ...]) -> TurnMatch:
+    return TurnMatch._make(row)  # the columns are its fields, in order
+
+
+def _neighbour(cursor: Any, row: tuple[Any, ...]) -> tuple[int, TurnMatch]:
+    return row[0], TurnMatch._make(row[1:])
+
+
 def _like(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
@@ -160,14 +168,13 @@ class TurnTable:
         else:
             keys = [chat_scope(chat) for chat in chats]
             expression = fts.scoped_match(search.terms, keys)
-        found = fts.ranked(self.conn, *_MATCH_FROM, expression, search)
-        return [rows.turn_match(r, float(r["score"])) for r in found]
+        return fts.ranked(self.conn, *_MATCH_FROM, expression, search, _turn_match)
 
     def neighbours(self, ids: Sequence[int], at: float | None) -> list[tuple[int, TurnMatch]]:
         if not ids:
             return []
         sql = (
-            f"SELECT c.id AS of, {rows.TURN_MATCH_COLUMNS} FROM turns c JOIN turns t"
+            f"SELECT c.id AS of, {rows.TURN_MATCH_COLUMNS}, 0.0 FROM turns c JOIN turns t"
             " ON t.session_id = c.session_id AND t.id IN ("
             "(SELECT max(p.id) FROM turns p WHERE p.session_id = c.session_id AND p.id < c.id"
             " AND p.role IN ('user', 'assistant')),"
@@ -179,4 +186,6 @@ class TurnTable:
         if at is not None:
             sql += " AND t.time <= ?"
             params.append(at)
-        return [(row["of"], rows.turn_match(row, 0.0)) for row in self.conn.execute(sql, params)]
+        cursor = self.conn.cursor()
+        cursor.row_factory = _neighbour
+        return cursor.execute(sql, params).fetchall()

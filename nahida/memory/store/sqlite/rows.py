@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
 from typing import Any
 
 from nahida.memory.models import (
@@ -14,16 +13,13 @@ from nahida.memory.models import (
     Session,
     Turn,
     load_evidence,
+    moment,
 )
-from nahida.memory.store.base import TurnMatch
 
+# The fields of `TurnMatch` but its score, in its order (a row of them plus a score is one).
 TURN_MATCH_COLUMNS = (
     "t.id, t.session_id, t.chat, t.content, t.message_id, t.time, t.speaker, t.speaker_name"
 )
-
-
-def _dt(epoch: float) -> datetime:
-    return datetime.fromtimestamp(epoch, UTC)
 
 
 def item(row: Any) -> MemoryItem:
@@ -89,8 +85,8 @@ def session(row: Any) -> Session:
         row["id"],
         row["chat"],
         row["title"],
-        _dt(row["created_at"]),
-        _dt(row["updated_at"]),
+        moment(row["created_at"]),
+        moment(row["updated_at"]),
         row["turn_count"],
     )
 
@@ -102,27 +98,13 @@ def turn(row: Any) -> Turn:
         chat=row["chat"],
         role=row["role"],
         content=row["content"],
-        time=_dt(row["time"]),
+        time=moment(row["time"]),
         speaker=row["speaker"],
         speaker_name=row["speaker_name"],
         message_id=row["message_id"],
         tool_calls=json.loads(row["tool_calls"]) if row["tool_calls"] else None,
         addressed=bool(row["addressed"]),
         error=row["error"],
-    )
-
-
-def turn_match(row: Any, score: float) -> TurnMatch:
-    return TurnMatch(
-        row["id"],
-        row["session_id"],
-        row["chat"],
-        row["content"],
-        row["message_id"],
-        row["time"],
-        row["speaker"],
-        row["speaker_name"],
-        score,
     )
 
 

@@ -49,7 +49,7 @@ class SqliteStore:
     @property
     def capabilities(self) -> StoreCapabilities:
         if self._capabilities is None:
-            self._capabilities = self.db.call(_store_capabilities, write=False)
+            self._capabilities = self.db.call(_store_capabilities)  # DDL: a temp probe table
         return self._capabilities
 
     def _unit(self, conn: Connection, unit: Callable[..., T], args: tuple[Any, ...]) -> T:
