@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -180,17 +179,10 @@ class Sessions:
         terms = query_terms(tokenize(text))
         return await self.store.read(search, text, terms, chat, limit)
 
-    def import_lines(
-        self, lines: Iterable[str], *, progress: importer.Progress | None = None
-    ) -> importer.ImportReport:
-        """JSONL turns into history (`importer`); synchronous, for the CLI and scripts."""
-        from nahida.memory import importer
-
-        return importer.import_lines(self.store, lines, self.idle_split, progress=progress)
-
     def import_file(
         self, path: Path, *, progress: importer.Progress | None = None
     ) -> importer.ImportReport:
-        from nahida.memory import importer
+        """JSONL turns into history (`importer`); synchronous: the CLI's long job."""
+        from nahida.memory import importer  # it records through this module's units
 
         return importer.import_file(self.store, path, self.idle_split, progress=progress)
