@@ -157,6 +157,10 @@ MESSAGES: dict[str, dict[Language, str]] = {
     "memory_why_history": {"zh": "变更记录：", "en": "History:"},
     "memory_why_supersedes": {"zh": "它取代了 {id}。", "en": "It replaced {id}."},
     "memory_why_replaced_by": {"zh": "它已被 {id} 取代。", "en": "It was replaced by {id}."},
+    "memory_why_hidden": {
+        "zh": "不再被回忆的聊天记录（{n} 条，仍保存在会话里）：",
+        "en": "Chat turns no longer recalled ({n}, still kept in their session):",
+    },
     "memory_status_active": {"zh": "有效", "en": "active"},
     "memory_status_archived": {"zh": "已归档", "en": "archived"},
     "memory_status_superseded": {"zh": "已被取代", "en": "superseded"},

@@ -26,7 +26,7 @@ from nahida.envelope import Envelope, Reply
 from nahida.errors import ProviderError
 from nahida.hooks import ContextSource, PostTurnHook, TurnContext
 from nahida.i18n import Language, t
-from nahida.memory import MemoryService, NewTurn, Turn
+from nahida.memory import MemoryService, NewTurn, Turn, candidates
 from nahida.policy import ReplyPolicy
 from nahida.prompt import build_prompt
 from nahida.providers.base import ChatModel
@@ -119,6 +119,8 @@ class SessionRunner:
                 await self._reply(envelope, t("rate_limited", ctx.language))
         elif not respond:
             pass  # observed group talk: stored, and the hooks still feed memory from it
+        elif candidates.asks_to_keep_a_secret(envelope.text):  # as `/memory remember` would
+            await self._reply(envelope, t("memory_secret_refused", ctx.language))
         elif not self.model.configured:
             await self._reply(envelope, t("no_model", ctx.language))
         else:

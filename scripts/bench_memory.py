@@ -8,7 +8,7 @@ store's thread; jieba always runs before the store call, as in the app. Three ra
 write path (`write.prepare` + `write.propose`: safety filter, tokens, dedup lookup, candidate row)
 for the first 2,000 items; `create_item` tokenizing in this process for the next 8,000; then the
 bulk path for the rest: the same `create_item` with the jieba tokens of the next batch computed
-ahead by worker processes (`tokenize.index_ahead`) while the store writes this batch, so the
+ahead by worker processes (`tokenize.map_ahead`) while the store writes this batch, so the
 rows, FTS rows and audit events are exactly those of the live path.
 Search is `recall.search` for items (top 10, FTS5 bm25, the scope filter inside the MATCH) as a
 question in a group chat by one of its users would ask it: global, that chat, and that user's
@@ -41,7 +41,7 @@ from nahida.memory import KINDS, Candidate, Evidence, Query, Viewer, recall, wri
 from nahida.memory.store.base import Tx  # noqa: E402
 from nahida.memory.store.sqlite import SqliteStore  # noqa: E402
 from nahida.memory.store.sqlite.db import connect  # noqa: E402
-from nahida.memory.tokenize import index_ahead, warm_up  # noqa: E402
+from nahida.memory.tokenize import index_text, map_ahead, warm_up  # noqa: E402
 from nahida.memory.write import Prepared  # noqa: E402
 
 CHATS = 600
@@ -167,7 +167,7 @@ def timed_bulk(db: SqliteStore, items: list[Candidate], batch: int, workers: int
     """Tokenize the next batch in worker processes while the store writes this one."""
     started = time.perf_counter()
     chunks = [items[i : i + batch] for i in range(0, len(items), batch)]
-    ahead = index_ahead([_bodies_of(chunk) for chunk in chunks], workers)
+    ahead = map_ahead(index_text, [_bodies_of(chunk) for chunk in chunks], workers)
     for chunk, bodies in zip(chunks, ahead, strict=True):
         prepared = [Prepared(c, (), body) for c, body in zip(chunk, bodies, strict=True)]
         db.write_sync(ingest, prepared)

@@ -183,7 +183,16 @@ def why(
     item = found.item
     if as_json:
         events = [asdict(e) for e in found.events]
-        echo_json({"item": item.to_json(), "events": events, "replaced_by": found.replaced_by})
+        hidden = [t.id for t in found.hidden]
+        replaced_by = found.replaced_by
+        echo_json(
+            {
+                "item": item.to_json(),
+                "events": events,
+                "replaced_by": replaced_by,
+                "hidden_turns": hidden,
+            }
+        )
         return
     lines = [_line(item), f"source {item.source} · confidence {item.confidence:.2f}"]
     lines += [f"evidence: {json.dumps(e.to_json(), ensure_ascii=False)}" for e in item.evidence]
@@ -194,6 +203,8 @@ def why(
         lines.append(f"supersedes {item.supersedes}")
     if found.replaced_by:
         lines.append(f"replaced by {found.replaced_by}")
+    for turn in found.hidden:
+        lines.append(f"hidden from recall: turn {turn.id} of {turn.session_id} ({turn.chat})")
     typer.echo("\n".join(lines))
 
 

@@ -25,6 +25,7 @@ from nahida.memory import (
     MemoryPermissionError,
     Query,
     SecretRefused,
+    Turn,
     Viewer,
     WriteResult,
 )
@@ -204,7 +205,18 @@ def explain(found: Explanation, lang: Language, here: str) -> str:
         lines.append(t("memory_why_supersedes", lang, id=item.supersedes))
     if found.replaced_by:
         lines.append(t("memory_why_replaced_by", lang, id=found.replaced_by))
+    if found.hidden:
+        lines.append(t("memory_why_hidden", lang, n=len(found.hidden)))
+        lines.extend(f"- {hidden_line(turn, here)}" for turn in found.hidden[-EVIDENCE_SHOWN:])
     return "\n".join(lines)
+
+
+def hidden_line(turn: Turn, here: str) -> str:
+    """A hidden turn: when and where; its words only when they were said in this chat."""
+    parts = [when(turn.time.timestamp()), turn.chat, f"turn {turn.id}"]
+    if turn.chat == here:
+        parts.append(f"“{snippet(turn.content, 60)}”")
+    return " · ".join(parts)
 
 
 def evidence_line(evidence: Evidence, here: str) -> str:

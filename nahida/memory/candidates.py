@@ -13,19 +13,31 @@ deduplicates and commits it. A builder raises ValueError for a target that does 
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Sequence
 from typing import Literal
 
 from nahida.envelope import ChatKey, UserKey
 from nahida.memory.models import KINDS, Candidate, Evidence
-from nahida.memory.safety import redact
+from nahida.memory.safety import contains_secret, redact
 from nahida.memory.scopes import GLOBAL, chat_scope, user_scope, validate_scope, viewer_for
 from nahida.memory.statements import Statement, statements
 
 Audience = Literal["user", "chat", "global"]
+_REMEMBER = re.compile(
+    r"记住|记一下|记下来|帮我记|给我记|别忘了|不要忘了"
+    r"|remember|don'?t forget|keep in mind|note that",
+    re.IGNORECASE,
+)
 QUOTE_CHARS = 120
 EXTRACTED_IMPORTANCE = {"fact": 0.7, "preference": 0.5, "decision": 0.7, "task": 0.6}
+
+
+def asks_to_keep_a_secret(text: str) -> bool:
+    """Whether a message asks, in words, to remember something that holds a secret: it gets the
+    refusal `/memory remember` gives, not a redacted memory."""
+    return _REMEMBER.search(text) is not None and contains_secret(text)
 
 
 def explicit_scope(chat: ChatKey, user: UserKey) -> tuple[str, str, str | None]:

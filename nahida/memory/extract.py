@@ -7,8 +7,9 @@ Scopes: in a private chat everything goes to `user:<U>`, private. In a group wha
 speaker (preferences, identity, tasks, "我决定…", an explicit remember of a first-person sentence)
 goes to `user:<U>` marked public, since it was said in public; group decisions ("以后我们…") and
 other explicit remembers go to `chat:<G>`, public. Candidates carry evidence (chat, message, turn,
-time, a short redacted quote) and are proposed as source `rule_extract`: a secret is redacted by
-the write path, never refused, and the commit mode decides.
+time, a short redacted quote) and are proposed as source `rule_extract`; the commit mode decides.
+A statement that holds a secret, or had one taken out (`[REDACTED:…]`: history is stored that
+way), gives nothing: "记住我的key是 …" is refused where it is said, and a placeholder is no memory.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 from nahida.envelope import ChatKey, UserKey
 from nahida.memory import candidates
 from nahida.memory.models import Candidate
+from nahida.memory.safety import contains_secret, was_redacted
 from nahida.memory.statements import statements
 
 SOURCE = "rule_extract"
@@ -36,4 +38,5 @@ def extract(
             statement, chat=chat, user=user, message_id=message_id, turn_id=turn_id, at=time
         )
         for statement in statements(text)
+        if not (was_redacted(statement.content) or contains_secret(statement.content))
     ]

@@ -3,19 +3,25 @@ exported memory items (`nahida memory export` / `import`, at the end).
 
 One object per line:
 
-    {"chat": "<ChatKey>", "user": "<user id>", "name": "<display name>", "text": "…",
+    {"chat": "<ChatKey>", "user": "<user id or UserKey>", "name": "<display name>", "text": "…",
      "time": "<ISO-8601>", "message_id": "<id>", "role": "user" | "assistant"}
 
-`user` is a user id on the chat's platform (the turn's speaker is the UserKey
-`<platform>:<user>`); `name` is optional and so is `role` (default `user`). A time without a UTC
-offset is taken as UTC. Turns enter history exactly as live messages do, through
-`sessions.record` (same tokens, same index rows, sessions split on idle gaps), in time order (file
-order for equal times). Importing is idempotent on (chat, message_id). A bad line is reported with
-its number and what was wrong, and skipped; so is an assistant turn before any user turn of its
-chat (live, such a turn opens no session either).
+`user` is a user id on the chat's platform (`42`: the speaker is the UserKey `<platform>:42`) or
+a full UserKey of that platform (`onebot:42`); `name` is optional and so is `role` (default
+`user`). A time without a UTC offset is taken as UTC. Turns enter history exactly as live
+messages do: secrets redacted, the same tokens and index rows, sessions split on idle gaps, and
+rule extraction of what people say about themselves (`extract`, committed by the commit mode) —
+in time order (file order for equal times). Importing is idempotent on (chat, message_id).
 
-Work is batched: each store call records up to `BATCH` turns in one transaction. Large imports
-cut their jieba tokens in worker processes, the next batch while the store writes this one.
+A bad line is reported with its number and what was wrong, and skipped: not UTF-8, longer than
+the line limit (read in bounded pieces, so a huge line never fills memory), not JSON, a field
+missing or of the wrong type, text that is not valid Unicode; so is an assistant turn before any
+user turn of its chat (live, such a turn opens no session either).
+
+Work is batched: each store call records up to `BATCH` turns in one transaction, and the import
+pauses briefly between batches so live traffic on the same database gets its turn. Large imports
+cut tokens, redact and read statements in worker processes, the next batch while the store
+writes this one.
 """
 
 from __future__ import annotations
@@ -23,20 +29,24 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from nahida.envelope import ChatKey, UserKey
-from nahida.memory import sessions
-from nahida.memory.models import MemoryItem, NewTurn
-from nahida.memory.scopes import validate_scope
+from nahida.memory import extract, sessions, write
+from nahida.memory.extract import extract as extract_statements
+from nahida.memory.models import CommitMode, MemoryItem, NewTurn
+from nahida.memory.scopes import user_key, validate_scope
 from nahida.memory.store.base import Store, Tx
-from nahida.memory.tokenize import index_ahead
+from nahida.memory.tokenize import map_ahead
+from nahida.memory.write import Prepared
 
-BATCH = 2000
+BATCH = 1000
+PAUSE = 0.01  # seconds between batches: a live message waits at most one batch
+MAX_LINE_BYTES = 1 << 20  # the default `history.import_line_bytes`
 PARALLEL_FROM = 20_000  # turns: below this, worker processes cost more than they save
 ROLES = ("user", "assistant")
 Progress = Callable[[int, int], None]  # (turns handled, turns in all)
@@ -57,6 +67,7 @@ class ImportReport:
     duplicates: int = 0
     bad: list[BadLine] = field(default_factory=list)
     seconds: float = 0.0
+    memories: int = 0  # what extraction proposed from the imported turns (stored or pending)
 
     @property
     def turns_per_second(self) -> float:
@@ -69,6 +80,7 @@ class ImportReport:
             "duplicates": self.duplicates,
             "bad": len(self.bad),
             "errors": [b.to_json() for b in self.bad],
+            "memories": self.memories,
             "seconds": round(self.seconds, 3),
             "turns_per_s": round(self.turns_per_second, 1),
         }
@@ -104,6 +116,10 @@ def _text_field(data: dict[str, Any], key: str, *, required: bool) -> str | None
     text = str(value)
     if required and not text.strip():
         raise ValueError(f"{key} is empty")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(f"{key} is not valid Unicode (a lone surrogate such as \\ud800)") from None
     return text
 
 
@@ -112,7 +128,7 @@ def parse_line(text: str) -> NewTurn:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ValueError(f"not JSON: {exc.msg} at column {exc.colno}") from None
+        raise ValueError(f"not JSON: {exc.msg} (column {exc.colno})") from None
     if not isinstance(data, dict):
         raise ValueError("not a JSON object")
     chat_text = _text_field(data, "chat", required=True)
@@ -132,7 +148,7 @@ def parse_line(text: str) -> NewTurn:
     if role == "user":
         assert user is not None
         try:
-            speaker = str(UserKey(chat.platform, user.strip()))
+            speaker = str(user_key(chat, user))
         except ValueError as exc:
             raise ValueError(f"user: {exc}") from None
     assert content is not None
@@ -147,38 +163,91 @@ def parse_line(text: str) -> NewTurn:
     )
 
 
-def read_lines(lines: Iterable[str]) -> tuple[list[tuple[int, NewTurn]], list[BadLine]]:
-    """Parse numbered lines (1-based); blank lines are skipped silently."""
+def bounded_lines(handle: BinaryIO, limit: int = MAX_LINE_BYTES) -> Iterator[str | BadLine]:
+    """The lines of a binary file, decoded, or a `BadLine` for one that is not UTF-8 or is longer
+    than `limit` bytes (its rest is skipped piece by piece, never held whole)."""
+    number = 0
+    while raw := handle.readline(limit + 1):
+        number += 1
+        if len(raw) > limit and not raw.endswith(b"\n"):
+            while (rest := handle.readline(1 << 16)) and not rest.endswith(b"\n"):
+                pass
+            yield BadLine(number, f"longer than {limit:,} bytes (history.import_line_bytes)")
+            continue
+        try:
+            yield raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            yield BadLine(number, f"not UTF-8 (byte {exc.start + 1} of the line)")
+
+
+def read_lines(lines: Iterable[str | BadLine]) -> tuple[list[tuple[int, NewTurn]], list[BadLine]]:
+    """Parse numbered lines (1-based; a `BadLine` stands for a line that could not be read);
+    blank lines are skipped silently."""
     turns: list[tuple[int, NewTurn]] = []
     bad: list[BadLine] = []
     for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            turns.append((number, parse_line(line)))
-        except ValueError as exc:
-            bad.append(BadLine(number, str(exc)))
+        if isinstance(line, BadLine):
+            bad.append(line)
+        elif line.strip():
+            try:
+                turns.append((number, parse_line(line)))
+            except ValueError as exc:
+                bad.append(BadLine(number, str(exc)))
     return turns, bad
 
 
+@dataclass(frozen=True, slots=True)
+class ReadyTurn:
+    """A turn as it will be stored (`sessions.stored_form`), with the memories its words give."""
+
+    turn: NewTurn
+    index: str
+    memories: tuple[Prepared, ...]
+
+
+def ready(turn: NewTurn) -> ReadyTurn:
+    """Redact, cut tokens and read statements (run in worker processes for large imports)."""
+    clean, index = sessions.stored_form(turn)
+    memories: tuple[Prepared, ...] = ()
+    if turn.role == "user" and turn.speaker is not None:
+        found = extract_statements(
+            clean.content,
+            chat=ChatKey.parse(turn.chat),
+            user=UserKey.parse(turn.speaker),
+            message_id=turn.message_id,
+            time=turn.time,
+        )
+        memories = tuple(write.prepare(c) for c in found)
+    return ReadyTurn(clean, index, memories)
+
+
 def record_batch(
-    tx: Tx, batch: list[tuple[int, NewTurn]], tokens: list[str], idle_split: float
-) -> tuple[int, int, list[BadLine]]:
-    """Record turns (in one transaction): (imported, duplicates, skipped lines)."""
-    imported = duplicates = 0
+    tx: Tx, batch: list[tuple[int, ReadyTurn]], idle_split: float, mode: CommitMode
+) -> tuple[int, int, int, list[BadLine]]:
+    """Record turns and what they say (in one transaction): (imported, duplicates, memories,
+    skipped lines)."""
+    imported = duplicates = memories = 0
     skipped: list[BadLine] = []
-    for (number, turn), body in zip(batch, tokens, strict=True):
+    for number, item in batch:
+        turn = item.turn
         if turn.message_id is not None and tx.turns.known(turn.chat, turn.message_id):
             duplicates += 1
-        elif sessions.append(tx, turn, body, idle_split) is None:
+            continue
+        stored = sessions.append(tx, turn, item.index, idle_split)
+        if stored is None:
             skipped.append(BadLine(number, "assistant turn before any user turn of its chat"))
-        else:
-            imported += 1
-    return imported, duplicates, skipped
+            continue
+        imported += 1
+        for memory in item.memories:
+            evidence = tuple(replace(e, turn_id=stored.id) for e in memory.candidate.evidence)
+            with_turn = replace(memory, candidate=replace(memory.candidate, evidence=evidence))
+            if write.propose(tx, with_turn, mode, extract.SOURCE).outcome != "rejected":
+                memories += 1
+    return imported, duplicates, memories, skipped
 
 
 def workers_for(turns: int) -> int:
-    """Tokenising processes for an import of this size (none for small ones)."""
+    """Worker processes for an import of this size (none for small ones)."""
     if turns < PARALLEL_FROM:
         return 0
     return max(1, min(4, os.cpu_count() or 1))
@@ -186,10 +255,12 @@ def workers_for(turns: int) -> int:
 
 def import_lines(
     store: Store,
-    lines: Iterable[str],
+    lines: Iterable[str | BadLine],
     idle_split: float,
     *,
+    mode: CommitMode = "auto_safe",
     batch: int = BATCH,
+    pause: float = PAUSE,
     workers: int | None = None,
     progress: Progress | None = None,
 ) -> ImportReport:
@@ -199,13 +270,19 @@ def import_lines(
     turns.sort(key=lambda pair: pair[1].time)  # stable: file order for equal times
     report = ImportReport(bad=bad)
     chunks = [turns[i : i + batch] for i in range(0, len(turns), batch)]
-    texts = [[turn.content for _, turn in chunk] for chunk in chunks]
-    ahead = index_ahead(texts, workers_for(len(turns)) if workers is None else workers)
+    pieces = [[turn for _, turn in chunk] for chunk in chunks]
+    ahead = map_ahead(ready, pieces, workers_for(len(turns)) if workers is None else workers)
     done = 0
-    for chunk, tokens in zip(chunks, ahead, strict=True):
-        imported, duplicates, skipped = store.write_sync(record_batch, chunk, tokens, idle_split)
+    for n, (chunk, prepared) in enumerate(zip(chunks, ahead, strict=True)):
+        if n and pause:
+            time.sleep(pause)  # live traffic on the same database gets its turn
+        numbered = [(number, item) for (number, _), item in zip(chunk, prepared, strict=True)]
+        imported, duplicates, memories, skipped = store.write_sync(
+            record_batch, numbered, idle_split, mode
+        )
         report.imported += imported
         report.duplicates += duplicates
+        report.memories += memories
         report.bad.extend(skipped)
         done += len(chunk)
         if progress is not None:
@@ -216,10 +293,17 @@ def import_lines(
 
 
 def import_file(
-    store: Store, path: Path, idle_split: float, *, progress: Progress | None = None
+    store: Store,
+    path: Path,
+    idle_split: float,
+    *,
+    mode: CommitMode = "auto_safe",
+    max_line_bytes: int = MAX_LINE_BYTES,
+    progress: Progress | None = None,
 ) -> ImportReport:
-    with path.open(encoding="utf-8") as handle:
-        return import_lines(store, handle, idle_split, progress=progress)
+    with path.open("rb") as handle:
+        lines = bounded_lines(handle, max_line_bytes)
+        return import_lines(store, lines, idle_split, mode=mode, progress=progress)
 
 
 # memory items (`nahida memory export` / `import`) --------------------------------------------

@@ -150,11 +150,13 @@ class WriteResult:
 
 @dataclass(frozen=True, slots=True)
 class Explanation:
-    """`/memory why`: an item, its audit trail, and the item that replaced it (if any)."""
+    """`/memory why`: an item, its audit trail, the item that replaced it (if any), and the
+    history turns kept out of recall because of it (forgotten or replaced)."""
 
     item: MemoryItem
     events: list[MemoryEvent]
     replaced_by: str | None
+    hidden: list[Turn] = field(default_factory=list)
 
 
 # history ----------------------------------------------------------------------------------------
@@ -189,6 +191,7 @@ class Turn:
     tool_calls: list[dict[str, Any]] | None = None
     addressed: bool = True
     error: str | None = None
+    hidden_by: str | None = None  # the forgotten or replaced item it was evidence of
 
 
 @dataclass(frozen=True, slots=True)

@@ -78,6 +78,11 @@ def contains_secret(text: str) -> bool:
     return bool(find_secrets(text))
 
 
+def was_redacted(text: str) -> bool:
+    """Whether the text carries a `[REDACTED:<kind>]` placeholder (a secret was taken out)."""
+    return _PLACEHOLDER.search(text) is not None
+
+
 def redact(text: str) -> str:
     """`text` with every secret replaced by `[REDACTED:<kind>]`; the rest is kept as it was."""
     for _ in range(_MAX_PASSES):

@@ -77,7 +77,11 @@ class Items:
                 raise LookupError(item_id)
             if not can_forget(item, actor):
                 raise MemoryPermissionError(item_id)
-            return write.update_item(tx, item, actor.label, "archive", reason, status="archived")
+            archived = write.update_item(
+                tx, item, actor.label, "archive", reason, status="archived"
+            )
+            write.hide_evidence(tx, item)
+            return archived
 
         return await self.store.write(run)
 
@@ -127,7 +131,12 @@ class Items:
             item = tx.items.visible(item_id, visibility)
             if item is None:
                 return None
-            return Explanation(item, tx.events.of_item(item_id), tx.items.replaced_by(item_id))
+            return Explanation(
+                item,
+                tx.events.of_item(item_id),
+                tx.items.replaced_by(item_id),
+                tx.turns.hidden_for(item_id),
+            )
 
         return await self.store.read(run)
 
@@ -225,7 +234,7 @@ class MemoryService:
         idle_split: float = 0.0,
     ) -> None:
         self.store = store
-        self.sessions = Sessions(store, idle_split=idle_split)
+        self.sessions = Sessions(store, idle_split=idle_split, mode=mode)
         self.items = Items(store, mode)
         self.recall = Recall(store, budget_tokens)
         self.runs = Runs(store)

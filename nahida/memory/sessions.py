@@ -4,7 +4,9 @@ A session belongs to one chat and is written only when its first user message ar
 the first 40 characters of that message). Each chat has a current session; `/new` clears it so the
 next message starts a fresh one, `/resume` points it at an older one, and a message after a long
 gap (`session.idle_split_minutes`) starts a new one too. User and assistant turns are indexed with
-the same jieba tokens memory search uses, under their chat.
+the same jieba tokens memory search uses, under their chat. Turns are stored with secrets
+redacted, and a turn that was evidence of a forgotten or replaced item is hidden from recall
+(`write.hide_evidence`) but kept in its session.
 
 The functions taking a `Tx` are units of work (run by the store in one transaction); `Sessions`
 is the facade's part that runs them (`memory.sessions`).
@@ -14,11 +16,13 @@ from __future__ import annotations
 
 import secrets
 import time
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from nahida.memory.models import NewTurn, Session, Turn
+from nahida.memory.models import CommitMode, NewTurn, Session, Turn
+from nahida.memory.safety import redact
 from nahida.memory.store.base import Store, TextSearch, Tx
 from nahida.memory.tokenize import index_text, query_terms, run_cpu, tokenize
 
@@ -115,20 +119,33 @@ def search(
     return list(found.values())[:limit]
 
 
+def stored_form(turn: NewTurn) -> tuple[NewTurn, str]:
+    """A turn as history keeps it, with its index text: secrets redacted with the write path's
+    filter (the model saw the words once; no later prompt, search or export sees them)."""
+    clean = redact(turn.content)
+    if clean != turn.content:
+        turn = replace(turn, content=clean)
+    return turn, index_text(turn.content)
+
+
 class Sessions:
     """`memory.sessions`: history as the runner, the chat commands and the CLI use it."""
 
-    def __init__(self, store: Store, *, idle_split: float = 0.0) -> None:
+    def __init__(
+        self, store: Store, *, idle_split: float = 0.0, mode: CommitMode = "auto_safe"
+    ) -> None:
         self.store = store
         self.idle_split = idle_split
+        self.mode = mode  # for what extraction finds in imported turns
 
     async def record_user_turn(self, turn: NewTurn, window: int) -> tuple[Turn, list[Turn]] | None:
-        """Store a user turn and read the hot window before it, in one round trip."""
-        tokens = await run_cpu(index_text, turn.content, size=len(turn.content))
+        """Store a user turn (`stored_form`) and read the hot window before it, in one round
+        trip."""
+        turn, tokens = await run_cpu(stored_form, turn, size=len(turn.content))
         return await self.store.write(record_with_window, turn, tokens, self.idle_split, window)
 
     async def record(self, turn: NewTurn) -> Turn | None:
-        tokens = await run_cpu(index_text, turn.content, size=len(turn.content))
+        turn, tokens = await run_cpu(stored_form, turn, size=len(turn.content))
         return await self.store.write(record, turn, tokens, self.idle_split)
 
     async def mark_error(self, turn_id: int, error: str) -> None:
@@ -180,9 +197,20 @@ class Sessions:
         return await self.store.read(search, text, terms, chat, limit)
 
     def import_file(
-        self, path: Path, *, progress: importer.Progress | None = None
+        self,
+        path: Path,
+        *,
+        max_line_bytes: int | None = None,
+        progress: importer.Progress | None = None,
     ) -> importer.ImportReport:
         """JSONL turns into history (`importer`); synchronous: the CLI's long job."""
         from nahida.memory import importer  # it records through this module's units
 
-        return importer.import_file(self.store, path, self.idle_split, progress=progress)
+        return importer.import_file(
+            self.store,
+            path,
+            self.idle_split,
+            mode=self.mode,
+            max_line_bytes=max_line_bytes or importer.MAX_LINE_BYTES,
+            progress=progress,
+        )

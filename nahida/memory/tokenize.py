@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import lru_cache
 from typing import Any, TypeVar
 
+S = TypeVar("S")
 T = TypeVar("T")
 INLINE_CHARS = 400  # texts up to this long are cut on the caller's thread (well under a ms)
 
@@ -88,21 +89,24 @@ def index_text(text: str) -> str:
     return " ".join(tokenize(text))
 
 
-def index_ahead(batches: Sequence[Sequence[str]], workers: int = 0) -> Iterator[list[str]]:
-    """`index_text` of every text, batch by batch, in order. With `workers`, the next batch is
-    cut in that many worker processes while the caller stores this one (bulk imports: jieba holds
-    the GIL, so threads would not help)."""
+def map_ahead(
+    cut: Callable[[S], T], batches: Sequence[Sequence[S]], workers: int = 0
+) -> Iterator[list[T]]:
+    """`cut` of every element (say `index_text` of texts), batch by batch, in order. With
+    `workers`, the next batch is cut in that many worker processes while the caller stores this
+    one (bulk imports: jieba holds the GIL, so threads would not help); `cut` must then be a
+    module-level function."""
     if workers < 1 or len(batches) < 2:
         for batch in batches:
-            yield [index_text(text) for text in batch]
+            yield [cut(text) for text in batch]
         return
     spawn = multiprocessing.get_context("spawn")  # never fork a process that runs threads
     with spawn.Pool(workers, initializer=warm_up) as pool:
-        pending = pool.map_async(index_text, batches[0], chunksize=256)
+        pending = pool.map_async(cut, batches[0], chunksize=256)
         for n in range(len(batches)):
             tokens = pending.get()
             if n + 1 < len(batches):
-                pending = pool.map_async(index_text, batches[n + 1], chunksize=256)
+                pending = pool.map_async(cut, batches[n + 1], chunksize=256)
             yield tokens
 
 

@@ -15,11 +15,12 @@ change to an item appends a `memory_events` row (who, what, before, after, why).
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from nahida.errors import SecretRefused
-from nahida.memory.models import Candidate, CommitMode, MemoryItem, WriteResult, new_id
+from nahida.memory.models import Candidate, CommitMode, Evidence, MemoryItem, WriteResult, new_id
 from nahida.memory.safety import contains_secret, redact
 from nahida.memory.scopes import Visibility
 from nahida.memory.store.base import TextSearch, Tx
@@ -192,6 +193,21 @@ def update_item(
     return after
 
 
+def hide_evidence(tx: Tx, item: MemoryItem, keep: Sequence[Evidence] = ()) -> int:
+    """Keep the turns an item was learned from out of recall (forgotten or replaced: they would
+    bring it back), but not those that are evidence of `keep` too. They stay in the history."""
+    kept_turns = {e.turn_id for e in keep if e.turn_id is not None}
+    kept_messages = {(e.chat, e.message_id) for e in keep if e.chat and e.message_id}
+    turn_ids, messages = [], []
+    for e in item.evidence:
+        if e.turn_id is not None:
+            if e.turn_id not in kept_turns and (e.chat, e.message_id) not in kept_messages:
+                turn_ids.append(e.turn_id)
+        elif e.chat and e.message_id and (e.chat, e.message_id) not in kept_messages:
+            messages.append((e.chat, e.message_id))
+    return tx.turns.hide(turn_ids, messages, item.id)
+
+
 # the write path ------------------------------------------------------------------------------
 
 
@@ -245,6 +261,7 @@ def commit(tx: Tx, prepared: Prepared, actor: str) -> WriteResult:
             status="superseded",
             valid_until=time.time(),
         )
+        hide_evidence(tx, replaced, keep=candidate.evidence)
         return WriteResult("superseded", item.id, replaced=replaced.id)
     return WriteResult("created", item.id)
 

@@ -329,14 +329,15 @@ async def test_hook_respects_the_commit_mode(store: SqliteStore) -> None:
     assert [c.content for _, c, _ in pending] == ["喜欢乌龙茶"]
 
 
-async def test_secret_said_to_remember_is_redacted_never_stored(store: SqliteStore) -> None:
+async def test_a_secret_said_to_remember_is_never_stored(store: SqliteStore) -> None:
+    """Issue 9: no redacted placeholder item either (the chat answers with the refusal)."""
     hook = ExtractionHook(MemoryService(store))
     await hook.after_turn(turn_context(f"记住我的 api key 是 {KEY}"), None)
-    (item,) = alices(store)
-    assert item.content == "我的 api key 是 [REDACTED:openai_key]"
-    assert item.evidence[0].quote == "记住我的 api key 是 [REDACTED:openai_key]"
+    await hook.after_turn(turn_context("记住我的 api key 是 [REDACTED:openai_key]"), None)
+    await hook.after_turn(turn_context("我喜欢乌龙茶"), None)  # the rest still works
+    assert active(store) == [("preference", "喜欢乌龙茶")]
     dumped = everything(store)
-    assert KEY not in dumped and KEY.lower() not in dumped and "REDACTED" in dumped
+    assert KEY not in dumped and KEY.lower() not in dumped and "REDACTED" not in dumped
 
 
 class BrokenItems(Items):

@@ -145,3 +145,23 @@ async def test_a_session_id_taken_meanwhile_is_drawn_again(
     second = await memory.sessions.record(user("other chat", T0, "2", chat="test:group:g2"))
     assert second is not None and second.session_id == "s_20260101_0000_beef"
     assert [t.content for t in await memory.sessions.turns(first.session_id)] == ["hello"]
+
+
+def test_an_upgrade_redacts_secrets_already_in_the_history() -> None:
+    from nahida.memory import sessions as units
+    from nahida.memory.store.sqlite import SqliteTx
+    from nahida.memory.tokenize import index_text
+
+    key = "sk-proj-abcdefghijklmnopqrstuvwxyz123456"
+    conn = connect(":memory:")
+    before = [m for m in migrations.MIGRATIONS if m.name != "0007_redact_history"]
+    migrations.migrate(conn, before)
+    said = user(f"记住我的key是 {key}", T0, "1")
+    units.record(SqliteTx(conn), said, index_text(said.content))  # as stored before issue 9
+    assert migrations.migrate(conn) == ["0007_redact_history"]
+    rows = [tuple(r) for r in conn.execute("SELECT content FROM turns")]
+    rows += [tuple(r) for r in conn.execute("SELECT body FROM turns_fts")]
+    rows += [tuple(r) for r in conn.execute("SELECT title FROM sessions")]
+    assert all(key not in value and "abcdefghij" not in value for (value,) in rows), rows
+    assert rows[0] == ("记住我的key是 [REDACTED:openai_key]",)
+    conn.close()

@@ -125,6 +125,14 @@ class TurnRows(Protocol):
 
     def mark_error(self, turn_id: int, error: str) -> None: ...
 
+    def hide(self, turn_ids: Sequence[int], messages: Sequence[tuple[str, str]], by: str) -> int:
+        """Keep these turns (by id, or by (chat, message id)) and the bot's direct reply to each
+        out of search, windows and neighbours, marked as hidden by item `by`; they stay in the
+        session. Returns how many were hidden now."""
+
+    def hidden_for(self, item_id: str) -> list[Turn]:
+        """The turns hidden because of an item, in order."""
+
     def search(self, chats: Sequence[str] | None, search: TextSearch) -> list[TurnMatch]:
         """Indexed turns of these chats (every chat: None), best first."""
 

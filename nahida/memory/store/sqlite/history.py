@@ -22,6 +22,14 @@ def _neighbour(cursor: Any, row: tuple[Any, ...]) -> tuple[int, TurnMatch]:
     return row[0], TurnMatch._make(row[1:])
 
 
+# The bot's reply to a user turn: the next turn of its session, when it is the assistant's.
+_REPLY = (
+    "SELECT n.id FROM turns c JOIN turns n ON n.session_id = c.session_id"
+    " AND n.id = (SELECT min(x.id) FROM turns x WHERE x.session_id = c.session_id AND x.id > c.id)"
+    " WHERE c.id = ? AND c.role = 'user' AND n.role = 'assistant'"
+)
+
+
 def _like(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
@@ -144,7 +152,8 @@ class TurnTable:
 
     def window(self, session_id: str, before: int, limit: int) -> list[Turn]:
         found = self.conn.execute(
-            "SELECT * FROM turns WHERE session_id = ? AND id < ? ORDER BY id DESC LIMIT ?",
+            "SELECT * FROM turns WHERE session_id = ? AND id < ? AND hidden_by IS NULL"
+            " ORDER BY id DESC LIMIT ?",
             (session_id, before, limit),
         ).fetchall()
         return [rows.turn(r) for r in reversed(found)]
@@ -157,6 +166,33 @@ class TurnTable:
 
     def mark_error(self, turn_id: int, error: str) -> None:
         self.conn.execute("UPDATE turns SET error = ? WHERE id = ?", (error, turn_id))
+
+    def hide(self, turn_ids: Sequence[int], messages: Sequence[tuple[str, str]], by: str) -> int:
+        conn = self.conn
+        ids = list(turn_ids)
+        for chat, message_id in messages:
+            row = conn.execute(
+                "SELECT id FROM turns WHERE chat = ? AND message_id = ?", (chat, message_id)
+            ).fetchone()
+            if row is not None:
+                ids.append(int(row[0]))
+        for turn_id in list(ids):
+            reply = conn.execute(_REPLY, (turn_id,)).fetchone()
+            if reply is not None:
+                ids.append(int(reply[0]))
+        hidden = 0
+        for turn_id in dict.fromkeys(ids):
+            cursor = conn.execute(
+                "UPDATE turns SET hidden_by = ? WHERE id = ? AND hidden_by IS NULL", (by, turn_id)
+            )
+            if cursor.rowcount:
+                conn.execute("DELETE FROM turns_fts WHERE rowid = ?", (turn_id,))
+                hidden += 1
+        return hidden
+
+    def hidden_for(self, item_id: str) -> list[Turn]:
+        found = self.conn.execute("SELECT * FROM turns WHERE hidden_by = ? ORDER BY id", (item_id,))
+        return [rows.turn(r) for r in found]
 
     def search(self, chats: Sequence[str] | None, search: TextSearch) -> list[TurnMatch]:
         if chats is None:  # every chat (an admin's search)
@@ -177,9 +213,9 @@ class TurnTable:
             f"SELECT c.id AS of, {rows.TURN_MATCH_COLUMNS}, 0.0 FROM turns c JOIN turns t"
             " ON t.session_id = c.session_id AND t.id IN ("
             "(SELECT max(p.id) FROM turns p WHERE p.session_id = c.session_id AND p.id < c.id"
-            " AND p.role IN ('user', 'assistant')),"
+            " AND p.role IN ('user', 'assistant') AND p.hidden_by IS NULL),"
             "(SELECT min(n.id) FROM turns n WHERE n.session_id = c.session_id AND n.id > c.id"
-            " AND n.role IN ('user', 'assistant')))"
+            " AND n.role IN ('user', 'assistant') AND n.hidden_by IS NULL))"
             f" WHERE c.id IN ({', '.join('?' * len(ids))})"
         )
         params: list[Any] = list(ids)

@@ -10,9 +10,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from nahida.errors import StorageError
+from nahida.memory.safety import contains_secret, redact
 from nahida.memory.store.sqlite.db import Connection, driver, transaction
 from nahida.memory.store.sqlite.schema import (
     CANDIDATE_VALIDITY,
+    HIDDEN_TURNS,
     JOB_TABLES,
     MEMORY_TABLES,
     SESSIONS_AND_TURNS,
@@ -66,12 +68,40 @@ def _porter_fts(conn: Connection) -> None:
         conn.execute(f"DROP TABLE {table}_0002")
 
 
+def _redact_history(conn: Connection) -> None:
+    """Secrets out of stored turns, their FTS rows and session titles (history written before
+    turns were stored redacted). The new index text is cut here, once, at upgrade; a title cut
+    from a turn that held a secret is cut again from the redacted turn."""
+    from nahida.memory.sessions import TITLE_CHARS
+    from nahida.memory.tokenize import index_text
+
+    def title(text: str) -> str:
+        return " ".join(text.split())[:TITLE_CHARS] or "…"
+
+    found = conn.execute("SELECT id, session_id, content FROM turns").fetchall()
+    for turn_id, session_id, content in found:
+        if not contains_secret(content):
+            continue
+        clean = redact(content)
+        conn.execute("UPDATE turns SET content = ? WHERE id = ?", (clean, turn_id))
+        conn.execute("UPDATE turns_fts SET body = ? WHERE rowid = ?", (index_text(clean), turn_id))
+        conn.execute(
+            "UPDATE sessions SET title = ? WHERE id = ? AND title = ?",
+            (title(clean), session_id, title(content)),
+        )
+    for session_id, text in conn.execute("SELECT id, title FROM sessions").fetchall():
+        if contains_secret(text):
+            conn.execute("UPDATE sessions SET title = ? WHERE id = ?", (redact(text), session_id))
+
+
 MIGRATIONS: list[Migration] = [
     Migration("0001_sessions_and_turns", _sql(SESSIONS_AND_TURNS)),
     Migration("0002_memory", _sql(MEMORY_TABLES)),
     Migration("0003_porter_fts", _porter_fts),
     Migration("0004_jobs", _sql(JOB_TABLES)),
     Migration("0005_candidate_validity", _sql(CANDIDATE_VALIDITY)),
+    Migration("0006_hidden_turns", _sql(HIDDEN_TURNS)),
+    Migration("0007_redact_history", _redact_history),
 ]
 
 

@@ -105,6 +105,7 @@ def turn(row: Any) -> Turn:
         tool_calls=json.loads(row["tool_calls"]) if row["tool_calls"] else None,
         addressed=bool(row["addressed"]),
         error=row["error"],
+        hidden_by=row["hidden_by"],
     )
 
 

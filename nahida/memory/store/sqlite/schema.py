@@ -5,6 +5,8 @@ holds only active items: archiving or superseding an item removes its row, so st
 visibility are both decided inside the MATCH. Its `scopes` column carries one token per way the
 item may be seen (`fts.item_keys`). Migration 0003 re-created both FTS tables with the porter
 stemmer. `job_runs` records each background job run, `job_leases` which process may run a job.
+A turn with `hidden_by` (an item id) is evidence of a forgotten or replaced item: it stays in
+the history but has no FTS row and is left out of windows and neighbours.
 """
 
 from __future__ import annotations
@@ -141,4 +143,9 @@ CREATE TABLE job_leases (
 CANDIDATE_VALIDITY = """
 ALTER TABLE memory_candidates ADD COLUMN valid_from REAL;
 ALTER TABLE memory_candidates ADD COLUMN valid_until REAL
+"""
+
+HIDDEN_TURNS = """
+ALTER TABLE turns ADD COLUMN hidden_by TEXT;
+CREATE INDEX turns_hidden_by ON turns (hidden_by) WHERE hidden_by IS NOT NULL
 """

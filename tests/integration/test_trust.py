@@ -1,0 +1,72 @@
+"""Trust (issue 9): secrets never outlive the one message, and forgetting really forgets."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from nahida.i18n import t
+from nahida.memory import Viewer
+from tests.fakes.llm_server import FakeOpenAIServer
+from tests.helpers import History, chat_through_console, config, openai_provider
+
+KEY = "sk-proj-abcdefghijklmnopqrstuvwxyz123456"
+PASSWORD = "Hunter2Pass!"
+
+
+def prompt_of(body: dict[str, object]) -> str:
+    return json.dumps(body["messages"], ensure_ascii=False)
+
+
+def everything(db: History) -> str:
+    tables = [r[0] for r in db.sql("SELECT name FROM sqlite_master WHERE type = 'table'")]
+    return "\n".join(str(v) for t in tables for row in db.sql(f'SELECT * FROM "{t}"') for v in row)
+
+
+async def test_secrets_are_refused_or_redacted_and_never_come_back(
+    tmp_path: Path, openai_server: FakeOpenAIServer
+) -> None:
+    cfg = config(**openai_provider(openai_server.url))
+    lines = [f"记住我的key是 {KEY}", f"我的密码是 {PASSWORD}", "/new", "我的key和密码是什么？"]
+    out, _ = await chat_through_console(tmp_path, lines, cfg)
+    replies = out.splitlines()
+    assert replies[0] == t("memory_secret_refused", "zh")  # as `/memory remember` answers
+    assert replies[1] == f"echo: 我的密码是 {PASSWORD}"  # the model saw it once, in that turn
+    assert len(openai_server.requests) == 2  # the refused one never went to the model
+    last = prompt_of(openai_server.requests[-1].body)
+    assert KEY not in last and PASSWORD not in last
+    with History(tmp_path / "data" / "nahida.db") as db:
+        stored = everything(db)
+        titles = [s.title for s in db.sessions()]
+        assert db.items(Viewer(scopes=("user:console:local",))) == []
+    for secret in (KEY, PASSWORD, PASSWORD.lower()):
+        assert secret not in stored  # turns, titles, FTS rows, candidates, items
+    assert "[REDACTED:openai_key]" in stored and "[REDACTED:password]" in stored
+    assert all(KEY not in title for title in titles)
+
+
+async def test_forgotten_and_replaced_memories_stay_out_of_later_prompts(
+    tmp_path: Path, openai_server: FakeOpenAIServer
+) -> None:
+    cfg = config(**openai_provider(openai_server.url))
+    await chat_through_console(tmp_path, ["I like hiking", "我喜欢乌龙茶"], cfg)
+    with History(tmp_path / "data" / "nahida.db") as db:
+        (hiking,) = [
+            i for i in db.items(Viewer(scopes=("user:console:local",))) if "hik" in i.content
+        ]
+    lines = [
+        f"/memory forget {hiking.id}",
+        "我不喜欢乌龙茶了",
+        "/new",
+        "do I like hiking? 乌龙茶呢？",
+    ]
+    await chat_through_console(tmp_path, lines, cfg)
+    last = prompt_of(openai_server.requests[-1].body)
+    assert "hiking" not in last.replace("do I like hiking?", "")  # neither the item nor the turn
+    assert "不喜欢乌龙茶" in last  # the new value is there
+    assert "我喜欢乌龙茶" not in last  # the replaced value's turn is not recalled beside it
+    why, _ = await chat_through_console(tmp_path, [f"/memory why {hiking.id}"], cfg)
+    assert t("memory_why_hidden", "zh", n=2) in why  # the turn and the bot's echo of it
+    with History(tmp_path / "data" / "nahida.db") as db:
+        kept = [t.content for s in db.sessions(None, 10) for t in db.turns(s.id)]
+    assert "I like hiking" in kept  # still in the history, for audit and `session show`
