@@ -2,15 +2,18 @@
 
 Order of precedence (highest first): `NAHIDA__SECTION__KEY` environment variables, the YAML file,
 the defaults below. With no provider declared, `OPENAI_API_KEY` / `ANTHROPIC_API_KEY` (with
-`OPENAI_BASE_URL`, `ANTHROPIC_BASE_URL`, `NAHIDA_MODEL`) declare one. Any error is a `ConfigError`
-naming the file and the dotted key.
+`OPENAI_BASE_URL`, `ANTHROPIC_BASE_URL`, `NAHIDA_MODEL`) declare one. `${VAR}` with VAR unset is
+an error; `${VAR:-}` is an explicit empty default. Any error is a `ConfigError` naming the file and
+the dotted key, or the `NAHIDA__…` variable when the wrong value came from one.
 """
 
 from __future__ import annotations
 
+import copy
 import os
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -76,6 +79,14 @@ class MemoryConfig(_Model):
     commit_mode: Literal["auto_safe", "manual_review", "auto_full"] = "auto_safe"
 
 
+class LimitsConfig(_Model):
+    """What one input may weigh; beyond it the sender gets a clear answer and nothing grows."""
+
+    message_chars: int = Field(4000, ge=100)  # a longer chat message is not sent to the model
+    item_chars: int = Field(1000, ge=20)  # a longer memory (remember, CLI, plugins) is refused
+    import_line_bytes: int = Field(1 << 20, ge=1024)  # a longer history-import line is skipped
+
+
 class LoggingConfig(_Model):
     level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     format: Literal["auto", "console", "json"] = "auto"
@@ -98,6 +109,7 @@ class Config(_Model):
     bus: BusConfig = Field(default_factory=BusConfig)
     session: SessionConfig = Field(default_factory=SessionConfig)
     memory: MemoryConfig = Field(default_factory=MemoryConfig)
+    limits: LimitsConfig = Field(default_factory=LimitsConfig)
     channels: dict[str, dict[str, Any]] = Field(default_factory=dict)  # validated by each adapter
     logging: LoggingConfig = Field(default_factory=LoggingConfig)
     scheduler: SchedulerConfig = Field(default_factory=SchedulerConfig)
@@ -135,36 +147,92 @@ def _looks_secret_key(key: str) -> bool:
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
-def expand_vars(value: Any, env: Mapping[str, str]) -> Any:
-    """Expand `${VAR}` and `${VAR:-default}` in every string of a YAML tree; unset → ''."""
+def expand_vars(value: Any, env: Mapping[str, str], *, source: str | None = None) -> Any:
+    """Expand `${VAR}` and `${VAR:-default}` in every string of a YAML tree.
+
+    `${VAR}` with VAR unset is a `ConfigError` naming VAR and the key (`source` names the file);
+    `${VAR:-default}` gives the default when VAR is unset or empty, so `${VAR:-}` is an explicit
+    empty default."""
+    return _expand(value, env, source, ())
+
+
+def _expand(value: Any, env: Mapping[str, str], source: str | None, at: tuple[Any, ...]) -> Any:
     if isinstance(value, str):
-        return _VAR.sub(lambda m: env.get(m.group(1)) or (m.group(2) or ""), value)
+
+        def substitute(match: re.Match[str]) -> str:
+            name, default = match.group(1), match.group(2)
+            found = env.get(name)
+            if default is not None:
+                return found or default
+            if found is None:
+                raise ConfigError(
+                    f"environment variable {name} is not set "
+                    f"(write ${{{name}:-}} for an empty default)",
+                    source=source,
+                    key=_dotted(at) or None,
+                )
+            return found
+
+        return _VAR.sub(substitute, value)
     if isinstance(value, list):
-        return [expand_vars(v, env) for v in value]
+        return [_expand(v, env, source, (*at, i)) for i, v in enumerate(value)]
     if isinstance(value, dict):
-        return {k: expand_vars(v, env) for k, v in value.items()}
+        return {k: _expand(v, env, source, (*at, k)) for k, v in value.items()}
     return value
 
 
-def apply_overrides(tree: dict[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
-    """Apply `NAHIDA__SECTION__KEY=value` variables; values are parsed as YAML scalars."""
+@dataclass(frozen=True)
+class _Override:
+    """One `NAHIDA__A__B=value` variable: the key path it sets and the parsed value."""
+
+    name: str
+    path: tuple[str, ...]
+    value: Any
+
+
+def _overrides(env: Mapping[str, str]) -> list[_Override]:
+    found = []
     for name in sorted(env):
         if not name.startswith(ENV_PREFIX):
             continue
-        path = [p.lower() for p in name[len(ENV_PREFIX) :].split("__") if p]
+        path = tuple(p.lower() for p in name[len(ENV_PREFIX) :].split("__") if p)
         if not path:
             continue
+        try:
+            value = yaml.safe_load(env[name]) if env[name] else ""
+        except yaml.YAMLError:
+            value = env[name]
+        found.append(_Override(name, path, value))
+    return found
+
+
+def _apply(
+    tree: dict[str, Any], overrides: list[_Override]
+) -> list[tuple[_Override, tuple[str, ...]]]:
+    """Set each override in `tree`; returns each with its origin, the part of the tree it wrote.
+
+    The origin is the override's path, or the shorter path of the first mapping it had to create
+    (or replace) on the way there: every value under the origin came from the variable."""
+    applied = []
+    for override in overrides:
         node = tree
-        for part in path[:-1]:
+        origin = override.path
+        for depth, part in enumerate(override.path[:-1]):
             child = node.get(part)
             if not isinstance(child, dict):
                 child = {}
                 node[part] = child
+                if origin == override.path:
+                    origin = override.path[: depth + 1]
             node = child
-        try:
-            node[path[-1]] = yaml.safe_load(env[name]) if env[name] else ""
-        except yaml.YAMLError:
-            node[path[-1]] = env[name]
+        node[override.path[-1]] = copy.deepcopy(override.value)
+        applied.append((override, origin))
+    return applied
+
+
+def apply_overrides(tree: dict[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
+    """Apply `NAHIDA__SECTION__KEY=value` variables; values are parsed as YAML scalars."""
+    _apply(tree, _overrides(env))
     return tree
 
 
@@ -191,37 +259,108 @@ def _declare_env_providers(tree: dict[str, Any], env: Mapping[str, str]) -> None
         tree["providers"] = providers
 
 
-def _dotted(loc: tuple[int | str, ...]) -> str:
+def _dotted(loc: tuple[Any, ...]) -> str:
     return ".".join(str(p) for p in loc)
+
+
+def _read(path: Path) -> dict[str, Any]:
+    source = str(path)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise ConfigError(f"cannot read config file: {reason}", source=source) from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        byte = data[exc.start : exc.start + 1].hex()
+        raise ConfigError(
+            f"not valid UTF-8 text ({exc.reason}: byte 0x{byte} at line {line}, column {column});"
+            " save the file as UTF-8",
+            source=source,
+        ) from None
+    try:
+        tree = yaml.safe_load(text) or {}
+    except yaml.YAMLError as exc:
+        raise ConfigError(_yaml_problem(exc, text), source=source) from None
+    if not isinstance(tree, dict):
+        raise ConfigError("the top level must be a mapping of sections", source=source)
+    return {str(k): v for k, v in tree.items()}
+
+
+def _yaml_problem(exc: yaml.YAMLError, text: str) -> str:
+    mark = getattr(exc, "problem_mark", None)
+    if isinstance(exc, yaml.reader.ReaderError):  # a character YAML does not allow
+        line = text.count("\n", 0, exc.position) + 1
+        column = exc.position - (text.rfind("\n", 0, exc.position) + 1) + 1
+        char = f"#x{exc.character:04x}" if isinstance(exc.character, int) else repr(exc.character)
+        return f"invalid YAML at line {line}, column {column}: unacceptable character {char}"
+    where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "somewhere"
+    problem = getattr(exc, "problem", None) or "invalid YAML"
+    return f"invalid YAML at {where}: {problem}"
+
+
+def _build(
+    base: dict[str, Any], overrides: list[_Override], env: Mapping[str, str]
+) -> tuple[dict[str, Any], list[tuple[_Override, tuple[str, ...]]]]:
+    tree = copy.deepcopy(base)
+    applied = _apply(tree, overrides)
+    _declare_env_providers(tree, env)
+    return tree, applied
 
 
 def load_config(path: Path | None, env: Mapping[str, str] | None = None) -> Config:
     """Load and validate the config; `path=None` means defaults plus environment."""
     env = os.environ if env is None else env
     source = str(path) if path else "<defaults>"
-    tree: Any = {}
+    tree: dict[str, Any] = {}
     if path is not None:
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise ConfigError(f"cannot read config file: {exc.strerror}", source=source) from None
-        try:
-            tree = yaml.safe_load(text) or {}
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "somewhere"
-            problem = getattr(exc, "problem", None) or "invalid YAML"
-            raise ConfigError(f"invalid YAML at {where}: {problem}", source=source) from None
-        if not isinstance(tree, dict):
-            raise ConfigError("the top level must be a mapping of sections", source=source)
-    tree = apply_overrides(expand_vars(tree, env), env)
-    _declare_env_providers(tree, env)
+        tree = _read(path)
+    base = expand_vars(tree, env, source=source)
+    overrides = _overrides(env)
+    full, applied = _build(base, overrides, env)
     try:
-        return Config.model_validate(tree)
+        return Config.model_validate(full)
     except ValidationError as exc:
         first = exc.errors()[0]
-        key = _dotted(first["loc"]) or "(top level)"
-        raise ConfigError(first["msg"], source=source, key=key) from None
+        loc = tuple(first["loc"])
+        culprit = _blame(loc, first["msg"], applied, base, overrides, env)
+        if culprit is not None:  # an environment variable, named instead of the file
+            inside = culprit.path[: len(loc)] != loc  # the error is deeper than the variable
+            key = _dotted(loc) if inside else None
+            raise ConfigError(first["msg"], source=culprit.name, key=key) from None
+        raise ConfigError(first["msg"], source=source, key=_dotted(loc) or "(top level)") from None
+
+
+def _blame(
+    loc: tuple[Any, ...],
+    msg: str,
+    applied: list[tuple[_Override, tuple[str, ...]]],
+    base: dict[str, Any],
+    overrides: list[_Override],
+    env: Mapping[str, str],
+) -> _Override | None:
+    """The override that caused the validation error at `loc`, or None when the file did.
+
+    An error inside what an override wrote is that override's (the latest, most specific one).
+    An error on a mapping an override wrote into (a check of the whole `models` table, say) is the
+    override's when the tree without it no longer has that error."""
+    inside = [(o, origin) for o, origin in applied if loc[: len(origin)] == origin]
+    if inside:
+        return max(reversed(inside), key=lambda pair: len(pair[1]))[0]
+    for override, origin in reversed(applied):
+        if origin[: len(loc)] != loc:
+            continue
+        tree, _ = _build(base, [o for o in overrides if o is not override], env)
+        try:
+            Config.model_validate(tree)
+        except ValidationError as exc:
+            if any(tuple(e["loc"]) == loc and e["msg"] == msg for e in exc.errors()):
+                continue
+        return override
+    return None
 
 
 def masked_dump(config: Config) -> dict[str, Any]:

@@ -102,6 +102,15 @@ MESSAGES: dict[str, dict[Language, str]] = {
         "zh": "已提交，等待审核（{id}）。",
         "en": "Submitted; waiting for review ({id}).",
     },
+    "message_too_long": {
+        "zh": "这条消息有 {n} 个字，太长了：我一次最多读 {limit} 个字，请分几段发。",
+        "en": "That message has {n} characters, more than the {limit} I read at once:"
+        " please send it in parts.",
+    },
+    "memory_too_long": {
+        "zh": "这段内容有 {n} 个字，超过了一条记忆的上限 {limit} 字，没有保存。请只记要点。",
+        "en": "That is {n} characters, over the {limit} a memory may hold; nothing was stored.",
+    },
     "memory_secret_refused": {
         "zh": "这段内容像是包含密钥、令牌或密码，为了安全什么都没有保存。",
         "en": "That looks like it contains a key, token or password; nothing was stored.",

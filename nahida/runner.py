@@ -45,6 +45,7 @@ class RunnerSettings:
     hot_size: int = 10
     context_tokens: int = 6000
     max_tool_rounds: int = 4
+    max_message_chars: int = 4000  # longer: a notice, not a model call; stored cut to this
 
 
 class SessionRunner:
@@ -96,6 +97,7 @@ class SessionRunner:
         respond = self.policy.should_respond(envelope)
         limited = respond and self._over_limit(envelope)
         respond = respond and not limited
+        too_long = len(envelope.text) > self.settings.max_message_chars
         window = self.settings.hot_size * 2 if respond else 0
         recorded = await self.memory.sessions.record_user_turn(
             self._user_turn(envelope, respond), window
@@ -119,6 +121,10 @@ class SessionRunner:
                 await self._reply(envelope, t("rate_limited", ctx.language))
         elif not respond:
             pass  # observed group talk: stored, and the hooks still feed memory from it
+        elif too_long:
+            limit = self.settings.max_message_chars
+            notice = t("message_too_long", ctx.language, n=len(envelope.text), limit=limit)
+            await self._reply(envelope, notice)
         elif candidates.asks_to_keep_a_secret(envelope.text):  # as `/memory remember` would
             await self._reply(envelope, t("memory_secret_refused", ctx.language))
         elif not self.model.configured:
@@ -165,10 +171,12 @@ class SessionRunner:
         return addressed and parse_command(envelope.text) is not None
 
     def _user_turn(self, envelope: Envelope, addressed: bool) -> NewTurn:
+        limit = self.settings.max_message_chars
+        text = envelope.text if len(envelope.text) <= limit else envelope.text[:limit] + "…"
         return NewTurn(
             chat=str(envelope.chat),
             role="user",
-            content=envelope.text,
+            content=text,
             time=envelope.time.timestamp(),
             speaker=str(envelope.sender.user),
             speaker_name=envelope.sender.name or None,

@@ -56,7 +56,8 @@ def history_import(
     progress = Progress() if sys.stderr.isatty() and not as_json else None
     with state.memory() as memory:
         try:
-            report = memory.sessions.import_file(file, progress=progress)
+            limit = state.config.limits.import_line_bytes
+            report = memory.sessions.import_file(file, max_line_bytes=limit, progress=progress)
         except (OSError, UnicodeDecodeError) as exc:
             raise fail(f"cannot read {file}: {exc}") from None
         finally:

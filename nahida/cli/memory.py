@@ -32,6 +32,7 @@ from nahida.cli.state import echo_json, fail, state_of
 from nahida.memory import (
     ITEM_STATUSES,
     KINDS,
+    TOO_LONG,
     Actor,
     MemoryItem,
     MemoryPermissionError,
@@ -114,6 +115,9 @@ def remember(
             raise fail(f"not remembered: {exc}") from None
     if as_json:
         echo_json({"scope": candidate.scope, **asdict(result)})
+    elif result.reason == TOO_LONG:
+        limit = state_of(ctx).config.limits.item_chars
+        raise fail(f"not remembered: {len(text):,} characters, over limits.item_chars ({limit:,})")
     elif result.outcome == "rejected":
         raise fail(f"not remembered: {result.reason}")
     else:

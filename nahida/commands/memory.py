@@ -16,6 +16,7 @@ from nahida.commands.router import Command, CommandContext, CommandRouter
 from nahida.i18n import MESSAGES, Language, t
 from nahida.memory import (
     KINDS,
+    TOO_LONG,
     Actor,
     Evidence,
     Explanation,
@@ -102,6 +103,9 @@ async def remember(ctx: CommandContext, args: str) -> str:
         )
     except SecretRefused:
         return t("memory_secret_refused", ctx.language)
+    if result.reason == TOO_LONG:
+        limit = ctx.memory.items.max_chars
+        return t("memory_too_long", ctx.language, n=len(args.strip()), limit=limit)
     return written(result, ctx.language)
 
 

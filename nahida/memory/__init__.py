@@ -29,7 +29,7 @@ from nahida.memory.models import (
 from nahida.memory.recall import GUARD, TUNING, Query, Tuning
 from nahida.memory.safety import redact
 from nahida.memory.scopes import GLOBAL, Viewer, admin_viewer, validate_scope, viewer_for
-from nahida.memory.service import MemoryService
+from nahida.memory.service import TOO_LONG, MemoryService
 from nahida.memory.store.base import Store, StoreCapabilities
 from nahida.memory.tokenize import index_text, warm_up
 from nahida.memory.turn import TurnParts, turn_parts
@@ -39,6 +39,7 @@ __all__ = [
     "GUARD",
     "ITEM_STATUSES",
     "KINDS",
+    "TOO_LONG",
     "TUNING",
     "Actor",
     "BadLine",

@@ -58,13 +58,11 @@ def remembered(
 ) -> Candidate:
     """`/memory remember`: read with the same rules as extraction, so slots supersede alike."""
     scope, sensitivity, subject = explicit_scope(chat, user)
-    read = statements(text)
-    if len(read) == 1 and kind == "fact":
-        kind = read[0].kind
+    kind, slot = _read(text, kind)
     return Candidate(
         scope=scope,
         kind=kind,
-        slot=read[0].slot if len(read) == 1 else None,
+        slot=slot,
         content=text.strip(),
         source="user_explicit",
         confidence=0.95,
@@ -74,6 +72,15 @@ def remembered(
         speaker_user=str(user),
         evidence=(Evidence(chat=str(chat), message_id=message_id, time=_now(at)),),
     )
+
+
+def _read(text: str, kind: str) -> tuple[str, str | None]:
+    """(kind, slot) of a text to remember, read as extraction reads it: one statement gives its
+    kind (unless one was asked for) and its slot."""
+    read = statements(text)
+    if len(read) != 1:
+        return kind, None
+    return (read[0].kind if kind == "fact" else kind), read[0].slot
 
 
 def _quote(sentence: str) -> str:
@@ -124,9 +131,11 @@ def admin_edit(
     sensitivity: str = "default",
 ) -> Candidate:
     """`nahida memory remember`: an admin's edit, in the scope named or where `chat`/`user` would
-    say it. `sensitivity` "default": private for a person, public otherwise."""
+    say it. `sensitivity` "default": private for a person, public otherwise. Read with the same
+    rules as `/memory remember`, so a new value supersedes and a repeat merges alike."""
     if kind not in KINDS:
         raise ValueError(f"kind is one of {', '.join(KINDS)}, not {kind!r}")
+    kind, slot = _read(text, kind)
     subject = None
     if scope is not None:
         person = validate_scope(scope).startswith("user:")
@@ -142,6 +151,7 @@ def admin_edit(
     return Candidate(
         scope=scope,
         kind=kind,
+        slot=slot,
         content=text.strip(),
         source="human_edit",
         confidence=0.95,

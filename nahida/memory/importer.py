@@ -46,7 +46,7 @@ from nahida.memory.write import Prepared
 
 BATCH = 1000
 PAUSE = 0.01  # seconds between batches: a live message waits at most one batch
-MAX_LINE_BYTES = 1 << 20  # the default `history.import_line_bytes`
+MAX_LINE_BYTES = 1 << 20  # the default `limits.import_line_bytes`
 PARALLEL_FROM = 20_000  # turns: below this, worker processes cost more than they save
 ROLES = ("user", "assistant")
 Progress = Callable[[int, int], None]  # (turns handled, turns in all)
@@ -172,7 +172,7 @@ def bounded_lines(handle: BinaryIO, limit: int = MAX_LINE_BYTES) -> Iterator[str
         if len(raw) > limit and not raw.endswith(b"\n"):
             while (rest := handle.readline(1 << 16)) and not rest.endswith(b"\n"):
                 pass
-            yield BadLine(number, f"longer than {limit:,} bytes (history.import_line_bytes)")
+            yield BadLine(number, f"longer than {limit:,} bytes (limits.import_line_bytes)")
             continue
         try:
             yield raw.decode("utf-8")

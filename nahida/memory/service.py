@@ -37,6 +37,9 @@ from nahida.memory.sessions import Sessions
 from nahida.memory.store.base import Store, StoreCapabilities, Tx
 from nahida.memory.tokenize import run_cpu
 
+MAX_ITEM_CHARS = 1000  # the default `limits.item_chars`
+TOO_LONG = "too_long"
+
 
 def _size(candidate: Candidate) -> int:
     return len(candidate.content) + len(candidate.title)
@@ -45,12 +48,16 @@ def _size(candidate: Candidate) -> int:
 class Items:
     """`memory.items`: every write goes through `propose` (the write path, DESIGN §6)."""
 
-    def __init__(self, store: Store, mode: CommitMode) -> None:
+    def __init__(self, store: Store, mode: CommitMode, max_chars: int = MAX_ITEM_CHARS) -> None:
         self.store = store
         self.mode = mode
+        self.max_chars = max_chars
 
     async def propose(self, candidate: Candidate, actor: str) -> WriteResult:
-        """Filter, candidate, commit mode. Raises `SecretRefused` for an explicit write."""
+        """Filter, candidate, commit mode. Raises `SecretRefused` for an explicit write; a text
+        over `max_chars` is rejected (`reason="too_long"`), nothing stored."""
+        if len(candidate.content) + len(candidate.title) > self.max_chars:
+            return WriteResult("rejected", reason=TOO_LONG)
         prepared = await run_cpu(write.prepare, candidate, size=_size(candidate))
         return await self.store.write(write.propose, prepared, self.mode, actor)
 
@@ -232,10 +239,11 @@ class MemoryService:
         mode: CommitMode = "auto_safe",
         budget_tokens: int = 1500,
         idle_split: float = 0.0,
+        item_chars: int = MAX_ITEM_CHARS,
     ) -> None:
         self.store = store
         self.sessions = Sessions(store, idle_split=idle_split, mode=mode)
-        self.items = Items(store, mode)
+        self.items = Items(store, mode, item_chars)
         self.recall = Recall(store, budget_tokens)
         self.runs = Runs(store)
 

@@ -14,6 +14,7 @@ from tests.helpers import History
 
 CHAT = "qq:group:100"
 SPLIT = 720 * 60.0
+KEY = "sk-proj-abcdefghijklmnopqrstuvwxyz123456"
 
 
 @pytest.fixture
@@ -27,7 +28,7 @@ def import_lines(db: History, lines: list[str], idle_split: float) -> ImportRepo
 
 def line(text: str, mid: str, time: str, **extra: Any) -> str:
     record = {
-        "chat": CHAT,
+        "chat": extra.pop("chat", CHAT),
         "user": "42",
         "name": "Alice",
         "text": text,
@@ -135,3 +136,63 @@ def test_sessions_split_on_the_idle_gap_in_time_order(db: History) -> None:
     no_split = import_lines(db, [line("later", "z", "2024-04-02T12:00:00Z")], 0.0)
     assert no_split.imported == 1
     assert len(db.sessions(CHAT, 10)) == 2  # 0 never splits
+
+
+def test_unreadable_lines_are_reported_and_the_rest_imported(db: History, tmp_path: Any) -> None:
+    """Issue 9: a non-UTF-8 line, a lone surrogate and an over-long line are bad lines, not a
+    failed import; the line limit is read in pieces (a huge line never sits in memory)."""
+    from nahida.memory.importer import import_file
+
+    path = tmp_path / "mixed.jsonl"
+    good = [line(f"第{n}条消息", str(n), "2024-04-01T09:00:00Z") for n in range(3)]
+    surrogate = line("\\ud800 broken", "s", "2024-04-01T09:00:00Z").replace("\\\\ud800", "\\ud800")
+    huge = line("x" * 5000, "h", "2024-04-01T09:00:00Z")
+    path.write_bytes(
+        b"\n".join(
+            [
+                good[0].encode(),
+                b'{"chat": "\xff\xfe"}',
+                surrogate.encode(),
+                huge.encode(),
+                good[1].encode(),
+                good[2].encode(),
+            ]
+        )
+        + b"\n"
+    )
+    report = import_file(db.store, path, SPLIT, max_line_bytes=1000)
+    assert report.imported == 3
+    assert [(b.line, b.error.split(" (")[0]) for b in report.bad] == [
+        (2, "not UTF-8"),
+        (3, "text is not valid Unicode"),
+        (4, "longer than 1,000 bytes"),
+    ]
+
+
+def test_a_full_user_key_is_taken_as_it_is(db: History) -> None:
+    lines = [
+        line("hi", "1", "2024-04-01T09:00:00Z", chat="onebot:group:7", user="onebot:1"),
+        line("yo", "2", "2024-04-01T09:01:00Z", chat="onebot:group:7", user="2"),
+        line("no", "3", "2024-04-01T09:02:00Z", chat="onebot:group:7", user="lark:3"),
+    ]
+    report = import_lines(db, lines, SPLIT)
+    assert report.imported == 2 and [b.line for b in report.bad] == [3]
+    (session,) = db.sessions("onebot:group:7")
+    assert [t.speaker for t in db.turns(session.id)] == ["onebot:1", "onebot:2"]
+
+
+def test_imported_turns_are_read_for_memories_like_live_ones(db: History) -> None:
+    from nahida.memory import Viewer
+
+    lines = [
+        line("我喜欢吃榴莲", "1", "2024-04-01T09:00:00Z"),
+        line("今天天气不错", "2", "2024-04-01T09:01:00Z"),
+        line(f"记住我的key是 {KEY}", "3", "2024-04-01T09:02:00Z"),
+    ]
+    report = import_lines(db, lines, SPLIT)
+    assert (report.imported, report.memories) == (3, 1)
+    (item,) = db.items(Viewer(scopes=("user:qq:42",)))
+    assert (item.content, item.source, item.sensitivity) == ("喜欢吃榴莲", "rule_extract", "public")
+    assert item.evidence[0].message_id == "1" and item.evidence[0].turn_id is not None
+    stored = [t.content for s in db.sessions(CHAT) for t in db.turns(s.id)]
+    assert f"记住我的key是 {KEY}" not in stored and "记住我的key是 [REDACTED:openai_key]" in stored

@@ -340,3 +340,23 @@ def test_a_large_import_draws_a_progress_bar_on_a_terminal(
     bar(2 * PROGRESS_FROM, 2 * PROGRESS_FROM)
     bar.close()
     assert "100%" in screen.getvalue()
+
+
+def test_cli_remember_reads_like_the_chat_command(cli: Any) -> None:
+    """Issue 9: one path for `nahida memory remember` and `/memory remember`."""
+
+    def remember(text: str) -> dict[str, Any]:
+        made = cli("memory", "remember", text, "--scope", "user:qq:43", "--json")
+        assert made.exit_code == 0, made.output
+        result: dict[str, Any] = json.loads(made.stdout)
+        return result
+
+    first = remember("我喜欢乌龙茶")
+    again = remember("我喜欢乌龙茶")
+    changed = remember("我不喜欢乌龙茶了")
+    assert (again["outcome"], again["item_id"]) == ("merged", first["item_id"])
+    assert (changed["outcome"], changed["replaced"]) == ("superseded", first["item_id"])
+    active = json.loads(cli("memory", "list", "--scope", "user:qq:43", "--json").stdout)
+    assert [(i["kind"], i["content"]) for i in active] == [("preference", "我不喜欢乌龙茶了")]
+    long = cli("memory", "remember", "记" * 1001, "--scope", "global")
+    assert long.exit_code == 1 and "limits.item_chars" in long.stderr

@@ -70,3 +70,49 @@ async def test_forgotten_and_replaced_memories_stay_out_of_later_prompts(
     with History(tmp_path / "data" / "nahida.db") as db:
         kept = [t.content for s in db.sessions(None, 10) for t in db.turns(s.id)]
     assert "I like hiking" in kept  # still in the history, for audit and `session show`
+
+
+async def test_an_over_long_message_gets_a_notice_and_no_model_call(
+    tmp_path: Path, openai_server: FakeOpenAIServer
+) -> None:
+    cfg = config(**openai_provider(openai_server.url), limits={"message_chars": 500})
+    out, _ = await chat_through_console(
+        tmp_path, ["好" * 100_000, "/memory remember " + "记" * 1200]
+    )
+    # defaults (4000 / 1000) apply in the run above; now the configured 500:
+    out2, _ = await chat_through_console(tmp_path, ["长" * 600, "短消息"], cfg)
+    assert out.splitlines()[0] == t("message_too_long", "zh", n=100_000, limit=4000)
+    assert out.splitlines()[1] == t("memory_too_long", "zh", n=1200, limit=1000)
+    assert out2.splitlines() == [t("message_too_long", "zh", n=600, limit=500), "echo: 短消息"]
+    (request,) = openai_server.requests  # only "短消息" went to the model
+    assert prompt_of(request.body).count("长") <= 500  # the cut turn in the hot window at most
+    with History(tmp_path / "data" / "nahida.db") as db:
+        contents = [t.content for s in db.sessions(None, 10) for t in db.turns(s.id)]
+        assert db.sql("SELECT count(*) FROM memory_items")[0][0] == 0
+    assert "好" * 4000 + "…" in contents and "长" * 500 + "…" in contents  # kept, but bounded
+    assert max(map(len, contents)) == 4001
+
+
+def test_a_huge_import_line_is_skipped_without_reading_it_whole(tmp_path: Path) -> None:
+    import tracemalloc
+
+    from nahida.memory.importer import import_file
+    from nahida.memory.store.sqlite import SqliteStore
+
+    path = tmp_path / "huge.jsonl"
+    good = '{"chat": "qq:group:1", "user": "1", "text": "hi", "time": "2024-01-01T00:00:00Z"'
+    with path.open("w", encoding="utf-8") as out:
+        out.write(good + ', "message_id": "a"}\n')
+        out.write('{"chat": "qq:group:1", "text": "' + "x" * 30_000_000 + '"}\n')
+        out.write(good + ', "message_id": "b"}\n')
+    store = SqliteStore(tmp_path / "db.sqlite")
+    tracemalloc.start()
+    try:
+        report = import_file(store, path, 0.0)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+        store.close()
+    assert report.imported == 2 and [b.line for b in report.bad] == [2]
+    assert "longer than 1,048,576 bytes" in report.bad[0].error
+    assert peak < 8_000_000  # the 30 MB line was never held

@@ -84,3 +84,134 @@ def test_bad_config_names_file_and_key(
 def test_missing_file_is_a_config_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="cannot read config file"):
         load_config(tmp_path / "nope.yaml", {})
+
+
+def test_a_file_that_is_not_utf8_names_the_file_and_the_place(tmp_path: Path) -> None:
+    path = tmp_path / "gbk.yaml"
+    path.write_bytes("bot:\n  name: 纳西妲\n".encode("gbk"))
+    with pytest.raises(ConfigError) as info:
+        load_config(path, {})
+    message = str(info.value)
+    assert message.startswith(f"{path}: not valid UTF-8 text")
+    assert "at line 2, column 9" in message
+    assert "\n" not in message
+
+
+def test_a_utf8_file_with_a_byte_order_mark_loads(tmp_path: Path) -> None:
+    path = tmp_path / "bom.yaml"
+    path.write_bytes("\ufeffbot: {name: 纳西妲}\n".encode())
+    assert load_config(path, {}).bot.name == "纳西妲"
+
+
+def test_a_control_character_is_named_with_its_line(tmp_path: Path) -> None:
+    path = write(tmp_path, "bot:\n  name: 'a\x01'\n")
+    with pytest.raises(ConfigError, match=r"line 2, column 11: unacceptable character #x0001$"):
+        load_config(path, {})
+
+
+def test_a_directory_is_not_a_config_file(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"cannot read config file: \S"):
+        load_config(tmp_path, {})
+
+
+def test_cli_reports_a_non_utf8_config_in_one_line_with_exit_code_2(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from nahida.cli.main import main
+
+    path = tmp_path / "latin1.yaml"
+    path.write_bytes("bot:\n  name: Nahída\n".encode("latin-1"))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("sys.argv", ["nahida", "--config", str(path), "chat"])
+    with pytest.raises(SystemExit) as info:
+        main()
+    assert info.value.code == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith(f"error: {path}: not valid UTF-8 text")
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({"NAHIDA__BOT__LANGUAGE": "fr"}, "NAHIDA__BOT__LANGUAGE: Input should be 'zh' or 'en'"),
+        ({"NAHIDA__SERVER__PORT": "lots"}, "NAHIDA__SERVER__PORT: Input should be a valid integer"),
+        ({"NAHIDA__BOT__NICKNAMEZ": "[a]"}, "NAHIDA__BOT__NICKNAMEZ: Extra inputs"),
+        ({"NAHIDA__BOT": "x"}, "NAHIDA__BOT: Input should be a valid dictionary"),
+        (  # deeper than the variable: the key is named too
+            {"NAHIDA__BOT__RATE_LIMIT": "{per_chat_per_minute: -1}"},
+            "NAHIDA__BOT__RATE_LIMIT: bot.rate_limit.per_chat_per_minute: Input should be greater",
+        ),
+        (  # the variable created a provider without a type
+            {"NAHIDA__PROVIDERS__MAIN__API_KEY": "k"},
+            "NAHIDA__PROVIDERS__MAIN__API_KEY: providers.main.type: Field required",
+        ),
+        (  # a check of the whole table, failing because of the variable
+            {"NAHIDA__MODELS__CHITCHAT": "main"},
+            "NAHIDA__MODELS__CHITCHAT: Value error, unknown task 'chitchat'",
+        ),
+    ],
+)
+def test_a_bad_override_names_the_variable(
+    tmp_path: Path, env: dict[str, str], expected: str
+) -> None:
+    for path in (None, write(tmp_path, "bot:\n  name: Nahida\nmodels: {chat: main}\n")):
+        with pytest.raises(ConfigError) as info:
+            load_config(path, env)
+        assert str(info.value).startswith(expected)
+
+
+def test_a_bad_override_of_a_bad_file_value_names_the_variable(tmp_path: Path) -> None:
+    path = write(tmp_path, "bot:\n  language: fr\n")
+    with pytest.raises(ConfigError) as info:
+        load_config(path, {"NAHIDA__BOT__LANGUAGE": "de"})
+    assert str(info.value) == "NAHIDA__BOT__LANGUAGE: Input should be 'zh' or 'en'"
+    assert load_config(path, {"NAHIDA__BOT__LANGUAGE": "en"}).bot.language == "en"
+
+
+@pytest.mark.parametrize(
+    ("text", "env", "key"),
+    [
+        ("bot:\n  language: fr\n", {"NAHIDA__SERVER__PORT": "9"}, "bot.language"),
+        ("models:\n  chitchat: main\n", {"NAHIDA__MODELS__CHAT": "main"}, "models"),
+        ("bot:\n  nicknamez: [a]\n", {"NAHIDA__BOT__NAME": "N"}, "bot.nicknamez"),
+    ],
+)
+def test_an_error_in_the_file_still_names_the_file_beside_overrides(
+    tmp_path: Path, text: str, env: dict[str, str], key: str
+) -> None:
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError) as info:
+        load_config(path, env)
+    assert str(info.value).startswith(f"{path}: {key}: ")
+    assert "NAHIDA__" not in str(info.value)
+
+
+def test_an_unset_variable_is_an_error_naming_it_and_the_key(tmp_path: Path) -> None:
+    path = write(tmp_path, "providers:\n  main: {type: openai, api_key: 'sk-${MY_KEY}'}\n")
+    with pytest.raises(ConfigError) as info:
+        load_config(path, {"OTHER": "x"})
+    message = str(info.value)
+    assert message.startswith(f"{path}: providers.main.api_key: ")
+    assert "MY_KEY is not set" in message
+    assert "${MY_KEY:-}" in message
+    assert "\n" not in message
+
+
+def test_an_unset_variable_in_a_list_names_the_item(tmp_path: Path) -> None:
+    path = write(tmp_path, "bot:\n  admins: ['onebot:1', '${ADMIN}']\n")
+    with pytest.raises(ConfigError, match=r": bot\.admins\.1: environment variable ADMIN "):
+        load_config(path, {})
+
+
+def test_empty_and_default_expansions(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "bot:\n  name: '${NAME:-Nahida}'\n  nicknames: ['${NICK:-}', '${SET}', '${EMPTY:-x}']\n",
+    )
+    config = load_config(path, {"SET": "", "EMPTY": ""})
+    assert config.bot.name == "Nahida"  # unset: the default
+    assert config.bot.nicknames == ["", "", "x"]  # `:-` explicit empty; set but empty stays ''
+    config = load_config(path, {"NAME": "纳西妲", "NICK": "n", "SET": "s", "EMPTY": "e"})
+    assert config.bot.name == "纳西妲"
+    assert config.bot.nicknames == ["n", "s", "e"]
