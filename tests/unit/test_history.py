@@ -165,3 +165,43 @@ def test_an_upgrade_redacts_secrets_already_in_the_history() -> None:
     assert all(key not in value and "abcdefghij" not in value for (value,) in rows), rows
     assert rows[0] == ("记住我的key是 [REDACTED:openai_key]",)
     conn.close()
+
+
+def test_a_failed_unit_leaves_no_read_snapshot_behind(store: SqliteStore) -> None:
+    """Issue 9 (a chat slow forever after an import): a unit that raises with a cursor still
+    open must not keep its statement, and so an old snapshot, alive through the exception."""
+    for n in range(200):
+        store.write_sync(lambda tx, n=n: tx.sessions.create(f"s_{n}", CHAT, "t", T0 + n))
+
+    def fails_midway(tx: object) -> None:
+        rows = store.db.conn.execute("SELECT * FROM sessions")
+        rows.fetchone()
+        raise RuntimeError("a bug in a unit")
+
+    kept = []
+    for write in (False, True):
+        try:
+            store.db.call(fails_midway, write=write)
+        except RuntimeError as exc:
+            kept.append(exc)  # the caller holds on to it, as a logged future would
+        other = connect(store.path)
+        other.execute("INSERT INTO chats (chat, last_active) VALUES (?, 0)", (f"c{write}",))
+        assert other.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0] == 0  # not busy
+        other.close()
+    assert store.write_sync(lambda tx: tx.sessions.create("s_after", CHAT, "t", T0))  # no wait
+
+
+def test_a_write_waits_for_another_process_longer_than_the_busy_timeout(
+    store: SqliteStore,
+) -> None:
+    import threading
+    import time
+
+    store.db.call(lambda conn: conn.execute("PRAGMA busy_timeout = 100"))
+    other = connect(store.path, vec=False)
+    other.execute("BEGIN IMMEDIATE")  # an import's batch, say
+    threading.Timer(0.6, lambda: other.execute("COMMIT")).start()
+    started = time.monotonic()
+    assert store.write_sync(lambda tx: tx.sessions.create("s_waited", CHAT, "t", T0))
+    assert 0.5 < time.monotonic() - started < 5
+    other.close()

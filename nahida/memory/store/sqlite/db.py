@@ -23,6 +23,8 @@ import os
 import queue
 import sqlite3
 import threading
+import time
+import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -124,6 +126,29 @@ def capabilities(conn: Connection) -> Capabilities:
     return Capabilities(driver.__name__, version, fts5, vec_version is not None, vec_version)
 
 
+BUSY_WAIT = 60.0  # seconds a write waits for another process's transaction, in all
+
+
+def begin_immediate(conn: Connection, wait: float = BUSY_WAIT) -> None:
+    """`BEGIN IMMEDIATE`, waiting for another process that holds the write lock (an import, the
+    CLI) with growing pauses, up to `wait` seconds in all; then StorageError. SQLite's own busy
+    timeout covers each attempt; this covers a writer that keeps the lock longer or comes back."""
+    deadline = time.monotonic() + wait
+    pause = 0.05
+    while True:
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            return
+        except driver.OperationalError as exc:
+            if "locked" not in str(exc) and "busy" not in str(exc):
+                raise
+            if time.monotonic() + pause > deadline:
+                raise StorageError(f"the database stayed locked for {wait:.0f} s: {exc}") from exc
+            log.info("database_busy_waiting", pause=pause)
+            time.sleep(pause)
+            pause = min(pause * 2, 2.0)
+
+
 @contextlib.contextmanager
 def transaction(conn: Connection) -> Iterator[Connection]:
     """`BEGIN IMMEDIATE … COMMIT`, or a savepoint when a transaction is already open."""
@@ -138,7 +163,7 @@ def transaction(conn: Connection) -> Iterator[Connection]:
             raise
         conn.execute(f"RELEASE {name}")
         return
-    conn.execute("BEGIN IMMEDIATE")
+    begin_immediate(conn)
     try:
         yield conn
     except BaseException:
@@ -176,7 +201,20 @@ def _attempt(job: _Job, conn: Connection) -> tuple[_Job, bool, Any]:
     try:
         return (job, True, job.fn(conn, *job.args))
     except BaseException as exc:
+        _release(exc)
         return (job, False, exc)
+
+
+def _release(exc: BaseException) -> None:
+    """Drop the locals of a failed unit's frames (the traceback still prints). A cursor left in a
+    frame keeps its statement, and so an old read snapshot of the database, alive for as long as
+    the exception lives: from then on every write of this connection meets SQLITE_BUSY_SNAPSHOT
+    (waiting out the busy timeout, then "database is locked") and no checkpoint can reset the
+    WAL. This is what kept a chat process started during a `history import` slow afterwards."""
+    traceback.clear_frames(exc.__traceback__)
+    for linked in (exc.__cause__, exc.__context__):
+        if linked is not None and linked.__traceback__ is not None:
+            traceback.clear_frames(linked.__traceback__)
 
 
 class Database:
@@ -260,12 +298,13 @@ class Database:
                 with transaction(conn):
                     return [(job, True, job.fn(conn, *job.args))]
             except BaseException as exc:
+                _release(exc)
                 if conn.in_transaction:  # COMMIT itself failed
                     conn.execute("ROLLBACK")
                 return [(job, False, exc)]
         outcomes: list[tuple[_Job, bool, Any]] = []
         try:
-            conn.execute("BEGIN IMMEDIATE")
+            begin_immediate(conn)
             for job in batch:
                 if not job.write:
                     outcomes.append(_attempt(job, conn))
