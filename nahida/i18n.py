@@ -60,6 +60,11 @@ MESSAGES: dict[str, dict[Language, str]] = {
         "en": "Resumed session {id}: {title}",
     },
     "turns_count": {"zh": "{n} 条", "en": "{n} turns"},
+    "turns_count_one": {"zh": "{n} 条", "en": "{n} turn"},
+    "no_earlier_session": {
+        "zh": "还没有更早的会话可以继续。",
+        "en": "There is no earlier session to go back to.",
+    },
     "rate_limited": {
         "zh": "这里消息有点多，我先歇一会儿，过一分钟再叫我吧。",
         "en": "That's a lot of messages here; I'll pause for a minute before answering again.",

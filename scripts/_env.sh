@@ -18,6 +18,12 @@ ensure_venv() {
     local stamp="$VENV/.nahida-installed$extras"
     local want
     want="$(cat "$ROOT/pyproject.toml" | sha256sum | cut -c1-16)"
+    # the dev install holds everything the plain one needs: ./scripts/run after ./scripts/test
+    # must not reinstall
+    if [ -z "$extras" ] && [ -f "$VENV/.nahida-installed[dev]" ] \
+        && [ "$(cat "$VENV/.nahida-installed[dev]")" = "$want" ]; then
+        return 0
+    fi
     if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
         echo "Installing nahida$extras into .venv ..." >&2
         "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip >&2

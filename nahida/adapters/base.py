@@ -10,14 +10,15 @@ WebSocket mount routes on the shared inbound server (`Routes`: `nahida.server.In
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol, runtime_checkable
-
-from aiohttp import web
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from nahida.envelope import Envelope, Reply
 
+if TYPE_CHECKING:  # aiohttp takes a tenth of a second to import; only adapters that serve need it
+    from aiohttp import web
+
 Submit = Callable[[Envelope], Awaitable[bool]]
-RouteHandler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+RouteHandler = Callable[["web.Request"], Awaitable["web.StreamResponse"]]
 
 
 class Routes(Protocol):

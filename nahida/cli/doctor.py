@@ -21,11 +21,15 @@ from nahida.errors import NahidaError
 from nahida.memory import index_text, warm_up
 from nahida.providers.router import resolve_routes
 
+PING_TIMEOUT = 5.0
+
 
 async def _providers(config: Config) -> list[dict[str, Any]]:
     results = []
     for name, settings in config.providers.items():
-        provider = build_provider(name, settings)
+        # a quick check: one try, a short timeout (a dead endpoint must not hold doctor up)
+        quick = settings.model_copy(update={"timeout": min(settings.timeout, PING_TIMEOUT)})
+        provider = build_provider(name, quick.model_copy(update={"max_retries": 0}))
         entry: dict[str, Any] = {"name": name, "type": settings.type, "base_url": settings.base_url}
         started = time.perf_counter()
         try:

@@ -52,14 +52,14 @@ def history_import(
     """Import messages as history turns (idempotent on chat + message_id)."""
     state = state_of(ctx)
     if not file.is_file():
-        raise fail(f"cannot read {file}")
+        raise fail(f"cannot read {file}", as_json=as_json)
     progress = Progress() if sys.stderr.isatty() and not as_json else None
     with state.memory() as memory:
         try:
             limit = state.config.limits.import_line_bytes
             report = memory.sessions.import_file(file, max_line_bytes=limit, progress=progress)
         except (OSError, UnicodeDecodeError) as exc:
-            raise fail(f"cannot read {file}: {exc}") from None
+            raise fail(f"cannot read {file}: {exc}", as_json=as_json) from None
         finally:
             if progress is not None:
                 progress.close()
@@ -68,7 +68,10 @@ def history_import(
         return
     for bad in report.bad:
         typer.echo(f"{file}:{bad.line}: {bad.error}", err=True)
+    if report.memories:
+        typer.echo(f"extraction proposed {report.memories} memories from them")
     typer.echo(
         f"imported {report.imported}, duplicates {report.duplicates}, bad {len(report.bad)}"
-        f" in {report.seconds:.2f} s ({report.turns_per_second:,.0f} turns/s)"
+        f" in {report.seconds:.2f} s ({report.turns_per_second:,.0f} turns/s after"
+        f" {report.startup:.2f} s of start-up)"
     )

@@ -18,6 +18,7 @@ from typing import Annotated
 
 import typer
 
+from nahida import __version__
 from nahida.app import App, Paths, TerminalApp, console_app, platform_adapters
 from nahida.cli.doctor import doctor
 from nahida.cli.history import history_app
@@ -44,6 +45,12 @@ app.add_typer(memory_app, name="memory")
 app.add_typer(history_app, name="history")
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"nahida {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
 def main_options(
     ctx: typer.Context,
@@ -60,6 +67,12 @@ def main_options(
         Path,
         typer.Option("--plugins-dir", envvar="NAHIDA_PLUGINS_DIR", help="Plugins folder."),
     ] = Path("plugins"),
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", is_eager=True, callback=_print_version, help="Print the version."
+        ),
+    ] = False,
 ) -> None:
     if config is None and DEFAULT_CONFIG.exists():
         config = DEFAULT_CONFIG
@@ -68,16 +81,29 @@ def main_options(
 
 def _logging(config: Config, *, quiet: bool) -> None:
     level = config.logging.level
-    if quiet and level in ("DEBUG", "INFO"):
-        level = "WARNING"
+    if quiet and level in ("DEBUG", "INFO", "WARNING"):
+        # a terminal chat: the bot answers what went wrong; logs would mix into the dialogue
+        level = "ERROR" if sys.stderr.isatty() else "WARNING"
     configure_logging(level, config.logging.format, config.secrets())
 
 
 def _banner(config: Config, bot: TerminalApp) -> None:
     if bot.interactive:
         hint = "（Ctrl-D 退出）" if config.bot.language == "zh" else "(Ctrl-D to quit)"
-        status = "" if bot.model.configured else " · no model configured"
+        route = bot.model.route("chat")
+        if route is None:
+            status = " · no model configured"
+        else:
+            base_url = config.providers[route.provider].base_url or "the provider's default URL"
+            status = f" · {route.provider}/{route.model} @ {base_url}"
         typer.echo(f"{config.bot.name} · /help {hint}{status}", err=True)
+
+
+def _terminal(config: Config, state: State) -> TerminalApp:
+    """The terminal chat; like `nahida chat`, it starts a new session (`--resume` continues)."""
+    bot = console_app(config, state.paths)
+    asyncio.run(bot.memory.sessions.start_new(bot.chat))
+    return bot
 
 
 @app.command()
@@ -92,9 +118,8 @@ def chat(
     state = state_of(ctx)
     config = state.config
     _logging(config, quiet=not verbose)
-    bot = console_app(config, state.paths)
+    bot = _terminal(config, state)
     sessions = bot.memory.sessions
-    asyncio.run(sessions.start_new(bot.chat))  # each terminal chat starts fresh unless resumed
     if resume:
         found = asyncio.run(sessions.resume(bot.chat, resume))
         if found is None:
@@ -113,7 +138,7 @@ def run(ctx: typer.Context) -> None:
     adapters = platform_adapters(config, str(state.paths.config or "config"))
     if not adapters:
         _logging(config, quiet=True)
-        bot = console_app(config, state.paths)
+        bot = _terminal(config, state)
         _banner(config, bot)
         asyncio.run(bot.run())
         return

@@ -20,7 +20,6 @@ is idempotent: export → import → export is lossless.
 from __future__ import annotations
 
 import asyncio
-import json
 from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated
@@ -29,11 +28,13 @@ import typer
 
 from nahida.cli.search import search
 from nahida.cli.state import echo_json, fail, state_of
+from nahida.cli.text import local_time
 from nahida.memory import (
     ITEM_STATUSES,
     KINDS,
     TOO_LONG,
     Actor,
+    Evidence,
     MemoryItem,
     MemoryPermissionError,
     SecretRefused,
@@ -83,6 +84,19 @@ def _line(item: MemoryItem) -> str:
     return f"{item.id}  {item.kind:<10} {item.status:<10} {item.scope}  {day}  {text[:80]}"
 
 
+def _evidence(evidence: Evidence) -> str:
+    """Where an item came from, its time local: `2024-05-01 12:30 · qq:group:1 · msg 77 · “…”`."""
+    parts = [local_time(evidence.time)] if evidence.time is not None else []
+    parts += [p for p in (evidence.chat, evidence.ref) if p]
+    if evidence.message_id:
+        parts.append(f"msg {evidence.message_id}")
+    if evidence.turn_id is not None:
+        parts.append(f"turn {evidence.turn_id}")
+    if evidence.quote:
+        parts.append(f"“{evidence.quote}”")
+    return " · ".join(parts)
+
+
 # remember -------------------------------------------------------------------------------------
 
 
@@ -101,25 +115,32 @@ def remember(
 ) -> None:
     """Remember a fact (an admin edit: committed now, merged or superseding as usual)."""
     if kind not in KINDS or sensitivity not in ("default", "public", "private"):
-        raise fail(f"--kind is one of {', '.join(KINDS)}; --sensitivity public or private", 2)
+        raise fail(
+            f"--kind is one of {', '.join(KINDS)}; --sensitivity public or private",
+            2,
+            as_json=as_json,
+        )
     try:
         candidate = candidates.admin_edit(
             text, kind=kind, scope=scope, chat=chat, user=user, sensitivity=sensitivity
         )
     except ValueError as exc:
-        raise fail(str(exc), 2) from None
+        raise fail(str(exc), 2, as_json=as_json) from None
     with state_of(ctx).memory() as memory:
         try:
             result = asyncio.run(memory.items.propose(candidate, Actor.cli().label))
         except SecretRefused as exc:
-            raise fail(f"not remembered: {exc}") from None
+            raise fail(f"not remembered: {exc}", as_json=as_json) from None
     if as_json:
         echo_json({"scope": candidate.scope, **asdict(result)})
     elif result.reason == TOO_LONG:
         limit = state_of(ctx).config.limits.item_chars
-        raise fail(f"not remembered: {len(text):,} characters, over limits.item_chars ({limit:,})")
+        raise fail(
+            f"not remembered: {len(text):,} characters, over limits.item_chars ({limit:,})",
+            as_json=as_json,
+        )
     elif result.outcome == "rejected":
-        raise fail(f"not remembered: {result.reason}")
+        raise fail(f"not remembered: {result.reason}", as_json=as_json)
     else:
         ident = result.item_id or result.candidate_id
         extra = f" (replaces {result.replaced})" if result.replaced else ""
@@ -142,7 +163,11 @@ def list_(
 ) -> None:
     """List items, most recently changed first."""
     if (kind is not None and kind not in KINDS) or status not in STATUSES:
-        raise fail(f"--kind is one of {', '.join(KINDS)}; --status one of {', '.join(STATUSES)}", 2)
+        raise fail(
+            f"--kind is one of {', '.join(KINDS)}; --status one of {', '.join(STATUSES)}",
+            2,
+            as_json=as_json,
+        )
     viewer = _viewer(scope, chat, user)
     wanted = None if status == "all" else status
     with state_of(ctx).memory() as memory:
@@ -165,7 +190,7 @@ def forget(
         try:
             item = asyncio.run(memory.items.forget(item_id, Actor.cli(), reason))
         except (LookupError, MemoryPermissionError):
-            raise fail(f"no active item {item_id}") from None
+            raise fail(f"no active item {item_id}", as_json=as_json) from None
     if as_json:
         echo_json({"forgotten": item.id, "status": item.status})
     else:
@@ -183,7 +208,7 @@ def why(
         item = asyncio.run(memory.items.get(item_id))
         found = asyncio.run(memory.items.why(item_id, admin_viewer([item.scope]))) if item else None
     if found is None:
-        raise fail(f"no item {item_id}")
+        raise fail(f"no item {item_id}", as_json=as_json)
     item = found.item
     if as_json:
         events = [asdict(e) for e in found.events]
@@ -199,10 +224,10 @@ def why(
         )
         return
     lines = [_line(item), f"source {item.source} · confidence {item.confidence:.2f}"]
-    lines += [f"evidence: {json.dumps(e.to_json(), ensure_ascii=False)}" for e in item.evidence]
+    lines += [f"evidence: {_evidence(e)}" for e in item.evidence]
     for event in found.events:
         reason = f" · {event.reason}" if event.reason else ""
-        lines.append(f"{iso(event.time)} {event.action} by {event.actor}{reason}")
+        lines.append(f"{local_time(event.time)} {event.action} by {event.actor}{reason}")
     if item.supersedes:
         lines.append(f"supersedes {item.supersedes}")
     if found.replaced_by:
@@ -225,7 +250,7 @@ def review(
 ) -> None:
     """List candidates waiting for review, or accept / reject one."""
     if action is not None and (action not in ("accept", "reject") or candidate_id is None):
-        raise fail("usage: nahida memory review [accept|reject CANDIDATE_ID]", 2)
+        raise fail("usage: nahida memory review [accept|reject CANDIDATE_ID]", 2, as_json=as_json)
     with state_of(ctx).memory() as memory:
         if action is None:
             pending = asyncio.run(memory.items.pending(Actor.cli(), limit))
@@ -245,7 +270,7 @@ def review(
             typer.echo("nothing to review")
         return
     if result is None:
-        raise fail(f"no pending candidate {candidate_id}")
+        raise fail(f"no pending candidate {candidate_id}", as_json=as_json)
     if as_json:
         echo_json(asdict(result))
     else:
@@ -288,7 +313,7 @@ def import_(
 ) -> None:
     """Import exported items as they were (same ids); items already present are skipped."""
     if not file.is_file():
-        raise fail(f"cannot read {file}")
+        raise fail(f"cannot read {file}", as_json=as_json)
     lines = file.read_text(encoding="utf-8").splitlines()
     with state_of(ctx).memory() as memory:
         report = asyncio.run(memory.items.import_exported(lines, Actor.cli().label))

@@ -25,9 +25,11 @@ from typing import Annotated, Any
 import typer
 
 from nahida.cli.state import fail, state_of
+from nahida.cli.text import fit, width
 from nahida.memory import Hit, MemoryService, Query, parse_moment, viewer_for, warm_up
 
-TEXT_WIDTH = 72
+TEXT_WIDTH = 72  # terminal columns of the text
+WHO_WIDTH = 32
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,15 +82,16 @@ def table(hits: list[Hit], at: datetime | None) -> list[str]:
     """A readable table: rank, score, id, time, who (or scope) and the text."""
     if not hits:
         return ["no hits"]
-    lines = [f"{'#':>2}  {'score':>8}  {'id':<10}  {'time':<16}  {'who / scope':<16}  text"]
-    for rank, hit in enumerate(hits, start=1):
-        who = (hit.speaker or "") if hit.kind == "turn" else hit.scope
-        text = " ".join(hit.text.split())
-        if len(text) > TEXT_WIDTH:
-            text = text[: TEXT_WIDTH - 1] + "…"
+    whos = [(hit.speaker or "") if hit.kind == "turn" else hit.scope for hit in hits]
+    who_width = min(max([width("who / scope"), *map(width, whos)]), WHO_WIDTH)
+    lines = [
+        f"{'#':>2}  {'score':>8}  {'id':<10}  {'time':<16}  {fit('who / scope', who_width)}  text"
+    ]
+    for rank, (hit, who) in enumerate(zip(hits, whos, strict=True), start=1):
+        text = fit(" ".join(hit.text.split()), TEXT_WIDTH).rstrip()
         lines.append(
             f"{rank:>2}  {hit.score:>8.4f}  {hit.id:<10}  {_when(hit.time, at):<16}"
-            f"  {who[:16]:<16}  {text}"
+            f"  {fit(who, who_width)}  {text}"
         )
     return lines
 
@@ -135,19 +138,19 @@ def search(
 ) -> None:
     """Search memory items and history as a question asked in a chat."""
     if (query is None) == (queries is None):
-        raise fail("give a QUERY with --chat, or --queries FILE", 2)
+        raise fail("give a QUERY with --chat, or --queries FILE", 2, as_json=as_json)
     question: Question | None = None
     if query is not None:
         if chat is None:
-            raise fail("--chat is required with a QUERY", 2)
+            raise fail("--chat is required with a QUERY", 2, as_json=as_json)
         try:
             moment = parse_moment(at) if at is not None else None
             viewer_for(chat, user)
         except ValueError as exc:
-            raise fail(str(exc), 2) from None
+            raise fail(str(exc), 2, as_json=as_json) from None
         question = Question(chat, query, user, moment)
     elif queries is not None and not queries.is_file():
-        raise fail(f"cannot read {queries}", 1)
+        raise fail(f"cannot read {queries}", 1, as_json=as_json)
     warm_up()
     with state_of(ctx).memory() as memory:
         if question is None:

@@ -15,10 +15,10 @@ session_app = typer.Typer(help="Conversation sessions.", no_args_is_help=True)
 JsonOption = Annotated[bool, typer.Option("--json")]
 
 
-def _resolve(memory: MemoryService, ref: str) -> Session:
+def _resolve(memory: MemoryService, ref: str, as_json: bool) -> Session:
     found = asyncio.run(memory.sessions.resolve(None, ref))
     if found is None:
-        raise fail(f"no session matches {ref!r}", 1)
+        raise fail(f"no session matches {ref!r}", 1, as_json=as_json)
     return found
 
 
@@ -49,7 +49,7 @@ def session_show(
 ) -> None:
     """Show one session's turns."""
     with state_of(ctx).memory() as memory:
-        found = _resolve(memory, session_id)
+        found = _resolve(memory, session_id, as_json)
         turns = asyncio.run(memory.sessions.turns(found.id))
     if as_json:
         echo_json({"session": asdict(found), "turns": [asdict(t) for t in turns]})
@@ -69,7 +69,7 @@ def session_delete(
 ) -> None:
     """Delete a session and its turns."""
     with state_of(ctx).memory() as memory:
-        found = _resolve(memory, session_id)
+        found = _resolve(memory, session_id, as_json)
         deleted = asyncio.run(memory.sessions.delete(found.id))
     if as_json:
         echo_json({"deleted": found.id if deleted else None})

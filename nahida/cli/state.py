@@ -42,9 +42,13 @@ def state_of(ctx: typer.Context) -> State:
     return state
 
 
-def fail(message: str, code: int = 1) -> typer.Exit:
-    """Print `error: message` on stderr; raise the returned Exit with `code`."""
-    typer.echo(f"error: {message}", err=True)
+def fail(message: str, code: int = 1, *, as_json: bool = False) -> typer.Exit:
+    """Print `error: message` on stderr (with `--json`: `{"error": message}` on stdout); raise
+    the returned Exit with `code`."""
+    if as_json:
+        echo_json({"error": message, "exit_code": code})
+    else:
+        typer.echo(f"error: {message}", err=True)
     return typer.Exit(code)
 
 

@@ -50,6 +50,8 @@ class Command:
 def parse(text: str) -> tuple[str, str] | None:
     """`/name rest` → (name, rest); None when the text is not a command."""
     stripped = text.strip()
+    if stripped == "/":  # a lone slash asks what there is
+        return "help", ""
     if not stripped.startswith("/") or len(stripped) < 2:
         return None
     name, _, rest = stripped[1:].partition(" ")

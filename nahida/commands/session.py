@@ -19,7 +19,9 @@ async def sessions(ctx: CommandContext, args: str) -> str:
     lines = [t("sessions_header", ctx.language)]
     for s in found:
         mark = t("current_marker", ctx.language) if s.id == current else ""
-        count = t("turns_count", ctx.language, n=s.turn_count)
+        count = t(
+            "turns_count_one" if s.turn_count == 1 else "turns_count", ctx.language, n=s.turn_count
+        )
         lines.append(f"{s.id}{mark} {s.updated_at:%m-%d %H:%M} · {count} · {s.title}")
     return "\n".join(lines)
 
@@ -28,6 +30,8 @@ async def resume(ctx: CommandContext, args: str) -> str:
     if not args:
         return t("resume_usage", ctx.language)
     found = await ctx.memory.sessions.resume(ctx.chat, args)
+    if found is None and args.strip() == "last":
+        return t("no_earlier_session", ctx.language)
     if found is None:
         return t("session_not_found", ctx.language, ref=args)
     return t("resumed", ctx.language, id=found.id, title=found.title)
