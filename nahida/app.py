@@ -117,6 +117,7 @@ def open_memory(config: Config, paths: Paths) -> MemoryService:
         budget_tokens=config.memory.budget_tokens,
         idle_split=config.session.idle_split_minutes * 60.0,
         item_chars=config.limits.item_chars,
+        tz=config.bot.zone(),
     )
 
 
@@ -192,6 +193,7 @@ class App:
                 hot_size=config.session.hot_size,
                 context_tokens=config.session.context_tokens,
                 max_message_chars=config.limits.message_chars,
+                tz=config.bot.zone(),
                 max_tool_rounds=config.bot.max_tool_rounds,
             ),
             persona=Persona(paths.workspace),

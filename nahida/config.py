@@ -14,8 +14,10 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime, tzinfo
 from pathlib import Path
 from typing import Any, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
@@ -60,6 +62,27 @@ class BotConfig(_Model):
     group_overrides: dict[str, dict[str, Any]] = Field(default_factory=dict)
     rate_limit: RateLimitConfig = Field(default_factory=RateLimitConfig)
     max_tool_rounds: int = Field(4, ge=0, le=20)
+    timezone: str | None = None  # IANA name, e.g. "Asia/Shanghai"; None: the system's zone
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_zone(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                ZoneInfo(value)
+            except (ZoneInfoNotFoundError, ValueError):
+                raise ValueError(
+                    f"unknown time zone {value!r} (an IANA name such as Asia/Shanghai)"
+                ) from None
+        return value
+
+    def zone(self) -> tzinfo:
+        """Where the bot's days begin: prompts, commands and relative dates use it."""
+        if self.timezone is not None:
+            return ZoneInfo(self.timezone)
+        local = datetime.now().astimezone().tzinfo
+        assert local is not None
+        return local
 
 
 class BusConfig(_Model):

@@ -15,7 +15,7 @@ import functools
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime, tzinfo
 
 import structlog
 
@@ -46,6 +46,7 @@ class RunnerSettings:
     context_tokens: int = 6000
     max_tool_rounds: int = 4
     max_message_chars: int = 4000  # longer: a notice, not a model call; stored cut to this
+    tz: tzinfo | None = None  # the bot's zone (`bot.timezone`) for "Now:" and command times
 
 
 class SessionRunner:
@@ -186,7 +187,11 @@ class SessionRunner:
 
     async def _command(self, envelope: Envelope) -> None:
         ctx = CommandContext(
-            envelope, self.settings.language, self.is_bot_admin(envelope), self.memory
+            envelope,
+            self.settings.language,
+            self.is_bot_admin(envelope),
+            self.memory,
+            self.settings.tz,
         )
         await self._reply(envelope, await self.commands.dispatch(ctx, envelope.text))
 
@@ -204,7 +209,7 @@ class SessionRunner:
         prompt = build_prompt(
             persona=self.persona(),
             language=ctx.language,
-            now=datetime.now(UTC),
+            now=datetime.now(self.settings.tz).astimezone(self.settings.tz),
             slots=slots,
             hot=hot,
             current=envelope.text,

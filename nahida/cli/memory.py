@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import asdict
+from datetime import tzinfo
 from pathlib import Path
 from typing import Annotated
 
@@ -84,9 +85,9 @@ def _line(item: MemoryItem) -> str:
     return f"{item.id}  {item.kind:<10} {item.status:<10} {item.scope}  {day}  {text[:80]}"
 
 
-def _evidence(evidence: Evidence) -> str:
+def _evidence(evidence: Evidence, tz: tzinfo) -> str:
     """Where an item came from, its time local: `2024-05-01 12:30 · qq:group:1 · msg 77 · “…”`."""
-    parts = [local_time(evidence.time)] if evidence.time is not None else []
+    parts = [local_time(evidence.time, tz)] if evidence.time is not None else []
     parts += [p for p in (evidence.chat, evidence.ref) if p]
     if evidence.message_id:
         parts.append(f"msg {evidence.message_id}")
@@ -224,10 +225,11 @@ def why(
         )
         return
     lines = [_line(item), f"source {item.source} · confidence {item.confidence:.2f}"]
-    lines += [f"evidence: {_evidence(e)}" for e in item.evidence]
+    tz = state_of(ctx).config.bot.zone()
+    lines += [f"evidence: {_evidence(e, tz)}" for e in item.evidence]
     for event in found.events:
         reason = f" · {event.reason}" if event.reason else ""
-        lines.append(f"{local_time(event.time)} {event.action} by {event.actor}{reason}")
+        lines.append(f"{local_time(event.time, tz)} {event.action} by {event.actor}{reason}")
     if item.supersedes:
         lines.append(f"supersedes {item.supersedes}")
     if found.replaced_by:

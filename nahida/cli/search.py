@@ -18,7 +18,7 @@ import asyncio
 import json
 import time
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, tzinfo
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -73,12 +73,13 @@ def question_of(data: object) -> Question:
     return Question(chat, q, str(user) if user is not None else None, at)
 
 
-def _when(epoch: float, at: datetime | None) -> str:
-    moment = datetime.fromtimestamp(epoch, at.tzinfo) if at else datetime.fromtimestamp(epoch)
+def _when(epoch: float, at: datetime | None, tz: tzinfo | None = None) -> str:
+    zone = at.tzinfo if at else tz
+    moment = datetime.fromtimestamp(epoch, zone) if zone else datetime.fromtimestamp(epoch)
     return f"{moment:%Y-%m-%d %H:%M}"
 
 
-def table(hits: list[Hit], at: datetime | None) -> list[str]:
+def table(hits: list[Hit], at: datetime | None, tz: tzinfo | None = None) -> list[str]:
     """A readable table: rank, score, id, time, who (or scope) and the text."""
     if not hits:
         return ["no hits"]
@@ -90,7 +91,7 @@ def table(hits: list[Hit], at: datetime | None) -> list[str]:
     for rank, (hit, who) in enumerate(zip(hits, whos, strict=True), start=1):
         text = fit(" ".join(hit.text.split()), TEXT_WIDTH).rstrip()
         lines.append(
-            f"{rank:>2}  {hit.score:>8.4f}  {hit.id:<10}  {_when(hit.time, at):<16}"
+            f"{rank:>2}  {hit.score:>8.4f}  {hit.id:<10}  {_when(hit.time, at, tz):<16}"
             f"  {fit(who, who_width)}  {text}"
         )
     return lines
@@ -118,7 +119,7 @@ async def _run_file(memory: MemoryService, path: Path, limit: int, as_json: bool
                 typer.echo(json.dumps(out, ensure_ascii=False))
             else:
                 typer.echo(f"== {ident if ident is not None else number}: {question.q}")
-                typer.echo("\n".join(table(hits, question.at)))
+                typer.echo("\n".join(table(hits, question.at, memory.tz)))
 
 
 def search(
@@ -169,4 +170,4 @@ def search(
         }
         typer.echo(json.dumps(out, ensure_ascii=False, indent=2))
         return
-    typer.echo("\n".join(table(hits, question.at)))
+    typer.echo("\n".join(table(hits, question.at, state_of(ctx).config.bot.zone())))

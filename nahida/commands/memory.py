@@ -10,7 +10,7 @@ that actor may do (`memory/access.py`). This module parses and words the replies
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from datetime import datetime
+from datetime import datetime, tzinfo
 
 from nahida.commands.router import Command, CommandContext, CommandRouter
 from nahida.i18n import MESSAGES, Language, t
@@ -55,9 +55,10 @@ def viewer_of(ctx: CommandContext) -> Viewer:
     return Viewer(chat=ctx.envelope.chat, user=ctx.envelope.sender.user)
 
 
-def when(epoch: float, *, clock: bool = True) -> str:
-    """A moment in the bot's local time: `2024-05-01 12:30`, or the date alone."""
-    moment = datetime.fromtimestamp(epoch).astimezone()
+def when(epoch: float, *, clock: bool = True, tz: tzinfo | None = None) -> str:
+    """A moment in the bot's zone (`bot.timezone`; None: the system's): `2024-05-01 12:30`, or
+    the date alone."""
+    moment = datetime.fromtimestamp(epoch, tz) if tz else datetime.fromtimestamp(epoch).astimezone()
     return f"{moment:%Y-%m-%d %H:%M}" if clock else f"{moment:%Y-%m-%d}"
 
 
@@ -66,17 +67,18 @@ def snippet(text: str, width: int = SNIPPET) -> str:
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
-def item_line(item: MemoryItem) -> str:
+def item_line(item: MemoryItem, tz: tzinfo | None = None) -> str:
     text = f"{item.title}: {item.content}" if item.title else item.content
-    return f"{item.id} · {item.kind} · {when(item.created_at, clock=False)} · {snippet(text)}"
+    day = when(item.created_at, clock=False, tz=tz)
+    return f"{item.id} · {item.kind} · {day} · {snippet(text)}"
 
 
-def hit_line(hit: Hit, lang: Language) -> str:
+def hit_line(hit: Hit, lang: Language, tz: tzinfo | None = None) -> str:
     """An item as `item_line`; a turn as time, speaker (the bot's own turns have none) and text."""
     if hit.item is not None:
-        return item_line(hit.item)
+        return item_line(hit.item, tz)
     speaker = hit.speaker or t("memory_bot_speaker", lang)
-    return f"{when(hit.time)} · {speaker} · {snippet(hit.text)}"
+    return f"{when(hit.time, tz=tz)} · {speaker} · {snippet(hit.text)}"
 
 
 def _word(prefix: str, value: str, lang: Language) -> str:
@@ -130,7 +132,7 @@ async def search(ctx: CommandContext, args: str) -> str:
     if not hits:
         return t("memory_no_results", ctx.language, query=snippet(query, 30))
     lines = [t("memory_search_header", ctx.language, query=snippet(query, 30))]
-    lines.extend(hit_line(h, ctx.language) for h in hits)
+    lines.extend(hit_line(h, ctx.language, ctx.tz) for h in hits)
     return "\n".join(lines)
 
 
@@ -142,7 +144,7 @@ async def list_(ctx: CommandContext, args: str) -> str:
     if not items:
         return t("memory_list_empty", ctx.language)
     lines = [t("memory_list_header", ctx.language, n=len(items))]
-    lines.extend(item_line(i) for i in items)
+    lines.extend(item_line(i, ctx.tz) for i in items)
     return "\n".join(lines)
 
 
@@ -177,10 +179,10 @@ async def why(ctx: CommandContext, args: str) -> str:
     found = await ctx.memory.items.why(item_id, viewer_of(ctx))
     if found is None:
         return t("memory_not_found", ctx.language, id=item_id)
-    return explain(found, ctx.language, str(ctx.envelope.chat))
+    return explain(found, ctx.language, str(ctx.envelope.chat), ctx.tz)
 
 
-def explain(found: Explanation, lang: Language, here: str) -> str:
+def explain(found: Explanation, lang: Language, here: str, tz: tzinfo | None = None) -> str:
     """Source, evidence, the audit trail and the superseding item, in a few short lines."""
     item = found.item
     lines = [
@@ -197,35 +199,35 @@ def explain(found: Explanation, lang: Language, here: str) -> str:
     if item.evidence:
         lines.append(t("memory_why_evidence", lang))
         shown = item.evidence[-EVIDENCE_SHOWN:]
-        lines.extend(f"- {evidence_line(e, here)}" for e in shown)
+        lines.extend(f"- {evidence_line(e, here, tz)}" for e in shown)
         if len(item.evidence) > len(shown):
             lines.append(t("memory_why_more", lang, n=len(item.evidence) - len(shown)))
     else:
         lines.append(t("memory_why_no_evidence", lang))
     if found.events:
         lines.append(t("memory_why_history", lang))
-        lines.extend(f"- {event_line(e, lang)}" for e in found.events)
+        lines.extend(f"- {event_line(e, lang, tz)}" for e in found.events)
     if item.supersedes:
         lines.append(t("memory_why_supersedes", lang, id=item.supersedes))
     if found.replaced_by:
         lines.append(t("memory_why_replaced_by", lang, id=found.replaced_by))
     if found.hidden:
         lines.append(t("memory_why_hidden", lang, n=len(found.hidden)))
-        lines.extend(f"- {hidden_line(turn, here)}" for turn in found.hidden[-EVIDENCE_SHOWN:])
+        lines.extend(f"- {hidden_line(turn, here, tz)}" for turn in found.hidden[-EVIDENCE_SHOWN:])
     return "\n".join(lines)
 
 
-def hidden_line(turn: Turn, here: str) -> str:
+def hidden_line(turn: Turn, here: str, tz: tzinfo | None = None) -> str:
     """A hidden turn: when and where; its words only when they were said in this chat."""
-    parts = [when(turn.time.timestamp()), turn.chat, f"turn {turn.id}"]
+    parts = [when(turn.time.timestamp(), tz=tz), turn.chat, f"turn {turn.id}"]
     if turn.chat == here:
         parts.append(f"“{snippet(turn.content, 60)}”")
     return " · ".join(parts)
 
 
-def evidence_line(evidence: Evidence, here: str) -> str:
+def evidence_line(evidence: Evidence, here: str, tz: tzinfo | None = None) -> str:
     """Time, place and message; the quoted words only when they were said in this chat."""
-    parts = [when(evidence.time) if evidence.time is not None else "?"]
+    parts = [when(evidence.time, tz=tz) if evidence.time is not None else "?"]
     if evidence.chat:
         parts.append(evidence.chat)
     if evidence.message_id:
@@ -239,8 +241,9 @@ def evidence_line(evidence: Evidence, here: str) -> str:
     return " · ".join(parts)
 
 
-def event_line(event: MemoryEvent, lang: Language) -> str:
-    line = f"{when(event.time)} {_word('memory_event_', event.action, lang)} · {event.actor}"
+def event_line(event: MemoryEvent, lang: Language, tz: tzinfo | None = None) -> str:
+    action = _word("memory_event_", event.action, lang)
+    line = f"{when(event.time, tz=tz)} {action} · {event.actor}"
     return f"{line} · {event.reason}" if event.reason else line
 
 
@@ -268,7 +271,7 @@ async def _pending(ctx: CommandContext) -> str:
     lines = [t("memory_review_header", lang)]
     for candidate_id, c, created in pending:
         lines.append(
-            f"{candidate_id} · {c.kind} · {c.scope} · {when(created, clock=False)}"
+            f"{candidate_id} · {c.kind} · {c.scope} · {when(created, clock=False, tz=ctx.tz)}"
             f" · {snippet(c.content)}"
         )
     return "\n".join(lines)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import tzinfo
 
 import structlog
 
@@ -26,6 +27,7 @@ class CommandContext:
     language: Language
     is_bot_admin: bool
     memory: MemoryService
+    tz: tzinfo | None = None  # where times are shown (`bot.timezone`); None: the system's
 
     @property
     def chat(self) -> str:

@@ -22,7 +22,8 @@ async def sessions(ctx: CommandContext, args: str) -> str:
         count = t(
             "turns_count_one" if s.turn_count == 1 else "turns_count", ctx.language, n=s.turn_count
         )
-        lines.append(f"{s.id}{mark} {s.updated_at:%m-%d %H:%M} · {count} · {s.title}")
+        changed = s.updated_at.astimezone(ctx.tz)
+        lines.append(f"{s.id}{mark} {changed:%m-%d %H:%M} · {count} · {s.title}")
     return "\n".join(lines)
 
 

@@ -16,9 +16,12 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Sequence
+from dataclasses import replace
+from datetime import datetime, tzinfo
 from typing import Literal
 
 from nahida.envelope import ChatKey, UserKey
+from nahida.memory import dates
 from nahida.memory.models import KINDS, Candidate, Evidence
 from nahida.memory.safety import contains_secret, redact
 from nahida.memory.scopes import GLOBAL, chat_scope, user_scope, validate_scope, viewer_for
@@ -47,6 +50,20 @@ def explicit_scope(chat: ChatKey, user: UserKey) -> tuple[str, str, str | None]:
     return user_scope(user), "private", str(user)
 
 
+def with_due(candidate: Candidate, text: str, at: float, tz: tzinfo | None) -> Candidate:
+    """The candidate with the future day its words name (`dates.due`), resolved now: the date as
+    its title, and as its validity (a task: due then; a plan: that day). The words stay."""
+    now = datetime.fromtimestamp(at, tz).astimezone(tz)
+    found = dates.due(text, now)
+    if found is None:
+        return candidate
+    until = found.moment(now).timestamp()
+    if candidate.kind == "task":
+        return replace(candidate, title=found.label(), valid_until=until)
+    start = datetime.combine(found.day, datetime.min.time(), now.tzinfo).timestamp()
+    return replace(candidate, title=found.label(), valid_from=start, valid_until=until)
+
+
 def remembered(
     text: str,
     *,
@@ -55,11 +72,13 @@ def remembered(
     message_id: str | None = None,
     kind: str = "fact",
     at: float | None = None,
+    tz: tzinfo | None = None,
 ) -> Candidate:
     """`/memory remember`: read with the same rules as extraction, so slots supersede alike."""
     scope, sensitivity, subject = explicit_scope(chat, user)
     kind, slot = _read(text, kind)
-    return Candidate(
+    at = _now(at)
+    candidate = Candidate(
         scope=scope,
         kind=kind,
         slot=slot,
@@ -70,8 +89,9 @@ def remembered(
         sensitivity=sensitivity,
         subject_user=subject,
         speaker_user=str(user),
-        evidence=(Evidence(chat=str(chat), message_id=message_id, time=_now(at)),),
+        evidence=(Evidence(chat=str(chat), message_id=message_id, time=at),),
     )
+    return with_due(candidate, text, at, tz)
 
 
 def _read(text: str, kind: str) -> tuple[str, str | None]:
@@ -96,6 +116,7 @@ def extracted(
     message_id: str | None = None,
     turn_id: int | None = None,
     at: float | None = None,
+    tz: tzinfo | None = None,
 ) -> Candidate:
     """A statement someone made: in a group, about themselves (public) or a group decision."""
     at = _now(at)
@@ -105,7 +126,7 @@ def extracted(
         scope, subject = user_scope(user), str(user)
         sensitivity = "public" if chat.is_group else "private"
     evidence = Evidence(str(chat), message_id, turn_id, at, quote=_quote(statement.quote))
-    return Candidate(
+    candidate = Candidate(
         scope=scope,
         kind=statement.kind,
         content=statement.content,
@@ -119,6 +140,7 @@ def extracted(
         evidence=(evidence,),
         valid_from=at,
     )
+    return with_due(candidate, statement.quote or statement.content, at, tz)
 
 
 def admin_edit(

@@ -14,6 +14,8 @@ way), gives nothing: "记住我的key是 …" is refused where it is said, and a
 
 from __future__ import annotations
 
+from datetime import tzinfo
+
 from nahida.envelope import ChatKey, UserKey
 from nahida.memory import candidates
 from nahida.memory.models import Candidate
@@ -31,11 +33,18 @@ def extract(
     message_id: str | None = None,
     turn_id: int | None = None,
     time: float | None = None,
+    tz: tzinfo | None = None,
 ) -> list[Candidate]:
     """Candidates for what `user` said in `chat` (see the module docstring for scopes)."""
     return [
         candidates.extracted(
-            statement, chat=chat, user=user, message_id=message_id, turn_id=turn_id, at=time
+            statement,
+            chat=chat,
+            user=user,
+            message_id=message_id,
+            turn_id=turn_id,
+            at=time,
+            tz=tz,
         )
         for statement in statements(text)
         if not (was_redacted(statement.content) or contains_secret(statement.content))

@@ -26,12 +26,13 @@ writes this one.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, tzinfo
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -209,7 +210,7 @@ class ReadyTurn:
     memories: tuple[Prepared, ...]
 
 
-def ready(turn: NewTurn) -> ReadyTurn:
+def ready(turn: NewTurn, tz: tzinfo | None = None) -> ReadyTurn:
     """Redact, cut tokens and read statements (run in worker processes for large imports)."""
     clean, index = sessions.stored_form(turn)
     memories: tuple[Prepared, ...] = ()
@@ -220,6 +221,7 @@ def ready(turn: NewTurn) -> ReadyTurn:
             user=UserKey.parse(turn.speaker),
             message_id=turn.message_id,
             time=turn.time,
+            tz=tz,
         )
         memories = tuple(write.prepare(c) for c in found)
     return ReadyTurn(clean, index, memories)
@@ -263,6 +265,7 @@ def import_lines(
     idle_split: float,
     *,
     mode: CommitMode = "auto_safe",
+    tz: tzinfo | None = None,
     batch: int = BATCH,
     pause: float = PAUSE,
     workers: int | None = None,
@@ -275,7 +278,8 @@ def import_lines(
     report = ImportReport(bad=bad)
     chunks = [turns[i : i + batch] for i in range(0, len(turns), batch)]
     pieces = [[turn for _, turn in chunk] for chunk in chunks]
-    ahead = map_ahead(ready, pieces, workers_for(len(turns)) if workers is None else workers)
+    cut = functools.partial(ready, tz=tz)
+    ahead = map_ahead(cut, pieces, workers_for(len(turns)) if workers is None else workers)
     done = 0
     for n, (chunk, prepared) in enumerate(zip(chunks, ahead, strict=True)):
         if n == 0:
@@ -304,12 +308,13 @@ def import_file(
     idle_split: float,
     *,
     mode: CommitMode = "auto_safe",
+    tz: tzinfo | None = None,
     max_line_bytes: int = MAX_LINE_BYTES,
     progress: Progress | None = None,
 ) -> ImportReport:
     with path.open("rb") as handle:
         lines = bounded_lines(handle, max_line_bytes)
-        return import_lines(store, lines, idle_split, mode=mode, progress=progress)
+        return import_lines(store, lines, idle_split, mode=mode, tz=tz, progress=progress)
 
 
 # memory items (`nahida memory export` / `import`) --------------------------------------------

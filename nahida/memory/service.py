@@ -16,6 +16,8 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
+from datetime import tzinfo
 
 from nahida.envelope import ChatKey, UserKey
 from nahida.errors import MemoryPermissionError
@@ -48,10 +50,17 @@ def _size(candidate: Candidate) -> int:
 class Items:
     """`memory.items`: every write goes through `propose` (the write path, DESIGN §6)."""
 
-    def __init__(self, store: Store, mode: CommitMode, max_chars: int = MAX_ITEM_CHARS) -> None:
+    def __init__(
+        self,
+        store: Store,
+        mode: CommitMode,
+        max_chars: int = MAX_ITEM_CHARS,
+        tz: tzinfo | None = None,
+    ) -> None:
         self.store = store
         self.mode = mode
         self.max_chars = max_chars
+        self.tz = tz
 
     async def propose(self, candidate: Candidate, actor: str) -> WriteResult:
         """Filter, candidate, commit mode. Raises `SecretRefused` for an explicit write; a text
@@ -71,7 +80,7 @@ class Items:
         kind: str = "fact",
     ) -> WriteResult:
         candidate = candidates.remembered(
-            text, chat=chat, user=user, message_id=message_id, kind=kind
+            text, chat=chat, user=user, message_id=message_id, kind=kind, tz=self.tz
         )
         return await self.propose(candidate, str(user))
 
@@ -181,11 +190,14 @@ class Items:
 class Recall:
     """`memory.recall`: what a viewer may see, ranked (DESIGN §5)."""
 
-    def __init__(self, store: Store, budget_tokens: int) -> None:
+    def __init__(self, store: Store, budget_tokens: int, tz: tzinfo | None = None) -> None:
         self.store = store
         self.budget_tokens = budget_tokens
+        self.tz = tz  # where "昨天" is when a query names no zone
 
     async def search(self, query: Query, tuning: Tuning = TUNING) -> list[Hit]:
+        if query.tz is None and self.tz is not None:
+            query = replace(query, tz=self.tz)
         found = await run_cpu(plan, query, tuning, size=len(query.text))
         return await self.store.read(search, query, found, tuning)
 
@@ -240,11 +252,13 @@ class MemoryService:
         budget_tokens: int = 1500,
         idle_split: float = 0.0,
         item_chars: int = MAX_ITEM_CHARS,
+        tz: tzinfo | None = None,
     ) -> None:
         self.store = store
-        self.sessions = Sessions(store, idle_split=idle_split, mode=mode)
-        self.items = Items(store, mode, item_chars)
-        self.recall = Recall(store, budget_tokens)
+        self.tz = tz  # the bot's zone (`bot.timezone`); None: the system's
+        self.sessions = Sessions(store, idle_split=idle_split, mode=mode, tz=tz)
+        self.items = Items(store, mode, item_chars, tz)
+        self.recall = Recall(store, budget_tokens, tz)
         self.runs = Runs(store)
 
     @property

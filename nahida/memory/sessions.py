@@ -17,7 +17,7 @@ from __future__ import annotations
 import secrets
 import time
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, tzinfo
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -132,11 +132,17 @@ class Sessions:
     """`memory.sessions`: history as the runner, the chat commands and the CLI use it."""
 
     def __init__(
-        self, store: Store, *, idle_split: float = 0.0, mode: CommitMode = "auto_safe"
+        self,
+        store: Store,
+        *,
+        idle_split: float = 0.0,
+        mode: CommitMode = "auto_safe",
+        tz: tzinfo | None = None,
     ) -> None:
         self.store = store
         self.idle_split = idle_split
         self.mode = mode  # for what extraction finds in imported turns
+        self.tz = tz
 
     async def record_user_turn(self, turn: NewTurn, window: int) -> tuple[Turn, list[Turn]] | None:
         """Store a user turn (`stored_form`) and read the hot window before it, in one round
@@ -211,6 +217,7 @@ class Sessions:
             path,
             self.idle_split,
             mode=self.mode,
+            tz=self.tz,
             max_line_bytes=max_line_bytes or importer.MAX_LINE_BYTES,
             progress=progress,
         )

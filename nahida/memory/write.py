@@ -102,11 +102,14 @@ def find_duplicate(tx: Tx, prepared: Prepared) -> MemoryItem | None:
     terms = query_terms(prepared.tokens)
     if not terms:
         return None
-    mine = frozenset(prepared.tokens)
+    mine = frozenset(prepared.tokens)  # of the content alone
     best: tuple[float, MemoryItem] | None = None
     found = tx.items.search(Visibility((candidate.scope,)), TextSearch(terms, DUPLICATE_POOL))
     for match in found:
-        item, theirs = match.item, frozenset(match.body.split())
+        item, words = match.item, match.body.split()
+        if item.title:  # the body is the title's tokens, then the content's: compare contents
+            words = words[len(tokenize(item.title)) :]
+        theirs = frozenset(words)
         if item.kind != candidate.kind or item.subject_user != candidate.subject_user:
             continue
         if candidate.slot and item.slot == candidate.slot and theirs != mine:

@@ -36,6 +36,7 @@ class ExtractionHook:
                     message_id=envelope.message_id,
                     turn_id=turn.turn.id,
                     time=envelope.time.timestamp(),
+                    tz=self.memory.tz,
                 ),
                 size=len(text),
             )
