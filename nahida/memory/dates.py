@@ -7,8 +7,9 @@ where days begin):
 
 Day: 今天 今晚 明天 明早 明晚 后天 大后天 · N天后 · 下周三 / 这周五 / 周六 (the next one) ·
 下个月5号 · 5月8日 · 8号 · today, tonight, tomorrow, the day after tomorrow, in 3 days,
-(next) Monday, on Friday (never 每周五 / every Friday: that is no one day). Time: 早上/上午/中午/下午/晚上 + 3点 / 3点半 / 3点15 / 15:30 ·
-at 3pm, 3:30 pm, 15:00. A time alone ("下午三点") is today's, or tomorrow's once it has passed.
+(next) Monday, on Friday. Time: 早上/上午/中午/下午/晚上 + 3点 / 3点半 / 3点15 / 15:30 · at 3pm,
+3:30 pm, 15:00. A time alone ("下午三点") is today's, or tomorrow's once it has passed. What
+recurs (每周五, every Friday) names no one day, and gets none.
 """
 
 from __future__ import annotations
@@ -167,7 +168,9 @@ def _time_en(match: re.Match[str]) -> time | None:
     return time(hour, minute)
 
 
-_RECURRING = re.compile(r"每(?:天|日|周|星期|礼拜|个?月|年|晚|早)|\b(?:every|each)\b|\bdaily\b", re.I)
+_RECURRING = re.compile(
+    r"每(?:天|日|周|星期|礼拜|个?月|年|晚|早)|\b(?:every|each)\b|\bdaily\b", re.I
+)
 
 
 def due(text: str, now: datetime) -> Due | None:
