@@ -172,9 +172,10 @@ MESSAGES: dict[str, dict[Language, str]] = {
     "memory_why_supersedes": {"zh": "它取代了 {id}。", "en": "It replaced {id}."},
     "memory_why_replaced_by": {"zh": "它已被 {id} 取代。", "en": "It was replaced by {id}."},
     "memory_why_hidden": {
-        "zh": "不再被回忆的聊天记录（{n} 条，仍保存在会话里）：",
-        "en": "Chat turns no longer recalled ({n}, still kept in their session):",
+        "zh": "不再被回忆或只作为“以前”回忆的聊天记录（{n} 条，↺ 为以前；都仍保存在会话里）：",
+        "en": "Chat turns no longer recalled, or recalled as earlier (↺) ({n}, all still kept):",
     },
+    "memory_earlier": {"zh": "（以前）", "en": "(earlier) "},
     "memory_status_active": {"zh": "有效", "en": "active"},
     "memory_status_archived": {"zh": "已归档", "en": "archived"},
     "memory_status_superseded": {"zh": "已被取代", "en": "superseded"},

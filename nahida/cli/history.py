@@ -4,8 +4,9 @@
 
 Prints the counts (imported, duplicates, bad lines) and the rate; each bad line is reported on
 stderr with its number and what was wrong, and skipped. Sessions split on the config's
-`session.idle_split_minutes`. A large file shows a progress bar on a terminal. Exit code 1 when
-the file cannot be read.
+`session.idle_split_minutes`. `--extract` also reads the turns for memories as live ones are (off
+by default). A large file shows a progress bar on a terminal. Exit code 1 when the file cannot be
+read.
 """
 
 from __future__ import annotations
@@ -47,6 +48,10 @@ class Progress:
 def history_import(
     ctx: typer.Context,
     file: Annotated[Path, typer.Argument(help="JSONL: one message per line.")],
+    extract: Annotated[
+        bool,
+        typer.Option("--extract", help="Also read the turns for memories, as live ones are."),
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the counts as JSON.")] = False,
 ) -> None:
     """Import messages as history turns (idempotent on chat + message_id)."""
@@ -57,7 +62,9 @@ def history_import(
     with state.memory() as memory:
         try:
             limit = state.config.limits.import_line_bytes
-            report = memory.sessions.import_file(file, max_line_bytes=limit, progress=progress)
+            report = memory.sessions.import_file(
+                file, extract=extract, max_line_bytes=limit, progress=progress
+            )
         except (OSError, UnicodeDecodeError) as exc:
             raise fail(f"cannot read {file}: {exc}", as_json=as_json) from None
         finally:

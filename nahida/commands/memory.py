@@ -78,7 +78,8 @@ def hit_line(hit: Hit, lang: Language, tz: tzinfo | None = None) -> str:
     if hit.item is not None:
         return item_line(hit.item, tz)
     speaker = hit.speaker or t("memory_bot_speaker", lang)
-    return f"{when(hit.time, tz=tz)} · {speaker} · {snippet(hit.text)}"
+    earlier = t("memory_earlier", lang) if hit.earlier else ""
+    return f"{when(hit.time, tz=tz)} · {speaker} · {earlier}{snippet(hit.text)}"
 
 
 def _word(prefix: str, value: str, lang: Language) -> str:
@@ -220,6 +221,8 @@ def explain(found: Explanation, lang: Language, here: str, tz: tzinfo | None = N
 def hidden_line(turn: Turn, here: str, tz: tzinfo | None = None) -> str:
     """A hidden turn: when and where; its words only when they were said in this chat."""
     parts = [when(turn.time.timestamp(), tz=tz), turn.chat, f"turn {turn.id}"]
+    if turn.hidden_by is None:  # replaced, not forgotten: recalled as earlier
+        parts.append("↺")
     if turn.chat == here:
         parts.append(f"“{snippet(turn.content, 60)}”")
     return " · ".join(parts)

@@ -9,9 +9,12 @@ One object per line:
 `user` is a user id on the chat's platform (`42`: the speaker is the UserKey `<platform>:42`) or
 a full UserKey of that platform (`onebot:42`); `name` is optional and so is `role` (default
 `user`). A time without a UTC offset is taken as UTC. Turns enter history exactly as live
-messages do: secrets redacted, the same tokens and index rows, sessions split on idle gaps, and
-rule extraction of what people say about themselves (`extract`, committed by the commit mode) —
-in time order (file order for equal times). Importing is idempotent on (chat, message_id).
+messages do: secrets redacted, the same tokens and index rows, sessions split on idle gaps — in
+time order (file order for equal times). With `extract` (`nahida history import --extract`) they
+are also read by rule extraction as live user turns are, the commit mode deciding what becomes a
+memory; without it (the default) an import only fills history, which recall searches anyway: a
+large archive would otherwise turn into thousands of items nobody reviewed. Importing is
+idempotent on (chat, message_id).
 
 A bad line is reported with its number and what was wrong, and skipped: not UTF-8, longer than
 the line limit (read in bounded pieces, so a huge line never fills memory), not JSON, a field
@@ -45,8 +48,8 @@ from nahida.memory.store.base import Store, Tx
 from nahida.memory.tokenize import map_ahead
 from nahida.memory.write import Prepared
 
-BATCH = 1000
-PAUSE = 0.01  # seconds between batches: a live message waits at most one batch
+BATCH = 2000
+PAUSE = 0.005  # seconds between batches: a live message waits at most one batch
 MAX_LINE_BYTES = 1 << 20  # the default `limits.import_line_bytes`
 PARALLEL_FROM = 20_000  # turns: below this, worker processes cost more than they save
 ROLES = ("user", "assistant")
@@ -210,11 +213,12 @@ class ReadyTurn:
     memories: tuple[Prepared, ...]
 
 
-def ready(turn: NewTurn, tz: tzinfo | None = None) -> ReadyTurn:
-    """Redact, cut tokens and read statements (run in worker processes for large imports)."""
+def ready(turn: NewTurn, tz: tzinfo | None = None, *, extract: bool = False) -> ReadyTurn:
+    """Redact, cut tokens and (with `extract`) read statements; run in worker processes for
+    large imports."""
     clean, index = sessions.stored_form(turn)
     memories: tuple[Prepared, ...] = ()
-    if turn.role == "user" and turn.speaker is not None:
+    if extract and turn.role == "user" and turn.speaker is not None:
         found = extract_statements(
             clean.content,
             chat=ChatKey.parse(turn.chat),
@@ -225,6 +229,10 @@ def ready(turn: NewTurn, tz: tzinfo | None = None) -> ReadyTurn:
         )
         memories = tuple(write.prepare(c) for c in found)
     return ReadyTurn(clean, index, memories)
+
+
+def _ready(turn: NewTurn, clean: str, index: str) -> ReadyTurn:
+    return ReadyTurn(turn if clean == turn.content else replace(turn, content=clean), index, ())
 
 
 def record_batch(
@@ -266,6 +274,7 @@ def import_lines(
     *,
     mode: CommitMode = "auto_safe",
     tz: tzinfo | None = None,
+    extract: bool = False,
     batch: int = BATCH,
     pause: float = PAUSE,
     workers: int | None = None,
@@ -277,9 +286,17 @@ def import_lines(
     turns.sort(key=lambda pair: pair[1].time)  # stable: file order for equal times
     report = ImportReport(bad=bad)
     chunks = [turns[i : i + batch] for i in range(0, len(turns), batch)]
-    pieces = [[turn for _, turn in chunk] for chunk in chunks]
-    cut = functools.partial(ready, tz=tz)
-    ahead = map_ahead(cut, pieces, workers_for(len(turns)) if workers is None else workers)
+    processes = workers_for(len(turns)) if workers is None else workers
+    if extract:  # the whole turn goes to the workers: statements need its chat and speaker
+        cut = functools.partial(ready, tz=tz, extract=True)
+        ahead = map_ahead(cut, [[turn for _, turn in chunk] for chunk in chunks], processes)
+    else:  # only the text travels (what crosses to a process is pickled both ways)
+        texts = [[turn.content for _, turn in chunk] for chunk in chunks]
+        cuts = map_ahead(sessions.stored_text, texts, processes)
+        ahead = (
+            [_ready(turn, *cut) for (_, turn), cut in zip(chunk, cut_chunk, strict=True)]
+            for chunk, cut_chunk in zip(chunks, cuts, strict=True)
+        )
     done = 0
     for n, (chunk, prepared) in enumerate(zip(chunks, ahead, strict=True)):
         if n == 0:
@@ -309,12 +326,15 @@ def import_file(
     *,
     mode: CommitMode = "auto_safe",
     tz: tzinfo | None = None,
+    extract: bool = False,
     max_line_bytes: int = MAX_LINE_BYTES,
     progress: Progress | None = None,
 ) -> ImportReport:
     with path.open("rb") as handle:
         lines = bounded_lines(handle, max_line_bytes)
-        return import_lines(store, lines, idle_split, mode=mode, tz=tz, progress=progress)
+        return import_lines(
+            store, lines, idle_split, mode=mode, tz=tz, extract=extract, progress=progress
+        )
 
 
 # memory items (`nahida memory export` / `import`) --------------------------------------------

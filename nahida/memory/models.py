@@ -151,7 +151,8 @@ class WriteResult:
 @dataclass(frozen=True, slots=True)
 class Explanation:
     """`/memory why`: an item, its audit trail, the item that replaced it (if any), and the
-    history turns kept out of recall because of it (forgotten or replaced)."""
+    history turns it was learned from that recall now leaves out (forgotten) or marks as earlier
+    (replaced)."""
 
     item: MemoryItem
     events: list[MemoryEvent]
@@ -191,7 +192,8 @@ class Turn:
     tool_calls: list[dict[str, Any]] | None = None
     addressed: bool = True
     error: str | None = None
-    hidden_by: str | None = None  # the forgotten or replaced item it was evidence of
+    hidden_by: str | None = None  # the forgotten item it was evidence of: out of recall
+    earlier_for: str | None = None  # the replaced item it was evidence of: recalled as earlier
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,6 +249,7 @@ class Hit:
     time: float
     speaker: str | None = None
     item: MemoryItem | None = field(default=None, compare=False)
+    earlier: bool = False  # a turn saying what a newer memory has since replaced
 
     def to_json(self) -> dict[str, object]:
         return {

@@ -119,13 +119,17 @@ def search(
     return list(found.values())[:limit]
 
 
+def stored_text(text: str) -> tuple[str, str]:
+    """A turn's text as history keeps it, and its index text: secrets redacted with the write
+    path's filter (the model saw the words once; no later prompt, search or export sees them)."""
+    clean = redact(text)
+    return clean, index_text(clean)
+
+
 def stored_form(turn: NewTurn) -> tuple[NewTurn, str]:
-    """A turn as history keeps it, with its index text: secrets redacted with the write path's
-    filter (the model saw the words once; no later prompt, search or export sees them)."""
-    clean = redact(turn.content)
-    if clean != turn.content:
-        turn = replace(turn, content=clean)
-    return turn, index_text(turn.content)
+    """`stored_text` of a turn: the turn as history keeps it, and its index text."""
+    clean, index = stored_text(turn.content)
+    return (turn if clean == turn.content else replace(turn, content=clean)), index
 
 
 class Sessions:
@@ -206,6 +210,7 @@ class Sessions:
         self,
         path: Path,
         *,
+        extract: bool = False,
         max_line_bytes: int | None = None,
         progress: importer.Progress | None = None,
     ) -> importer.ImportReport:
@@ -218,6 +223,7 @@ class Sessions:
             self.idle_split,
             mode=self.mode,
             tz=self.tz,
+            extract=extract,
             max_line_bytes=max_line_bytes or importer.MAX_LINE_BYTES,
             progress=progress,
         )

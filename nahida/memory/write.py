@@ -196,9 +196,11 @@ def update_item(
     return after
 
 
-def hide_evidence(tx: Tx, item: MemoryItem, keep: Sequence[Evidence] = ()) -> int:
-    """Keep the turns an item was learned from out of recall (forgotten or replaced: they would
-    bring it back), but not those that are evidence of `keep` too. They stay in the history."""
+def _evidence_turns(
+    item: MemoryItem, keep: Sequence[Evidence]
+) -> tuple[list[int], list[tuple[str, str]]]:
+    """The turns (by id, or by (chat, message id)) an item was learned from, but those that are
+    evidence of `keep` too."""
     kept_turns = {e.turn_id for e in keep if e.turn_id is not None}
     kept_messages = {(e.chat, e.message_id) for e in keep if e.chat and e.message_id}
     turn_ids, messages = [], []
@@ -208,7 +210,19 @@ def hide_evidence(tx: Tx, item: MemoryItem, keep: Sequence[Evidence] = ()) -> in
                 turn_ids.append(e.turn_id)
         elif e.chat and e.message_id and (e.chat, e.message_id) not in kept_messages:
             messages.append((e.chat, e.message_id))
-    return tx.turns.hide(turn_ids, messages, item.id)
+    return turn_ids, messages
+
+
+def hide_evidence(tx: Tx, item: MemoryItem) -> int:
+    """Keep the turns a forgotten item was learned from out of recall (they would bring it
+    back); they stay in the history."""
+    return tx.turns.hide(*_evidence_turns(item, ()), item.id)
+
+
+def mark_evidence_earlier(tx: Tx, item: MemoryItem, keep: Sequence[Evidence]) -> int:
+    """Recall the turns a replaced item was learned from as what held earlier ("以前…"), but
+    not those that are evidence of its successor (`keep`)."""
+    return tx.turns.mark_earlier(*_evidence_turns(item, keep), item.id)
 
 
 # the write path ------------------------------------------------------------------------------
@@ -264,7 +278,7 @@ def commit(tx: Tx, prepared: Prepared, actor: str) -> WriteResult:
             status="superseded",
             valid_until=time.time(),
         )
-        hide_evidence(tx, replaced, keep=candidate.evidence)
+        mark_evidence_earlier(tx, replaced, keep=candidate.evidence)
         return WriteResult("superseded", item.id, replaced=replaced.id)
     return WriteResult("created", item.id)
 

@@ -467,3 +467,46 @@ def test_neighbours_are_the_nearest_spoken_turns_of_the_same_session(store: Stor
     assert neighbours([]) == []
     ((_, match),) = store.read_sync(lambda tx: tx.turns.neighbours([asked], None))
     assert (match.session_id, match.content, match.time) == ("s1", "answer", T0 + 3)
+
+
+def test_containing_finds_a_character_inside_the_turns_of_these_chats(store: Store) -> None:
+    new_session(store, "s1")
+    new_session(store, "s2", chat=THIRD)
+    first, hidden, _ = add_turns(
+        store, "s1", said("我喜欢乌龙茶", T0), said("茶馆见", T0 + 1), said("你好", T0 + 2)
+    )
+    add_turns(store, "s2", said("红茶也行", T0 + 3, chat=THIRD))
+    store.write_sync(lambda tx: tx.turns.hide([hidden], [], "m_x"))
+
+    def containing(chats: Sequence[str], *needles: str, **search: Any) -> list[int]:
+        query = TextSearch(None, 10, **search)
+        return [
+            m.id for m in store.read_sync(lambda tx: tx.turns.containing(chats, needles, query))
+        ]
+
+    assert containing([CHAT], "茶") == [first]  # not another chat's, not a hidden one
+    assert len(containing([CHAT, THIRD], "茶")) == 2
+    assert containing([CHAT], "茶", "喜") == [first] and containing([CHAT], "茶", "馆") == []
+    assert containing([CHAT], "茶", at=T0 - 1) == []
+
+
+def test_marked_earlier_turns_are_still_found_and_say_so(store: Store) -> None:
+    new_session(store, "s1")
+    said_it, reply, later = add_turns(
+        store,
+        "s1",
+        said("我喜欢乌龙茶", T0),
+        said("好的", T0 + 1, role="assistant"),
+        said("我喜欢乌龙茶的香气", T0 + 2),
+    )
+    assert store.write_sync(lambda tx: tx.turns.mark_earlier([said_it], [], "m_old")) == 2
+    query = TextSearch(query_terms(tokenize("乌龙茶")), 10)
+    found = {
+        m.id: m.earlier_for for m in store.read_sync(lambda tx: tx.turns.search([CHAT], query))
+    }
+    assert found == {said_it: "m_old", later: None}  # still found, marked; the other is not
+    marked = store.read_sync(lambda tx: tx.turns.hidden_for("m_old"))
+    assert [(t.id, t.earlier_for, t.hidden_by) for t in marked] == [
+        (said_it, "m_old", None),
+        (reply, "m_old", None),  # the bot's reply to it goes with it
+    ]

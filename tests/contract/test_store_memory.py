@@ -512,3 +512,25 @@ def test_runs_are_recorded_and_listed_newest_first(store: Store) -> None:
     assert latest(None) == [failed_run, running_run]  # the latest run of each job
     assert latest(None, 1) == [failed_run]
     assert latest("prune") == []
+
+
+def test_containing_finds_a_character_inside_words_where_the_viewer_may_look(store: Store) -> None:
+    add_items(
+        store,
+        memory("m_tea", "喜欢乌龙茶", scope="user:qq:u1", at=T0),
+        memory("m_pct", "100% 乌龙茶_special", at=T0 + 1),
+        memory("m_other", "喜欢红茶", scope="user:qq:u2", at=T0 + 2),
+        memory("m_gone", "茶馆关门了", status="archived", at=T0 + 3),
+    )
+    mine = Visibility(("global", "user:qq:u1"))
+
+    def containing(*needles: str, **search: Any) -> list[str]:
+        query = TextSearch(None, 10, **search)
+        return [
+            m.item.id for m in store.read_sync(lambda tx: tx.items.containing(mine, needles, query))
+        ]
+
+    assert containing("茶") == ["m_pct", "m_tea"]  # latest first; never u2's, never archived
+    assert containing("茶", "喜") == ["m_tea"]  # every needle
+    assert containing("%") == ["m_pct"] and containing("_") == ["m_pct"]  # literally
+    assert containing("茶", at=T0 + 0.5) == ["m_tea"]

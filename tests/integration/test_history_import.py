@@ -189,10 +189,15 @@ def test_imported_turns_are_read_for_memories_like_live_ones(db: History) -> Non
         line("今天天气不错", "2", "2024-04-01T09:01:00Z"),
         line(f"记住我的key是 {KEY}", "3", "2024-04-01T09:02:00Z"),
     ]
-    report = import_lines(db, lines, SPLIT)
-    assert (report.imported, report.memories) == (3, 1)
+    assert import_into(db.store, lines[:1], SPLIT).memories == 0  # history only, by default
+    report = import_into(db.store, lines, SPLIT, extract=True)
+    assert (report.imported, report.duplicates, report.memories) == (2, 1, 0)
+    report = import_into(
+        db.store, [line("我喜欢吃榴莲", "4", "2024-04-01T09:03:00Z")], SPLIT, extract=True
+    )
+    assert (report.imported, report.memories) == (1, 1)
     (item,) = db.items(Viewer(scopes=("user:qq:42",)))
     assert (item.content, item.source, item.sensitivity) == ("喜欢吃榴莲", "rule_extract", "public")
-    assert item.evidence[0].message_id == "1" and item.evidence[0].turn_id is not None
+    assert item.evidence[0].message_id == "4" and item.evidence[0].turn_id is not None
     stored = [t.content for s in db.sessions(CHAT) for t in db.turns(s.id)]
     assert f"记住我的key是 {KEY}" not in stored and "记住我的key是 [REDACTED:openai_key]" in stored

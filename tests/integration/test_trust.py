@@ -64,7 +64,9 @@ async def test_forgotten_and_replaced_memories_stay_out_of_later_prompts(
     last = prompt_of(openai_server.requests[-1].body)
     assert "hiking" not in last.replace("do I like hiking?", "")  # neither the item nor the turn
     assert "不喜欢乌龙茶" in last  # the new value is there
-    assert "我喜欢乌龙茶" not in last  # the replaced value's turn is not recalled beside it
+    system = openai_server.requests[-1].body["messages"][0]["content"]
+    old = [line for line in system.splitlines() if "我喜欢乌龙茶" in line]
+    assert old and all("earlier, since changed" in line for line in old)  # "以前…, 现在…"
     why, _ = await chat_through_console(tmp_path, [f"/memory why {hiking.id}"], cfg)
     assert t("memory_why_hidden", "zh", n=2) in why  # the turn and the bot's echo of it
     with History(tmp_path / "data" / "nahida.db") as db:
@@ -116,3 +118,19 @@ def test_a_huge_import_line_is_skipped_without_reading_it_whole(tmp_path: Path) 
     assert report.imported == 2 and [b.line for b in report.bad] == [2]
     assert "longer than 1,048,576 bytes" in report.bad[0].error
     assert peak < 8_000_000  # the 30 MB line was never held
+
+
+async def test_search_answers_only_with_what_is_relevant_and_finds_single_characters(
+    tmp_path: Path, openai_server: FakeOpenAIServer
+) -> None:
+    cfg = config(**openai_provider(openai_server.url))
+    await chat_through_console(tmp_path, ["我喜欢乌龙茶", "我叫小明", "今天天气很好"], cfg)
+
+    async def search(query: str) -> str:
+        out, _ = await chat_through_console(tmp_path, [f"/memory search {query}"], cfg)
+        return out
+
+    oolong, tea, good = await search("乌龙茶"), await search("茶"), await search("好")
+    assert "乌龙茶" in oolong and "小明" not in oolong  # no padding with the next exchange
+    assert "喜欢乌龙茶" in tea and "小明" not in tea  # one character is found inside words
+    assert "天气很好" in good

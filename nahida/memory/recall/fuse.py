@@ -46,6 +46,7 @@ def fuse(lists: Sequence[list[Hit]], now: float, rrf_k: float = RRF_K) -> list[H
                 h.time,
                 h.speaker,
                 h.item,
+                h.earlier,
             )
             for h in first.values()
         ),

@@ -16,7 +16,11 @@ How a question is read and ranked (each step measured by scripts/eval_recall.py;
    (it mostly matches the other person addressing them) and that speaker's turns weigh
    `1 + speaker` times more.
 4. A turn scores at least `neighbours` times the best score of the turn just before or after it
-   in its session: an answer often follows the turn that names the topic.
+   in its session: an answer often follows the turn that names the topic. Not across the start
+   of a new exchange: the bot's reply lends nothing to the person's next message, nor that to
+   it (in a chat with the bot, what follows a reply is a new subject, not its answer).
+6. A query of single Han characters only ("茶", "好"), which jieba's words never are alone, looks
+   for the characters inside the texts instead (`containing`), the latest first.
 5. Items and turns are fused by reciprocal rank, boosted (confidence, importance, recency, use),
    and deduplicated by text (`fuse`).
 
@@ -65,6 +69,18 @@ def _prefer_window(final: dict[K, float], inside: set[K], tuning: Tuning) -> dic
     return {i: v * (1.0 + tuning.window) if i in inside else v for i, v in final.items()}
 
 
+def _new_exchange(a: TurnMatch, b: TurnMatch) -> bool:
+    """Whether `b` and `a` sit across the start of an exchange: a bot reply (no speaker) and the
+    person's message after it."""
+    first, second = (a, b) if a.id < b.id else (b, a)
+    return first.speaker is None and second.speaker is not None
+
+
+def _one_character(term: str) -> bool:
+    """A lone Han character: never a jieba word of the index on its own."""
+    return len(term) == 1 and "\u3400" <= term <= "\u9fff"
+
+
 def _search(query: Query, terms: tuple[str, ...] | None, limit: int, window: Any) -> TextSearch:
     return TextSearch(terms, limit, query.at, window.bounds if window is not None else None)
 
@@ -75,7 +91,11 @@ def item_hits(tx: Tx, query: Query, found: Plan, depth: int, tuning: Tuning = TU
     def fetch(
         terms: tuple[str, ...] | None, window: TimeWindow | None
     ) -> list[tuple[Any, float, Any]]:
-        matches = tx.items.search(visibility, _search(query, terms, depth, window))
+        search = _search(query, terms, depth, window)
+        if terms and all(map(_one_character, terms)):
+            matches = tx.items.containing(visibility, terms, search)
+        else:
+            matches = tx.items.search(visibility, search)
         return [(m.item.id, m.score, m.item) for m in matches]
 
     terms = None if found.text is None else query_terms(found.tokens, max_terms=tuning.max_terms)
@@ -119,7 +139,11 @@ def turn_hits(tx: Tx, query: Query, found: Plan, depth: int, tuning: Tuning = TU
     def fetch(
         terms: tuple[str, ...] | None, window: TimeWindow | None
     ) -> list[tuple[Any, float, Any]]:
-        matches = tx.turns.search(chats, _search(query, terms, pool, window))
+        search = _search(query, terms, pool, window)
+        if terms and all(map(_one_character, terms)):
+            matches = tx.turns.containing(chats, terms, search)
+        else:
+            matches = tx.turns.search(chats, search)
         return [(m.id, m.score, m) for m in matches]
 
     terms: tuple[str, ...] | None = None
@@ -143,7 +167,7 @@ def turn_hits(tx: Tx, query: Query, found: Plan, depth: int, tuning: Tuning = TU
     final = dict(scores)
     if tuning.neighbours > 0 and terms is not None:
         for of, turn in tx.turns.neighbours(list(scores), query.at):
-            if turn.id in query.exclude_turns:
+            if turn.id in query.exclude_turns or _new_exchange(records[of], turn):
                 continue
             records.setdefault(turn.id, turn)
             lent = tuning.neighbours * scores[of]
@@ -167,6 +191,7 @@ def _turn_hit(turn: TurnMatch, score: float) -> Hit:
         [turn.message_id] if turn.message_id else [],
         turn.time,
         speaker=turn.speaker_name or turn.speaker,
+        earlier=turn.earlier_for is not None,
     )
 
 

@@ -24,7 +24,8 @@ def line(hit: Hit) -> str:
     if hit.item is not None:
         return f"- [{hit.id}] {hit.item.kind} · {scope} · {_date(hit.time)}: {text}"
     who = f" {hit.speaker}" if hit.speaker else ""
-    return f"- [history · {_date(hit.time)}{who}] {text}"
+    earlier = "earlier, since changed · " if hit.earlier else ""
+    return f"- [history · {earlier}{_date(hit.time)}{who}] {text}"
 
 
 def pack(hits: Sequence[Hit], budget_tokens: int) -> tuple[str | None, list[Hit]]:

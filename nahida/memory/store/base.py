@@ -70,6 +70,7 @@ class TurnMatch(NamedTuple):
     time: float
     speaker: str | None
     speaker_name: str | None
+    earlier_for: str | None = None  # evidence of a replaced item: what held earlier
     score: float = 0.0
 
 
@@ -130,11 +131,23 @@ class TurnRows(Protocol):
         out of search, windows and neighbours, marked as hidden by item `by`; they stay in the
         session. Returns how many were hidden now."""
 
+    def mark_earlier(
+        self, turn_ids: Sequence[int], messages: Sequence[tuple[str, str]], by: str
+    ) -> int:
+        """Mark these turns (and the bot's direct reply to each) as saying what replaced item
+        `by` held: still searched, recalled as earlier. Returns how many were marked now."""
+
     def hidden_for(self, item_id: str) -> list[Turn]:
-        """The turns hidden because of an item, in order."""
+        """The turns hidden or marked earlier because of an item, in order."""
 
     def search(self, chats: Sequence[str] | None, search: TextSearch) -> list[TurnMatch]:
         """Indexed turns of these chats (every chat: None), best first."""
+
+    def containing(
+        self, chats: Sequence[str], needles: Sequence[str], search: TextSearch
+    ) -> list[TurnMatch]:
+        """Indexed, unhidden turns of these chats whose text contains every needle literally (a
+        single character a word index cannot find), latest first (`search.terms` unused)."""
 
     def neighbours(self, ids: Sequence[int], at: float | None) -> list[tuple[int, TurnMatch]]:
         """(id, turn) for the user/assistant turn just before and after each of `ids` in its
@@ -171,6 +184,12 @@ class ItemRows(Protocol):
 
     def search(self, visibility: Visibility, search: TextSearch) -> list[ItemMatch]:
         """Active items the visibility allows, best first."""
+
+    def containing(
+        self, visibility: Visibility, needles: Sequence[str], search: TextSearch
+    ) -> list[ItemMatch]:
+        """Active items the visibility allows whose title or content contains every needle
+        literally, latest first (`search.terms` unused)."""
 
 
 class EventRows(Protocol):

@@ -88,6 +88,24 @@ def _quote(token: str) -> str:
     return '"' + token.replace('"', '""') + '"'
 
 
+def time_filter(
+    sql: str, params: list[Any], column: str, search: TextSearch
+) -> tuple[str, list[Any]]:
+    """`sql` and `params` with the search's moment (nothing later) and window added."""
+    if search.at is not None:
+        sql += f" AND {column} <= ?"
+        params = [*params, search.at]
+    if search.window is not None:
+        sql += f" AND {column} >= ? AND {column} < ?"
+        params = [*params, *search.window]
+    return sql, params
+
+
+def like_escape(text: str) -> str:
+    """`text` for a LIKE pattern with `ESCAPE '\\'`: its own % and _ match themselves."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
 def ranked(
     conn: Connection,
     table: str,
@@ -106,12 +124,7 @@ def ranked(
     where, params = "", list[Any]()
     if expression != EVERY_ROW:
         where, params = f" AND {table} MATCH ?", [expression]
-    if search.at is not None:
-        where += f" AND {time_column} <= ?"
-        params.append(search.at)
-    if search.window is not None:
-        where += f" AND {time_column} >= ? AND {time_column} < ?"
-        params += list(search.window)
+    where, params = time_filter(where, params, time_column, search)
     score, order = f"-bm25({table}, 1.0, 0.0)", f"bm25({table}, 1.0, 0.0)"
     if search.terms is None:
         score, order = "1.0", f"{time_column} DESC"

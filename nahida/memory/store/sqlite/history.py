@@ -10,6 +10,7 @@ from nahida.memory.scopes import chat_scope
 from nahida.memory.store.base import TextSearch, TurnMatch
 from nahida.memory.store.sqlite import fts, rows
 from nahida.memory.store.sqlite.db import Connection
+from nahida.memory.store.sqlite.fts import like_escape
 
 _MATCH_FROM = "turns_fts", rows.TURN_MATCH_COLUMNS, "turns t ON t.id = f.rowid", "t.time"
 
@@ -28,10 +29,6 @@ _REPLY = (
     " AND n.id = (SELECT min(x.id) FROM turns x WHERE x.session_id = c.session_id AND x.id > c.id)"
     " WHERE c.id = ? AND c.role = 'user' AND n.role = 'assistant'"
 )
-
-
-def _like(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 class SessionTable:
@@ -64,13 +61,15 @@ class SessionTable:
 
     def by_suffix(self, suffix: str, chat: str | None, limit: int) -> list[Session]:
         sql, params = self._where_chat(
-            "SELECT * FROM sessions WHERE id LIKE ? ESCAPE '\\'", [f"%{_like(suffix)}"], chat
+            "SELECT * FROM sessions WHERE id LIKE ? ESCAPE '\\'", [f"%{like_escape(suffix)}"], chat
         )
         return [rows.session(r) for r in self.conn.execute(f"{sql} LIMIT ?", [*params, limit])]
 
     def titled(self, text: str, chat: str | None, limit: int) -> list[Session]:
         sql, params = self._where_chat(
-            "SELECT * FROM sessions WHERE title LIKE ? ESCAPE '\\'", [f"%{_like(text)}%"], chat
+            "SELECT * FROM sessions WHERE title LIKE ? ESCAPE '\\'",
+            [f"%{like_escape(text)}%"],
+            chat,
         )
         found = self.conn.execute(f"{sql} ORDER BY updated_at DESC LIMIT ?", [*params, limit])
         return [rows.session(r) for r in found]
@@ -167,7 +166,10 @@ class TurnTable:
     def mark_error(self, turn_id: int, error: str) -> None:
         self.conn.execute("UPDATE turns SET error = ? WHERE id = ?", (error, turn_id))
 
-    def hide(self, turn_ids: Sequence[int], messages: Sequence[tuple[str, str]], by: str) -> int:
+    def _with_replies(
+        self, turn_ids: Sequence[int], messages: Sequence[tuple[str, str]]
+    ) -> list[int]:
+        """The turns named (by id or by (chat, message id)) and the bot's direct reply to each."""
         conn = self.conn
         ids = list(turn_ids)
         for chat, message_id in messages:
@@ -180,18 +182,36 @@ class TurnTable:
             reply = conn.execute(_REPLY, (turn_id,)).fetchone()
             if reply is not None:
                 ids.append(int(reply[0]))
+        return list(dict.fromkeys(ids))
+
+    def hide(self, turn_ids: Sequence[int], messages: Sequence[tuple[str, str]], by: str) -> int:
         hidden = 0
-        for turn_id in dict.fromkeys(ids):
-            cursor = conn.execute(
+        for turn_id in self._with_replies(turn_ids, messages):
+            cursor = self.conn.execute(
                 "UPDATE turns SET hidden_by = ? WHERE id = ? AND hidden_by IS NULL", (by, turn_id)
             )
             if cursor.rowcount:
-                conn.execute("DELETE FROM turns_fts WHERE rowid = ?", (turn_id,))
+                self.conn.execute("DELETE FROM turns_fts WHERE rowid = ?", (turn_id,))
                 hidden += 1
         return hidden
 
+    def mark_earlier(
+        self, turn_ids: Sequence[int], messages: Sequence[tuple[str, str]], by: str
+    ) -> int:
+        marked = 0
+        for turn_id in self._with_replies(turn_ids, messages):
+            cursor = self.conn.execute(
+                "UPDATE turns SET earlier_for = ? WHERE id = ? AND earlier_for IS NULL",
+                (by, turn_id),
+            )
+            marked += cursor.rowcount
+        return marked
+
     def hidden_for(self, item_id: str) -> list[Turn]:
-        found = self.conn.execute("SELECT * FROM turns WHERE hidden_by = ? ORDER BY id", (item_id,))
+        found = self.conn.execute(
+            "SELECT * FROM turns WHERE hidden_by = ? OR earlier_for = ? ORDER BY id",
+            (item_id, item_id),
+        )
         return [rows.turn(r) for r in found]
 
     def search(self, chats: Sequence[str] | None, search: TextSearch) -> list[TurnMatch]:
@@ -205,6 +225,27 @@ class TurnTable:
             keys = [chat_scope(chat) for chat in chats]
             expression = fts.scoped_match(search.terms, keys)
         return fts.ranked(self.conn, *_MATCH_FROM, expression, search, _turn_match)
+
+    def containing(
+        self, chats: Sequence[str], needles: Sequence[str], search: TextSearch
+    ) -> list[TurnMatch]:
+        if not chats:
+            return []
+        sql = (
+            f"SELECT {rows.TURN_MATCH_COLUMNS}, 1.0 FROM turns t"
+            f" WHERE t.chat IN ({', '.join('?' * len(chats))}) AND t.hidden_by IS NULL"
+            " AND t.role IN ('user', 'assistant')"
+        )
+        values: list[Any] = list(chats)
+        for needle in needles:
+            sql += " AND t.content LIKE ? ESCAPE '\\'"
+            values.append(f"%{like_escape(needle)}%")
+        sql, values = fts.time_filter(sql, values, "t.time", search)
+        cursor = self.conn.cursor()
+        cursor.row_factory = _turn_match
+        return cursor.execute(
+            f"{sql} ORDER BY t.time DESC LIMIT ?", [*values, search.limit]
+        ).fetchall()
 
     def neighbours(self, ids: Sequence[int], at: float | None) -> list[tuple[int, TurnMatch]]:
         if not ids:

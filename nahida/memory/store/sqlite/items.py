@@ -15,6 +15,7 @@ from nahida.memory.scopes import Visibility
 from nahida.memory.store.base import ItemMatch, TextSearch
 from nahida.memory.store.sqlite import fts, rows
 from nahida.memory.store.sqlite.db import Connection
+from nahida.memory.store.sqlite.fts import like_escape
 
 _COLUMNS = tuple(f.name for f in fields(MemoryItem))
 _INSERT = (
@@ -159,6 +160,25 @@ class ItemTable:
         expression = fts.scoped_match(search.terms, fts.visibility_keys(visibility))
         found = fts.ranked(self.conn, *_MATCH_FROM, expression, search)
         return [ItemMatch(rows.item(r), float(r["score"]), r["body"]) for r in found]
+
+    def containing(
+        self, visibility: Visibility, needles: Sequence[str], search: TextSearch
+    ) -> list[ItemMatch]:
+        where, params = visibility_sql(visibility)
+        sql = (
+            "SELECT m.*, f.body AS body FROM memory_items m"
+            " JOIN memory_items_fts f ON f.rowid = m.rowid"
+            f" WHERE m.status = 'active' AND {where}"
+        )
+        values: list[Any] = list(params)
+        for needle in needles:
+            sql += " AND (m.content LIKE ? ESCAPE '\\' OR m.title LIKE ? ESCAPE '\\')"
+            values += [f"%{like_escape(needle)}%"] * 2
+        sql, values = fts.time_filter(sql, values, "m.created_at", search)
+        found = self.conn.execute(
+            f"{sql} ORDER BY m.created_at DESC LIMIT ?", [*values, search.limit]
+        )
+        return [ItemMatch(rows.item(r), 1.0, r["body"]) for r in found]
 
 
 class EventTable:

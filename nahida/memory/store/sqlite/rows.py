@@ -18,7 +18,8 @@ from nahida.memory.models import (
 
 # The fields of `TurnMatch` but its score, in its order (a row of them plus a score is one).
 TURN_MATCH_COLUMNS = (
-    "t.id, t.session_id, t.chat, t.content, t.message_id, t.time, t.speaker, t.speaker_name"
+    "t.id, t.session_id, t.chat, t.content, t.message_id, t.time, t.speaker, t.speaker_name,"
+    " t.earlier_for"
 )
 
 
@@ -106,6 +107,7 @@ def turn(row: Any) -> Turn:
         addressed=bool(row["addressed"]),
         error=row["error"],
         hidden_by=row["hidden_by"],
+        earlier_for=row["earlier_for"],
     )
 
 

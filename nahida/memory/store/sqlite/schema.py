@@ -5,8 +5,9 @@ holds only active items: archiving or superseding an item removes its row, so st
 visibility are both decided inside the MATCH. Its `scopes` column carries one token per way the
 item may be seen (`fts.item_keys`). Migration 0003 re-created both FTS tables with the porter
 stemmer. `job_runs` records each background job run, `job_leases` which process may run a job.
-A turn with `hidden_by` (an item id) is evidence of a forgotten or replaced item: it stays in
-the history but has no FTS row and is left out of windows and neighbours.
+A turn with `hidden_by` (an item id) is evidence of a forgotten item: it stays in the history but
+has no FTS row and is left out of windows and neighbours. A turn with `earlier_for` is evidence
+of an item a newer value replaced: still found, but recalled as what held earlier.
 """
 
 from __future__ import annotations
@@ -147,5 +148,7 @@ ALTER TABLE memory_candidates ADD COLUMN valid_until REAL
 
 HIDDEN_TURNS = """
 ALTER TABLE turns ADD COLUMN hidden_by TEXT;
-CREATE INDEX turns_hidden_by ON turns (hidden_by) WHERE hidden_by IS NOT NULL
+ALTER TABLE turns ADD COLUMN earlier_for TEXT;
+CREATE INDEX turns_hidden_by ON turns (hidden_by) WHERE hidden_by IS NOT NULL;
+CREATE INDEX turns_earlier_for ON turns (earlier_for) WHERE earlier_for IS NOT NULL
 """
