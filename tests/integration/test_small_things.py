@@ -76,3 +76,49 @@ def test_nahida_run_starts_a_new_terminal_session_like_chat(tmp_path: Path) -> N
         structlog.reset_defaults()  # `run` set up logging on the runner's (now closed) stderr
     with History(tmp_path / "data" / "nahida.db") as db:
         assert sorted(s.title for s in db.sessions()) == ["第一次", "第二次"]
+
+
+def test_the_terminal_banner_names_the_model_and_endpoint(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import io
+
+    from nahida.adapters.console.adapter import ConsoleAdapter
+    from nahida.app import Paths, console_app
+    from nahida.cli.main import _banner
+    from tests.helpers import openai_provider
+
+    cfg = config(**openai_provider("http://127.0.0.1:9/v1"))
+    console = ConsoleAdapter(stdin=io.StringIO(), stdout=io.StringIO(), interactive=True)
+    bot = console_app(cfg, Paths(None, tmp_path / "data", tmp_path / "ws"), console)
+    try:
+        _banner(cfg, bot)
+    finally:
+        bot.memory.close()
+    assert "main/m1 @ http://127.0.0.1:9/v1" in capsys.readouterr().err
+
+
+async def test_doctor_gives_up_on_a_silent_endpoint_quickly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import asyncio
+    import time
+
+    from nahida.app import Paths
+    from nahida.cli import doctor
+    from tests.helpers import openai_provider
+
+    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await asyncio.sleep(30)  # accepts, never answers
+
+    server = await asyncio.start_server(silent, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    monkeypatch.setattr(doctor, "PING_TIMEOUT", 0.5)
+    cfg = config(**openai_provider(f"http://127.0.0.1:{port}/v1", max_retries=5, timeout=60))
+    started = time.monotonic()
+    try:
+        report = await doctor.diagnose(cfg, Paths(None, tmp_path / "d", tmp_path / "w"))
+    finally:
+        server.close()
+    assert report["providers"][0]["reachable"] is False
+    assert time.monotonic() - started < 10  # not 60 s × 6 tries
