@@ -18,10 +18,8 @@ import re
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 
-_CN = {"零": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8}
-_CN |= {"九": 9, "十": 10}
-_WEEK_CN = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6}
-_WEEK_EN = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
+from nahida.memory.timeparse import WEEKDAYS_CN, WEEKDAYS_EN, cn_number
+
 _NUM = r"[0-9]{1,2}|[一二两三四五六七八九十]{1,3}"
 
 
@@ -44,15 +42,6 @@ class Due:
         weekday = "一二三四五六日"[self.day.weekday()]
         clock = f" {self.at:%H:%M}" if self.at is not None else ""
         return f"{self.day:%Y-%m-%d} 周{weekday}{clock}"
-
-
-def _number(text: str) -> int:
-    if text.isdigit():
-        return int(text)
-    if "十" in text:
-        tens, _, units = text.partition("十")
-        return (_CN.get(tens, 1) if tens else 1) * 10 + (_CN[units] if units else 0)
-    return _CN[text]
 
 
 _DAY_CN = re.compile(
@@ -95,24 +84,24 @@ def _day_cn(match: re.Match[str], today: date) -> date | None:
         offset = {"今": 0, "明": 1, "后": 2, "大": 3}[rel[0]]
         return today + timedelta(days=offset)
     if match["n"]:
-        return today + timedelta(days=_number(match["n"]))
+        return today + timedelta(days=cn_number(match["n"]))
     if match["wd"]:
         prefix = match["next"] or ""
-        day = _upcoming(today, _WEEK_CN[match["wd"]], prefix.startswith("下"))
+        day = _upcoming(today, WEEKDAYS_CN[match["wd"]], prefix.startswith("下"))
         if prefix.startswith("下下"):
             day += timedelta(days=7)
         if prefix[:1] in ("这", "本"):
-            day = today - timedelta(days=today.weekday()) + timedelta(days=_WEEK_CN[match["wd"]])
+            day = today - timedelta(days=today.weekday()) + timedelta(days=WEEKDAYS_CN[match["wd"]])
         return day
     if match["nm"]:
         month = today.month % 12 + 1
         year = today.year + (today.month == 12)
-        return _safe(year, month, _number(match["md"]))
-    day_of_month = _number(match["d"])
+        return _safe(year, month, cn_number(match["md"]))
+    day_of_month = cn_number(match["d"])
     if match["m"]:
-        found = _safe(today.year, _number(match["m"]), day_of_month)
+        found = _safe(today.year, cn_number(match["m"]), day_of_month)
         if found is not None and found < today:
-            found = _safe(today.year + 1, _number(match["m"]), day_of_month)
+            found = _safe(today.year + 1, cn_number(match["m"]), day_of_month)
         return found
     found = _safe(today.year, today.month, day_of_month)
     if found is not None and found < today:  # "8号" after the 8th: next month's
@@ -129,8 +118,8 @@ def _safe(year: int, month: int, day: int) -> date | None:
 
 
 def _time_cn(match: re.Match[str]) -> time | None:
-    hour = _number(match["h"])
-    minute = 30 if match["half"] else (_number(match["min"]) if match["min"] else 0)
+    hour = cn_number(match["h"])
+    minute = 30 if match["half"] else (cn_number(match["min"]) if match["min"] else 0)
     part = match["part"] or ""
     if (part in _EVENING and hour < 12) or (part == "中午" and hour < 6):
         hour += 12
@@ -150,7 +139,7 @@ def _day_en(match: re.Match[str], today: date) -> date:
     if match["n"]:
         n = match["n"].lower()
         return today + timedelta(days=int(n) if n.isdigit() else _EN_N[n])
-    weekday = _WEEK_EN.index(match["wd"].lower())
+    weekday = WEEKDAYS_EN.index(match["wd"].lower())
     return _upcoming(today, weekday, (match["next"] or "").lower().startswith("next"))
 
 

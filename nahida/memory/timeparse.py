@@ -92,11 +92,11 @@ _MONTHS = {
     )
     for name in names
 }
-_WEEKDAYS_EN = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
-_WEEKDAYS_CN = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6}
+WEEKDAYS_EN = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
+WEEKDAYS_CN = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6}
 
 
-def _cn_number(text: str) -> int:
+def cn_number(text: str) -> int:
     """1–99 written in digits or Chinese numerals (三, 十二, 二十五, 两)."""
     if text.isdigit():
         return int(text)
@@ -196,7 +196,7 @@ _EN_NUM = (
 )
 _EN_MONTH = r"(" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
 _EN_DAY = r"(\d{1,2})(?:st|nd|rd|th)?"
-_EN_WEEKDAY = r"(" + "|".join(_WEEKDAYS_EN) + r")"
+_EN_WEEKDAY = r"(" + "|".join(WEEKDAYS_EN) + r")"
 _YEAR = r"((?:19|20)\d{2})"
 
 _UNITS_CN = {"天": "day", "日": "day", "周": "week", "星期": "week", "礼拜": "week", "月": "month"}
@@ -237,7 +237,7 @@ def _rules() -> list[Rule]:
         ),
         (
             _CN_NUM + r"\s*(?:个)?\s*(天|日|周|星期|礼拜|月|年)(?:以前|之前|前)",
-            lambda m, now: _back(_UNITS_CN[m[2]], _cn_number(m[1]), now),
+            lambda m, now: _back(_UNITS_CN[m[2]], cn_number(m[1]), now),
             False,
         ),
         (r"前几天|几天前|这几天|这些天|近几天|最近几天", lambda m, now: _last_days(now, 7), False),
@@ -248,12 +248,12 @@ def _rules() -> list[Rule]:
         (r"最近|近来|近期|这段时间", lambda m, now: _last_days(now, 30), False),
         (
             r"上(?:个)?(?:周|星期|礼拜)([一二三四五六日天])",
-            lambda m, now: _weekday(now, _WEEKDAYS_CN[m[1]], 1),
+            lambda m, now: _weekday(now, WEEKDAYS_CN[m[1]], 1),
             False,
         ),
         (
             r"(?:这|本)(?:个)?(?:周|星期|礼拜)([一二三四五六日天])",
-            lambda m, now: _weekday(now, _WEEKDAYS_CN[m[1]], 0),
+            lambda m, now: _weekday(now, WEEKDAYS_CN[m[1]], 0),
             False,
         ),
         (r"上(?:个)?(?:周末|星期天?末|礼拜末)", lambda m, now: _weekend(now, 1), False),
@@ -324,7 +324,7 @@ def _rules() -> list[Rule]:
         (r"this\s+weekend", lambda m, now: _weekend(now, 0), False),
         (
             r"(?:last|this\s+past)\s+" + _EN_WEEKDAY,
-            lambda m, now: _weekday(now, _WEEKDAYS_EN.index(m[1].lower()), None),
+            lambda m, now: _weekday(now, WEEKDAYS_EN.index(m[1].lower()), None),
             False,
         ),
         (r"(?:last|past)\s+week", lambda m, now: _week(now, 1), False),

@@ -108,8 +108,10 @@ async def test_doctor_gives_up_on_a_silent_endpoint_quickly(
     from nahida.cli import doctor
     from tests.helpers import openai_provider
 
+    writers: list[asyncio.StreamWriter] = []
+
     async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await asyncio.sleep(30)  # accepts, never answers
+        writers.append(writer)  # accepts, never answers
 
     server = await asyncio.start_server(silent, "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
@@ -120,5 +122,9 @@ async def test_doctor_gives_up_on_a_silent_endpoint_quickly(
         report = await doctor.diagnose(cfg, Paths(None, tmp_path / "d", tmp_path / "w"))
     finally:
         server.close()
+        for writer in writers:  # closed here, so no socket outlives the test
+            writer.close()
+            await writer.wait_closed()
+        await server.wait_closed()
     assert report["providers"][0]["reachable"] is False
     assert time.monotonic() - started < 10  # not 60 s × 6 tries

@@ -252,6 +252,14 @@ def active(store: SqliteStore) -> list[tuple[str, str]]:
         ("我住在杭州", "我住在上海浦东", "住在上海浦东"),
         ("我叫小明", "记住我的名字是李雷", "名字是李雷"),
         ("my birthday is May 5", "my birthday is June 1", "birthday is June 1"),
+        ("以后回答我都用英文", "以后用中文回答我", "希望用中文回答"),
+        ("from now on answer me in English", "以后回答我都用英文", "希望用英文回答"),
+        ("我喜欢吃香菜", "我不吃香菜", "不吃香菜"),
+        ("I like eating cilantro", "I don't eat cilantro", "doesn't eat cilantro"),
+        ("我喜欢吃辣", "我不能吃辣", "不能吃辣"),
+        ("我对花生过敏", "我对花生不过敏了", "对花生不过敏"),
+        ("我在腾讯工作", "我现在在字节工作", "在字节工作"),
+        ("叫我小北就行", "以后叫我老王", "希望被叫作老王"),
     ],
 )
 def test_a_new_value_supersedes_the_old_one(
@@ -284,6 +292,34 @@ def test_negation_of_a_longer_preference_supersedes(store: SqliteStore) -> None:
     propose_all(store, "我喜欢喝乌龙茶")
     (result,) = propose_all(store, "我不喜欢喝乌龙茶了")
     assert result.outcome == "superseded"
+
+
+def test_not_liking_red_tea_any_more_but_green_tea(store: SqliteStore) -> None:
+    (liked,) = propose_all(store, "我喜欢红茶")
+    now, green = propose_all(store, "我现在不喜欢红茶，喜欢绿茶")
+    assert (now.outcome, now.replaced) == ("superseded", liked.item_id)
+    assert green.outcome == "created"
+    assert active(store) == [("preference", "不喜欢红茶"), ("preference", "喜欢绿茶")]
+
+
+def test_an_allergy_is_kept_beside_the_likes(store: SqliteStore) -> None:
+    propose_all(store, "我喜欢吃花生")
+    (allergy,) = propose_all(store, "我对花生过敏")
+    assert allergy.outcome == "created"  # another slot: the like is not replaced
+    assert active(store) == [("fact", "对花生过敏"), ("preference", "喜欢吃花生")]
+
+
+def test_how_to_answer_me_said_in_a_group_is_the_speakers(store: SqliteStore) -> None:
+    (reply,) = extract("以后回答我都用英文", chat=GROUP, user=ALICE)
+    assert (reply.scope, reply.subject_user, reply.sensitivity) == (
+        "user:qq:alice",
+        "qq:alice",
+        "public",
+    )
+    (rule,) = extract("以后我们都用英文", chat=GROUP, user=ALICE)
+    assert (rule.kind, rule.scope) == ("decision", "chat:qq:group:100")
+    (result,) = propose_all(store, "以后回答我都用英文", GROUP)
+    assert result.outcome == "created"
 
 
 # --- the post-turn hook ---------------------------------------------------------------------
