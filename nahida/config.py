@@ -97,9 +97,22 @@ class SessionConfig(_Model):
     context_tokens: int = Field(6000, ge=500)  # approximate budget of the whole prompt
 
 
+class EmbeddingConfig(_Model):
+    """Vectors for recall by meaning (`auto`: the `embed` route when `models.embed` is declared,
+    else the local model where it is installed, else none: lexical recall only)."""
+
+    backend: Literal["auto", "local", "provider", "none"] = "auto"
+    query_timeout: float = Field(1.0, gt=0, le=30)  # seconds a message waits for its query vector
+    batch_size: int = Field(16, ge=1, le=512)  # texts per background embedding call
+    background_threads: int = Field(1, ge=0, le=64)  # local model's cores in the background; 0: all
+
+
 class MemoryConfig(_Model):
     budget_tokens: int = Field(1500, ge=0)
     commit_mode: Literal["auto_safe", "manual_review", "auto_full"] = "auto_safe"
+    search: Literal["hybrid", "lexical", "vector"] = "hybrid"  # with an embedder; else lexical
+    rerank: bool = False  # reorder the best hits with the `rerank` route's model
+    embedding: EmbeddingConfig = Field(default_factory=EmbeddingConfig)
 
 
 class LimitsConfig(_Model):

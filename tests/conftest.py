@@ -75,6 +75,19 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
             monkeypatch.delenv(name, raising=False)
 
 
+@pytest.fixture(autouse=True)
+def _lexical_unless_marked(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests recall lexically, as on a machine without the local model, unless marked
+    `embeddings` (those use the real model): most tests are about something else, and the
+    model would add seconds of embedding to each. Subprocesses get the same by config."""
+    if request.node.get_closest_marker("embeddings") is not None:
+        return
+    from nahida.providers import local_embed
+
+    monkeypatch.setattr(local_embed, "available", lambda: False)
+    monkeypatch.setenv("NAHIDA__MEMORY__EMBEDDING__BACKEND", "none")
+
+
 @pytest.fixture
 def store(tmp_path: Path) -> Iterator[SqliteStore]:
     opened = SqliteStore(tmp_path / "test.db")

@@ -7,8 +7,9 @@ Code outside `nahida/memory/` imports from here only. The backends live under `s
 from nahida.errors import MemoryPermissionError, SecretRefused
 from nahida.memory import candidates
 from nahida.memory.access import Actor
+from nahida.memory.embedding import EmbeddingSettings, EmbedReport
 from nahida.memory.importer import ITEM_STATUSES, BadLine, ImportReport, export_lines, parse_moment
-from nahida.memory.jobs import CleanupEmptySessions
+from nahida.memory.jobs import CleanupEmptySessions, EmbeddingUpkeep
 from nahida.memory.models import (
     KINDS,
     Candidate,
@@ -26,11 +27,12 @@ from nahida.memory.models import (
     WriteResult,
     iso,
 )
-from nahida.memory.recall import GUARD, TUNING, Query, Tuning
+from nahida.memory.recall import GUARD, MODES, TUNING, Mode, Query, Tuning
+from nahida.memory.recall.rerank import LLMReranker
 from nahida.memory.safety import redact
 from nahida.memory.scopes import GLOBAL, Viewer, admin_viewer, validate_scope, viewer_for
 from nahida.memory.service import TOO_LONG, MemoryService
-from nahida.memory.store.base import Store, StoreCapabilities
+from nahida.memory.store.base import Store, StoreCapabilities, VectorCounts
 from nahida.memory.tokenize import index_text, warm_up
 from nahida.memory.turn import TurnParts, turn_parts
 
@@ -39,6 +41,7 @@ __all__ = [
     "GUARD",
     "ITEM_STATUSES",
     "KINDS",
+    "MODES",
     "TOO_LONG",
     "TUNING",
     "Actor",
@@ -46,16 +49,21 @@ __all__ = [
     "Candidate",
     "CleanupEmptySessions",
     "CommitMode",
+    "EmbedReport",
+    "EmbeddingSettings",
+    "EmbeddingUpkeep",
     "Evidence",
     "Explanation",
     "Hit",
     "ImportReport",
     "JobOutcome",
     "JobRun",
+    "LLMReranker",
     "MemoryEvent",
     "MemoryItem",
     "MemoryPermissionError",
     "MemoryService",
+    "Mode",
     "NewTurn",
     "Query",
     "SecretRefused",
@@ -65,6 +73,7 @@ __all__ = [
     "Tuning",
     "Turn",
     "TurnParts",
+    "VectorCounts",
     "Viewer",
     "WriteResult",
     "admin_viewer",

@@ -1,4 +1,5 @@
-"""Memory's background jobs (run by `nahida.scheduler`): today the cleanup of empty sessions."""
+"""Memory's background jobs (run by `nahida.scheduler`): the cleanup of empty sessions and the
+upkeep of embeddings."""
 
 from __future__ import annotations
 
@@ -17,3 +18,26 @@ class CleanupEmptySessions:
 
     async def run(self, ctx: JobContext) -> None:
         ctx.count("deleted", await self.memory.sessions.cleanup_empty())
+
+
+class EmbeddingUpkeep:
+    """Embeds what has no vector in the current space (after an import, a model change, a crash;
+    new turns are embedded as they come by `memory.embeddings.run`) and drops vectors nothing
+    names any more. Skipped without an embedder."""
+
+    name = "embedding_upkeep"
+
+    def __init__(self, memory: MemoryService, *, every: float = 600.0, first: float = 30.0):
+        self.memory = memory
+        self.schedule: Schedule = Schedule(every=every, first=first)
+
+    async def run(self, ctx: JobContext) -> None:
+        embeddings = self.memory.embeddings
+        if not embeddings.enabled:
+            ctx.skip("no embedder")
+            return
+        report = await embeddings.catch_up(lambda: ctx.stopping)
+        ctx.count("embedded", report.embedded)
+        ctx.count("cached", report.cached)
+        ctx.count("skipped", report.skipped)
+        ctx.count("swept", report.swept)

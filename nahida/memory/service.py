@@ -6,6 +6,7 @@ The runner, chat commands, CLI, background jobs and plugins all go through it, b
     memory.items      long-term items: propose, remember, forget, review, list, why, export/import
     memory.recall     search as a viewer sees it, and the prompt's memory block
     memory.runs       background job runs and their leases
+    memory.embeddings vectors for recall by meaning: upkeep in the background, query vectors
 
 Each part prepares what needs CPU (jieba tokens, the safety filter) before it calls the store,
 and the store runs the unit of work in one transaction on its own thread.
@@ -15,14 +16,16 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from datetime import tzinfo
+from typing import Any
 
 from nahida.envelope import ChatKey, UserKey
 from nahida.errors import MemoryPermissionError
 from nahida.memory import candidates, importer, write
 from nahida.memory.access import Actor, can_forget, review_scopes
+from nahida.memory.embedding import Embeddings, EmbeddingSettings
 from nahida.memory.importer import BadLine, ImportReport
 from nahida.memory.models import (
     Candidate,
@@ -33,11 +36,13 @@ from nahida.memory.models import (
     MemoryItem,
     WriteResult,
 )
-from nahida.memory.recall import TUNING, Query, Tuning, pack, plan, search
+from nahida.memory.recall import TUNING, Mode, Query, Tuning, pack, plan, search
+from nahida.memory.recall.rerank import rerank
 from nahida.memory.scopes import Viewer
 from nahida.memory.sessions import Sessions
 from nahida.memory.store.base import Store, StoreCapabilities, Tx
 from nahida.memory.tokenize import run_cpu
+from nahida.providers.base import Embedder, Reranker
 
 MAX_ITEM_CHARS = 1000  # the default `limits.item_chars`
 TOO_LONG = "too_long"
@@ -56,11 +61,13 @@ class Items:
         mode: CommitMode,
         max_chars: int = MAX_ITEM_CHARS,
         tz: tzinfo | None = None,
+        changed: Callable[[], None] = lambda: None,
     ) -> None:
         self.store = store
         self.mode = mode
         self.max_chars = max_chars
         self.tz = tz
+        self.changed = changed  # told after every write that may add a text to embed
 
     async def propose(self, candidate: Candidate, actor: str) -> WriteResult:
         """Filter, candidate, commit mode. Raises `SecretRefused` for an explicit write; a text
@@ -68,7 +75,9 @@ class Items:
         if len(candidate.content) + len(candidate.title) > self.max_chars:
             return WriteResult("rejected", reason=TOO_LONG)
         prepared = await run_cpu(write.prepare, candidate, size=_size(candidate))
-        return await self.store.write(write.propose, prepared, self.mode, actor)
+        result = await self.store.write(write.propose, prepared, self.mode, actor)
+        self.changed()
+        return result
 
     async def remember(
         self,
@@ -116,7 +125,9 @@ class Items:
         if found is None or (scopes is not None and found.scope not in scopes):
             return None
         prepared = await run_cpu(write.tokens_of, found, size=_size(found))
-        return await self.store.write(write.decide, candidate_id, prepared, accept, actor.label)
+        result = await self.store.write(write.decide, candidate_id, prepared, accept, actor.label)
+        self.changed()
+        return result
 
     async def get(self, item_id: str) -> MemoryItem | None:
         return await self.store.read(lambda tx: tx.items.get(item_id))
@@ -182,6 +193,7 @@ class Items:
             return report
 
         report = await self.store.write(run)
+        self.changed()
         report.bad.sort(key=lambda b: b.line)
         report.seconds = time.perf_counter() - started
         return report
@@ -190,28 +202,53 @@ class Items:
 class Recall:
     """`memory.recall`: what a viewer may see, ranked (DESIGN §5)."""
 
-    def __init__(self, store: Store, budget_tokens: int, tz: tzinfo | None = None) -> None:
+    def __init__(
+        self,
+        store: Store,
+        budget_tokens: int,
+        tz: tzinfo | None = None,
+        *,
+        embeddings: Embeddings | None = None,
+        mode: Mode = "hybrid",
+        reranker: Reranker | None = None,
+    ) -> None:
         self.store = store
         self.budget_tokens = budget_tokens
         self.tz = tz  # where "昨天" is when a query names no zone
+        self.embeddings = embeddings
+        self.mode = mode  # for searches that name none (`memory.search`)
+        self.reranker = reranker
 
     async def search(self, query: Query, tuning: Tuning = TUNING) -> list[Hit]:
+        """Ranked hits. For hybrid and vector search the query is embedded first, waiting at
+        most the embedder's bounded time; without a vector, hybrid is lexical."""
         if query.tz is None and self.tz is not None:
             query = replace(query, tz=self.tz)
         found = await run_cpu(plan, query, tuning, size=len(query.text))
-        return await self.store.read(search, query, found, tuning)
+        if query.mode != "lexical" and self.embeddings is not None and found.text:
+            embedded = await self.embeddings.query(found.text)
+            if embedded is not None:
+                found = found.with_vector(*embedded)
+        hits = await self.store.read(search, query, found, tuning)
+        if self.reranker is not None and len(hits) > 1:
+            hits = await rerank(self.reranker, query.text, hits)
+        return hits
 
     async def block(
         self, text: str, viewer: Viewer, exclude_turns: frozenset[int], *, limit: int
     ) -> str | None:
         """The memory slot for a prompt; injected items get their access recorded."""
-        hits = await self.search(Query(text, viewer, limit=limit, exclude_turns=exclude_turns))
+        hits = await self.search(self.query(text, viewer, limit=limit, exclude_turns=exclude_turns))
         block, kept = pack(hits, self.budget_tokens)
         used = [h.item.id for h in kept if h.item is not None]
         if used:
             now = time.time()
             await self.store.write(lambda tx: tx.items.touch(used, now))
         return block
+
+    def query(self, text: str, viewer: Viewer, **fields: Any) -> Query:
+        """A `Query` in the configured mode unless `fields` name one."""
+        return Query(text, viewer, **{"mode": self.mode, **fields})
 
 
 class Runs:
@@ -253,12 +290,34 @@ class MemoryService:
         idle_split: float = 0.0,
         item_chars: int = MAX_ITEM_CHARS,
         tz: tzinfo | None = None,
+        embedder: Embedder | None = None,
+        embedding: EmbeddingSettings | None = None,
+        search_mode: Mode = "hybrid",
+        reranker: Reranker | None = None,
+        embedder_why: str = "",
     ) -> None:
         self.store = store
         self.tz = tz  # the bot's zone (`bot.timezone`); None: the system's
-        self.sessions = Sessions(store, idle_split=idle_split, mode=mode, tz=tz)
-        self.items = Items(store, mode, item_chars, tz)
-        self.recall = Recall(store, budget_tokens, tz)
+        settings = embedding or EmbeddingSettings()
+        self.embeddings = Embeddings(
+            store,
+            embedder,
+            batch=settings.batch,
+            query_timeout=settings.query_timeout,
+            why=embedder_why,
+        )
+        self.sessions = Sessions(
+            store, idle_split=idle_split, mode=mode, tz=tz, changed=self.embeddings.nudge
+        )
+        self.items = Items(store, mode, item_chars, tz, changed=self.embeddings.nudge)
+        self.recall = Recall(
+            store,
+            budget_tokens,
+            tz,
+            embeddings=self.embeddings,
+            mode=search_mode if embedder is not None else "lexical",
+            reranker=reranker,
+        )
         self.runs = Runs(store)
 
     @property
@@ -266,4 +325,5 @@ class MemoryService:
         return self.store.capabilities
 
     def close(self) -> None:
+        self.embeddings.stop()
         self.store.close()

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import secrets
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime, tzinfo
 from pathlib import Path
@@ -142,21 +143,27 @@ class Sessions:
         idle_split: float = 0.0,
         mode: CommitMode = "auto_safe",
         tz: tzinfo | None = None,
+        changed: Callable[[], None] = lambda: None,
     ) -> None:
         self.store = store
         self.idle_split = idle_split
         self.mode = mode  # for what extraction finds in imported turns
         self.tz = tz
+        self.changed = changed  # told after a turn is stored (its text may need a vector)
 
     async def record_user_turn(self, turn: NewTurn, window: int) -> tuple[Turn, list[Turn]] | None:
         """Store a user turn (`stored_form`) and read the hot window before it, in one round
         trip."""
         turn, tokens = await run_cpu(stored_form, turn, size=len(turn.content))
-        return await self.store.write(record_with_window, turn, tokens, self.idle_split, window)
+        stored = await self.store.write(record_with_window, turn, tokens, self.idle_split, window)
+        self.changed()
+        return stored
 
     async def record(self, turn: NewTurn) -> Turn | None:
         turn, tokens = await run_cpu(stored_form, turn, size=len(turn.content))
-        return await self.store.write(record, turn, tokens, self.idle_split)
+        stored = await self.store.write(record, turn, tokens, self.idle_split)
+        self.changed()
+        return stored
 
     async def mark_error(self, turn_id: int, error: str) -> None:
         """Record why a turn got no proper answer (e.g. the provider failed)."""

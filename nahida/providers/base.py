@@ -6,12 +6,18 @@ It raises only `ProviderError` subclasses (see `nahida.errors`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 MessageRole = Literal["system", "user", "assistant", "tool"]
 Task = Literal["chat", "compress", "dream", "embed", "rerank"]
 TASKS: tuple[Task, ...] = ("chat", "compress", "dream", "embed", "rerank")
+EmbedKind = Literal["query", "passage"]  # what is searched for / what is searched (e5 prefixes)
 
 
 def estimate_tokens(text: str) -> int:
@@ -97,3 +103,33 @@ class Provider(Protocol):
         """Check the endpoint answers and accepts the key, spending no tokens."""
 
     async def aclose(self) -> None: ...
+
+
+class Embedder(Protocol):
+    """Texts to vectors: a local model in-process, or an `/embeddings` endpoint.
+
+    `embed` returns a float32 matrix, one L2-normalised row per text, so a dot product is the
+    cosine. `name` and `model` say where the vectors come from: vectors of different ones never
+    meet in a query. `dimension` is None until the first answer of an endpoint that does not say.
+    """
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def model(self) -> str: ...
+
+    @property
+    def dimension(self) -> int | None: ...
+
+    async def embed(
+        self, texts: Sequence[str], kind: EmbedKind = "passage"
+    ) -> npt.NDArray[np.float32]: ...
+
+    async def aclose(self) -> None: ...
+
+
+class Reranker(Protocol):
+    """Reorders the best hits of a search: `order` gives the indexes of `texts`, best first."""
+
+    async def order(self, query: str, texts: Sequence[str]) -> list[int]: ...

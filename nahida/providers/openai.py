@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from typing import Any
 
 import openai
@@ -57,6 +58,26 @@ class OpenAIProvider:
 
     async def aclose(self) -> None:
         await self._client.close()
+
+    async def embed(self, model: str, texts: Sequence[str]) -> list[list[float]]:
+        """One vector per text from `/embeddings`, in order."""
+
+        async def create() -> list[list[float]]:
+            try:
+                answer = await self._client.embeddings.create(
+                    model=model, input=list(texts), encoding_format="float"
+                )
+            except openai.OpenAIError as exc:
+                raise from_sdk_error(exc, openai, self.name, self._settings.api_key) from exc
+            data = sorted(answer.data, key=lambda d: d.index)
+            if len(data) != len(texts):
+                raise ProviderResponseError(
+                    f"{self.name}: {len(data)} embeddings for {len(texts)} texts",
+                    provider=self.name,
+                )
+            return [list(d.embedding) for d in data]
+
+        return await with_retries(create, self._settings, self.name)
 
     async def _create(self, request: ChatRequest) -> ChatCompletion:
         omit = openai.omit

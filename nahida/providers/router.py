@@ -7,14 +7,19 @@ with a single provider, just a model name. A task without a route uses the `chat
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Any, Protocol
 
-from nahida.errors import ConfigError
+import numpy as np
+import numpy.typing as npt
+
+from nahida.errors import ConfigError, ProviderResponseError
 from nahida.providers.base import (
     TASKS,
     ChatRequest,
     ChatResponse,
+    EmbedKind,
     Message,
     Provider,
     Task,
@@ -61,6 +66,48 @@ def resolve_routes(
     return {t: parse(t, routes[t]) if t in routes else chat for t in TASKS}
 
 
+class EmbeddingEndpoint(Protocol):
+    """A provider that serves `/embeddings` (OpenAI-compatible ones do; Anthropic does not)."""
+
+    name: str
+
+    async def embed(self, model: str, texts: Sequence[str]) -> list[list[float]]: ...
+
+
+class EndpointEmbedder:
+    """An `Embedder` on the `embed` route: the provider's client, retries and typed errors.
+
+    The endpoint's vectors are normalised here, so a dot product is the cosine whatever the
+    model returns. `kind` is not sent (OpenAI's models take none)."""
+
+    def __init__(self, endpoint: EmbeddingEndpoint, model: str) -> None:
+        self._endpoint = endpoint
+        self.name = endpoint.name
+        self.model = model
+        self.dimension: int | None = None
+
+    async def embed(self, texts: Sequence[str], kind: EmbedKind = "passage") -> npt.NDArray[Any]:
+        if not texts:
+            return np.zeros((0, self.dimension or 0), dtype=np.float32)
+        rows = np.asarray(await self._endpoint.embed(self.model, texts), dtype=np.float32)
+        if rows.ndim != 2 or rows.shape[0] != len(texts) or rows.shape[1] == 0:
+            raise ProviderResponseError(
+                f"{self.name}: embeddings of shape {rows.shape} for {len(texts)} texts",
+                provider=self.name,
+            )
+        if self.dimension is not None and rows.shape[1] != self.dimension:
+            raise ProviderResponseError(
+                f"{self.name}: {rows.shape[1]}-dimensional embeddings after {self.dimension}",
+                provider=self.name,
+            )
+        self.dimension = int(rows.shape[1])
+        norms = np.linalg.norm(rows, axis=1, keepdims=True)
+        return rows / np.where(norms > 0, norms, 1.0)
+
+    async def aclose(self) -> None:
+        return None  # the router closes the provider
+
+
 class ModelRouter:
     """Sends each request to the provider and model routed for its task."""
 
@@ -74,6 +121,20 @@ class ModelRouter:
 
     def route(self, task: Task) -> Route | None:
         return self._routes.get(task)
+
+    def embedder(self) -> EndpointEmbedder:
+        """The `embed` route's provider as an `Embedder`; ConfigError when it has no
+        `/embeddings`."""
+        route = self._routes["embed"]
+        provider = self._providers[route.provider]
+        if not callable(getattr(provider, "embed", None)):
+            raise ConfigError(
+                f"provider {route.provider!r} serves no embeddings; route models.embed to an"
+                " OpenAI-compatible provider, or set memory.embedding.backend to local or none",
+                key="models.embed",
+            )
+        endpoint: EmbeddingEndpoint = provider  # type: ignore[assignment]
+        return EndpointEmbedder(endpoint, route.model)
 
     async def chat(
         self,

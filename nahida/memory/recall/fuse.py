@@ -26,13 +26,20 @@ def boost(hit: Hit, now: float) -> float:
     )
 
 
-def fuse(lists: Sequence[list[Hit]], now: float, rrf_k: float = RRF_K) -> list[Hit]:
-    """Reciprocal rank fusion of ranked lists, then boosts; duplicates by text keep the best."""
+def fuse(
+    lists: Sequence[list[Hit]],
+    now: float,
+    rrf_k: float = RRF_K,
+    weights: Sequence[float] | None = None,
+) -> list[Hit]:
+    """Reciprocal rank fusion of ranked lists (each weighted, default 1), then boosts; duplicates
+    by text keep the best."""
     scores: dict[str, float] = {}
     first: dict[str, Hit] = {}
-    for hits in lists:
+    for index, hits in enumerate(lists):
+        weight = weights[index] if weights is not None else 1.0
         for rank, hit in enumerate(hits):
-            scores[hit.id] = scores.get(hit.id, 0.0) + 1.0 / (rrf_k + rank + 1)
+            scores[hit.id] = scores.get(hit.id, 0.0) + weight / (rrf_k + rank + 1)
             first.setdefault(hit.id, hit)
     ranked = sorted(
         (

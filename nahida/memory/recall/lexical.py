@@ -24,7 +24,8 @@ How a question is read and ranked (each step measured by scripts/eval_recall.py;
 5. Items and turns are fused by reciprocal rank, boosted (confidence, importance, recency, use),
    and deduplicated by text (`fuse`).
 
-`search` is a unit of work: it runs on the store's thread with a `Plan` made before.
+`item_hits` and `turn_hits` run inside a unit of work (`cascade.search`) with a `Plan` made
+before.
 """
 
 from __future__ import annotations
@@ -32,8 +33,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
-from nahida.memory.models import Hit
-from nahida.memory.recall.fuse import fuse
+from nahida.memory.models import Hit, MemoryItem
 from nahida.memory.recall.plan import TUNING, Plan, Query, Tuning
 from nahida.memory.store.base import TextSearch, TurnMatch, Tx
 from nahida.memory.timeparse import TimeWindow
@@ -102,23 +102,15 @@ def item_hits(tx: Tx, query: Query, found: Plan, depth: int, tuning: Tuning = TU
     lexical = fetch(terms, None) if terms is not None else []
     records, scores, inside = _gather(fetch, lexical, found, terms, tuning)
     final = _prefer_window(scores, inside, tuning)
-    hits = []
-    for item_id in sorted(final, key=lambda i: (-final[i], -records[i].created_at, i))[:depth]:
-        item = records[item_id]
-        text = f"{item.title}: {item.content}" if item.title else item.content
-        hits.append(
-            Hit(
-                "item",
-                item.id,
-                text,
-                final[item_id],
-                item.scope,
-                item.message_ids,
-                item.created_at,
-                item=item,
-            )
-        )
-    return hits
+    ranked = sorted(final, key=lambda i: (-final[i], -records[i].created_at, i))[:depth]
+    return [item_hit(records[i], final[i]) for i in ranked]
+
+
+def item_hit(item: MemoryItem, score: float) -> Hit:
+    text = f"{item.title}: {item.content}" if item.title else item.content
+    return Hit(
+        "item", item.id, text, score, item.scope, item.message_ids, item.created_at, item=item
+    )
 
 
 def named_speakers(turns: Iterable[TurnMatch], tokens: Iterable[str]) -> set[str]:
@@ -178,10 +170,10 @@ def turn_hits(tx: Tx, query: Query, found: Plan, depth: int, tuning: Tuning = TU
                 final[turn_id] *= 1.0 + tuning.speaker
     final = _prefer_window(final, inside, tuning)
     ranked = sorted(final, key=lambda i: (-final[i], -records[i].time, i))[:depth]  # ties: latest
-    return [_turn_hit(records[i], final[i]) for i in ranked]
+    return [turn_hit(records[i], final[i]) for i in ranked]
 
 
-def _turn_hit(turn: TurnMatch, score: float) -> Hit:
+def turn_hit(turn: TurnMatch, score: float) -> Hit:
     return Hit(
         "turn",
         f"t_{turn.id}",
@@ -193,14 +185,3 @@ def _turn_hit(turn: TurnMatch, score: float) -> Hit:
         speaker=turn.speaker_name or turn.speaker,
         earlier=turn.earlier_for is not None,
     )
-
-
-def search(tx: Tx, query: Query, found: Plan, tuning: Tuning = TUNING) -> list[Hit]:
-    """Items and turns for `query` (read as `found`), fused, best first."""
-    depth = max(query.limit * 3, 20)
-    lists = []
-    if query.items:
-        lists.append(item_hits(tx, query, found, depth, tuning))
-    if query.turns:
-        lists.append(turn_hits(tx, query, found, depth, tuning))
-    return fuse(lists, found.now, tuning.rrf_k)[: query.limit]

@@ -8,15 +8,19 @@ name a window relative to the question's moment; the rest is cut into tokens onc
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, tzinfo
+from typing import Literal
 
 from nahida.memory import timeparse
 from nahida.memory.scopes import Viewer
+from nahida.memory.store.base import Vector, VectorSpace
 from nahida.memory.timeparse import TimeWindow
 from nahida.memory.tokenize import has_content, tokenize
 
 RRF_K = 60.0
+Mode = Literal["hybrid", "lexical", "vector"]
+MODES: tuple[Mode, ...] = ("hybrid", "lexical", "vector")
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +34,8 @@ class Tuning:
     window: float = 1.0  # extra weight for hits inside the question's time window; < 0: only those
     strip_time: bool = True  # take time expressions out of the lexical query
     rrf_k: float = RRF_K
+    vector_weight: float = 1.0  # of the vector lists in the fusion (the lexical ones weigh 1)
+    vector_floor: float = 0.0  # cosine similarity below which a vector hit is dropped
 
 
 TUNING = Tuning()
@@ -45,6 +51,7 @@ class Query:
     items: bool = True
     turns: bool = True
     tz: tzinfo | None = None  # where "today" is for time expressions; None: the local zone
+    mode: Mode = "hybrid"  # lexical and vector lists fused; vector only where there is a vector
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +62,11 @@ class Plan:
     tokens: tuple[str, ...]  # of `text`
     window: TimeWindow | None
     now: float
+    vector: Vector | None = None  # the query's embedding (None: lexical only)
+    space: VectorSpace | None = None
+
+    def with_vector(self, vector: Vector, space: VectorSpace) -> Plan:
+        return replace(self, vector=vector, space=space)
 
 
 def plan(query: Query, tuning: Tuning = TUNING) -> Plan:

@@ -22,7 +22,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple, Protocol, TypeVar
+from typing import Any, Literal, NamedTuple, Protocol, TypeVar
+
+import numpy as np
+import numpy.typing as npt
 
 from nahida.memory.models import (
     Candidate,
@@ -81,6 +84,85 @@ class ItemMatch:
     item: MemoryItem
     score: float
     body: str
+
+
+Vector = npt.NDArray[np.float32]  # one L2-normalised float32 row
+Embedded = Literal["item", "turn"]  # what carries an embedding (episodes later)
+
+
+@dataclass(frozen=True, slots=True)
+class VectorSpace:
+    """Where vectors come from; vectors of two spaces never meet in one query."""
+
+    provider: str
+    model: str
+    dimension: int
+
+
+@dataclass(frozen=True, slots=True)
+class VectorSearch:
+    """A nearest-neighbour search in one space, under the same moment and window as `TextSearch`;
+    `score` of a match is the cosine similarity (higher is better)."""
+
+    vector: Vector
+    space: VectorSpace
+    limit: int
+    at: float | None = None
+    window: tuple[float, float] | None = None
+
+
+class Unembedded(NamedTuple):
+    """A row whose text has no vector yet: `key` orders the rows of its kind."""
+
+    key: int
+    title: str
+    content: str
+    hash: str | None = None  # the text's hash when it was looked at before
+
+
+@dataclass(frozen=True, slots=True)
+class VectorCounts:
+    stored: int  # vectors in the space
+    other: int  # vectors of other spaces (an earlier model)
+    pending: int  # rows never looked at, or whose text has no vector in the space
+    skipped: int  # rows too short to be worth a vector
+
+
+class VectorRows(Protocol):
+    """Embeddings by text (a cache: one vector per space and text hash) and vector search.
+
+    A backend without a vector extension computes the same answers with numpy."""
+
+    def unhashed(self, kind: Embedded, limit: int) -> list[Unembedded]:
+        """Searchable rows (active items; unhidden user/assistant turns) not looked at yet."""
+
+    def missing(
+        self, kind: Embedded, space: VectorSpace, after: int, limit: int
+    ) -> list[Unembedded]:
+        """Searchable rows after `after` whose text was looked at but has no vector in `space`."""
+
+    def known(self, space: VectorSpace, hashes: Sequence[str]) -> set[str]:
+        """The hashes that have a vector in `space`."""
+
+    def put(self, space: VectorSpace, vectors: Sequence[tuple[str, Vector]], at: float) -> int:
+        """Store vectors by text hash (an existing one is kept); returns how many are new."""
+
+    def link(self, kind: Embedded, hashes: Sequence[tuple[int, str]]) -> None:
+        """Name each row's text by hash (`''`: not worth a vector)."""
+
+    def counts(self, space: VectorSpace | None) -> VectorCounts: ...
+
+    def clear(self) -> int:
+        """Delete every vector and forget every row's hash (a rebuild); returns the vectors."""
+
+    def sweep(self) -> int:
+        """Delete vectors no row names any more (deleted sessions, changed items)."""
+
+    def items(self, visibility: Visibility, search: VectorSearch) -> list[ItemMatch]:
+        """Active items the visibility allows, nearest first."""
+
+    def turns(self, chats: Sequence[str] | None, search: VectorSearch) -> list[TurnMatch]:
+        """Unhidden user/assistant turns of these chats (every chat: None), nearest first."""
 
 
 class SessionRows(Protocol):
@@ -266,6 +348,8 @@ class Tx(Protocol):
     def candidates(self) -> CandidateRows: ...
     @property
     def jobs(self) -> JobRows: ...
+    @property
+    def vectors(self) -> VectorRows: ...
 
 
 Unit = Callable[..., T]  # unit(tx, *args) -> T

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from nahida.memory.scopes import Visibility
-from nahida.memory.store.base import TextSearch
+from nahida.memory.store.base import TextSearch, VectorSearch
 from nahida.memory.store.sqlite.db import Connection
 
 BODY_COLUMN = "body"
@@ -89,7 +89,7 @@ def _quote(token: str) -> str:
 
 
 def time_filter(
-    sql: str, params: list[Any], column: str, search: TextSearch
+    sql: str, params: list[Any], column: str, search: TextSearch | VectorSearch
 ) -> tuple[str, list[Any]]:
     """`sql` and `params` with the search's moment (nothing later) and window added."""
     if search.at is not None:

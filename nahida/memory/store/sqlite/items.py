@@ -84,9 +84,11 @@ class ItemTable:
         values = [
             dump_evidence(after.evidence) if n == "evidence" else getattr(after, n) for n in changed
         ]
+        sets = ", ".join(f"{n} = ?" for n in changed)
+        if "title" in changed or "content" in changed:
+            sets += ", embed_hash = NULL"  # a new text needs a new vector
         row = conn.execute(
-            f"UPDATE memory_items SET {', '.join(f'{n} = ?' for n in changed)} WHERE id = ?"
-            " RETURNING rowid",
+            f"UPDATE memory_items SET {sets} WHERE id = ? RETURNING rowid",
             (*values, before.id),
         ).fetchone()
         if row is None or not set(changed) & set(_INDEXED):

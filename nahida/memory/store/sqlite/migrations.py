@@ -14,6 +14,7 @@ from nahida.memory.safety import contains_secret, redact
 from nahida.memory.store.sqlite.db import Connection, driver, transaction
 from nahida.memory.store.sqlite.schema import (
     CANDIDATE_VALIDITY,
+    EMBEDDINGS,
     HIDDEN_TURNS,
     JOB_TABLES,
     MEMORY_TABLES,
@@ -102,6 +103,7 @@ MIGRATIONS: list[Migration] = [
     Migration("0005_candidate_validity", _sql(CANDIDATE_VALIDITY)),
     Migration("0006_hidden_turns", _sql(HIDDEN_TURNS)),
     Migration("0007_redact_history", _redact_history),
+    Migration("0008_embeddings", _sql(EMBEDDINGS)),
 ]
 
 

@@ -152,3 +152,23 @@ ALTER TABLE turns ADD COLUMN earlier_for TEXT;
 CREATE INDEX turns_hidden_by ON turns (hidden_by) WHERE hidden_by IS NOT NULL;
 CREATE INDEX turns_earlier_for ON turns (earlier_for) WHERE earlier_for IS NOT NULL
 """
+
+# One vector per (provider, model, text): the same text in many chats is embedded once. A turn or
+# an item names its text by `embed_hash` (NULL: not looked at yet; '': not worth embedding), so
+# vector search joins each visible row to its vector in the query's space.
+EMBEDDINGS = """
+CREATE TABLE embeddings (
+    id          INTEGER PRIMARY KEY,
+    provider    TEXT NOT NULL,
+    model       TEXT NOT NULL,
+    dimension   INTEGER NOT NULL,
+    hash        TEXT NOT NULL,
+    vector      BLOB NOT NULL,
+    created_at  REAL NOT NULL
+);
+CREATE UNIQUE INDEX embeddings_by_text ON embeddings (provider, model, dimension, hash);
+ALTER TABLE turns ADD COLUMN embed_hash TEXT;
+ALTER TABLE memory_items ADD COLUMN embed_hash TEXT;
+CREATE INDEX turns_by_embed_hash ON turns (embed_hash);
+CREATE INDEX memory_items_by_embed_hash ON memory_items (embed_hash)
+"""

@@ -11,6 +11,7 @@ from nahida.memory.store.sqlite.db import Connection, Database, capabilities, co
 from nahida.memory.store.sqlite.history import SessionTable, TurnTable
 from nahida.memory.store.sqlite.items import CandidateTable, EventTable, ItemTable
 from nahida.memory.store.sqlite.jobs import JobTable
+from nahida.memory.store.sqlite.vectors import VectorTable
 
 T = TypeVar("T")
 
@@ -25,6 +26,7 @@ class SqliteTx:
         self.events = EventTable(conn)
         self.candidates = CandidateTable(conn)
         self.jobs = JobTable(conn)
+        self.vectors = VectorTable(conn)
 
 
 def _store_capabilities(conn: Connection) -> StoreCapabilities:

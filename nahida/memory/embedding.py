@@ -1,0 +1,316 @@
+"""Embeddings (DESIGN §5 step 4): which texts get a vector, upkeep, and a search's query vector.
+
+A text is embedded once per space (provider, model, dimension): rows name their text by hash, and
+the store keeps one vector per hash, so the same line in many chats costs one embedding. Rows
+are embedded in the background, never on a chat's worker:
+
+- `run()` is a task of the app: every change to memory (`nudge()`) wakes it, and it embeds the
+  rows never looked at (`embed_new`) in batches until none is left;
+- the upkeep job (and `nahida memory embed`) also embeds rows whose text has no vector in the
+  current space (`catch_up`: after an import, a model change, a crash), and drops vectors no row
+  names any more.
+
+Very short turns ("好的", "哈哈") get no vector. Only a search embeds on the message path: its
+query, with a bounded wait (`query`), after which the search goes on lexically.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import structlog
+
+from nahida.errors import ProviderError
+from nahida.memory.store.base import (
+    Embedded,
+    Store,
+    Tx,
+    Unembedded,
+    Vector,
+    VectorCounts,
+    VectorSpace,
+)
+from nahida.providers.base import Embedder
+
+log = structlog.get_logger(__name__)
+
+KINDS: tuple[Embedded, ...] = ("item", "turn")
+MIN_CHARS = 3  # letters or digits: below this a text gets no vector
+LOOK_AHEAD = 512  # rows read per round of upkeep
+QUERY_TIMEOUT = 1.0
+BATCH = 16
+
+Progress = Callable[[int, int], None]  # (rows done, rows known to be waiting)
+
+
+@dataclass(frozen=True, slots=True)
+class EmbeddingSettings:
+    batch: int = BATCH  # texts per embedder call in the background
+    query_timeout: float = QUERY_TIMEOUT  # seconds a search waits for its query vector
+
+
+def text_of(row: Unembedded) -> str:
+    return f"{row.title}: {row.content}" if row.title else row.content
+
+
+def text_hash(text: str) -> str:
+    return hashlib.blake2b(text.encode("utf-8", "replace"), digest_size=16).hexdigest()
+
+
+def worth_embedding(text: str) -> bool:
+    """Whether a text says enough to have a meaning to search for (not "好的", "ok", "哈哈哈")."""
+    letters = [c for c in text if c.isalnum()]
+    return len(letters) >= MIN_CHARS and len(set(letters)) > 1
+
+
+@dataclass(slots=True)
+class EmbedReport:
+    embedded: int = 0  # texts sent to the embedder
+    cached: int = 0  # rows whose text already had a vector
+    skipped: int = 0  # rows too short for one
+    swept: int = 0  # vectors no row named any more
+    seconds: float = 0.0
+
+    @property
+    def rate(self) -> float:
+        return self.embedded / self.seconds if self.seconds > 0 else 0.0
+
+
+class Embeddings:
+    """`memory.embeddings`: vectors for memory's texts, and the query vector of a search."""
+
+    def __init__(
+        self,
+        store: Store,
+        embedder: Embedder | None,
+        *,
+        batch: int = BATCH,
+        query_timeout: float = QUERY_TIMEOUT,
+        why: str = "",
+    ) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.why = why or ("on" if embedder is not None else "off")  # how it was chosen
+        self.batch = batch
+        self.query_timeout = query_timeout
+        self._wake = asyncio.Event()
+        self._stopping = False
+        self._lock: asyncio.Lock | None = None
+        self._warned: set[str] = set()
+
+    @property
+    def enabled(self) -> bool:
+        return self.embedder is not None
+
+    async def load(self) -> None:
+        """Load a local model now, in a thread (the first message then does not wait for it)."""
+        load = getattr(self.embedder, "load", None)
+        if callable(load):
+            await asyncio.to_thread(load)
+
+    async def aclose(self) -> None:
+        if self.embedder is not None:
+            await self.embedder.aclose()
+
+    def space(self) -> VectorSpace | None:
+        """The space of the embedder's vectors (None before an endpoint first answered)."""
+        if self.embedder is None or self.embedder.dimension is None:
+            return None
+        return VectorSpace(self.embedder.name, self.embedder.model, self.embedder.dimension)
+
+    async def _known_space(self) -> VectorSpace:
+        space = self.space()
+        if space is None:
+            assert self.embedder is not None
+            await self.embedder.embed(["dimension"], "passage")  # an endpoint says it so
+            space = self.space()
+        assert space is not None
+        return space
+
+    def _warn_once(self, event: str, **fields: object) -> None:
+        if event not in self._warned:
+            self._warned.add(event)
+            log.warning(event, **fields)
+
+    async def query(self, text: str) -> tuple[Vector, VectorSpace] | None:
+        """The query vector of a search, or None (no embedder, too slow, failed): the search is
+        then lexical. Waits at most `query_timeout`."""
+        if self.embedder is None or not text.strip():
+            return None
+        try:
+            rows = await asyncio.wait_for(
+                self.embedder.embed([text], "query"), timeout=self.query_timeout
+            )
+        except TimeoutError:
+            log.info("query_embedding_slow", timeout=self.query_timeout)
+            return None
+        except (ProviderError, OSError, RuntimeError, ValueError) as exc:
+            self._warn_once("query_embedding_failed", error=str(exc))
+            return None
+        vector = np.asarray(rows[0], dtype=np.float32)
+        space = self.space()
+        if space is None or space.dimension != vector.shape[0]:
+            return None
+        return vector, space
+
+    # -- upkeep -------------------------------------------------------------------------------
+
+    def _guard(self) -> asyncio.Lock:
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        return self._lock
+
+    async def _embed(
+        self, kind: Embedded, rows: Sequence[Unembedded], space: VectorSpace, report: EmbedReport
+    ) -> None:
+        """Vectors for these rows' texts that have none, stored with the rows' hashes, one write
+        per batch of texts (what was embedded survives a later failure)."""
+        assert self.embedder is not None
+        texts = [text_of(r) for r in rows]
+        hashes = [
+            r.hash if r.hash is not None else text_hash(t) for r, t in zip(rows, texts, strict=True)
+        ]
+        worth = [bool(h) and worth_embedding(t) for h, t in zip(hashes, texts, strict=True)]
+        links = [(r.key, h if w else "") for r, h, w in zip(rows, hashes, worth, strict=True)]
+        report.skipped += worth.count(False)
+        wanted = [h for h, w in zip(hashes, worth, strict=True) if w]
+        known = await self.store.read(lambda tx: tx.vectors.known(space, wanted))
+        todo: dict[str, str] = {}
+        for h, t, w in zip(hashes, texts, worth, strict=True):
+            if w and h not in known:
+                todo.setdefault(h, t)
+        report.cached += len(wanted) - sum(1 for h in wanted if h in todo)
+        pending = list(todo.items())
+        done: set[str] = set(known)
+        for start in range(0, max(len(pending), 1), self.batch):
+            chunk = pending[start : start + self.batch]
+            vectors: list[tuple[str, Vector]] = []
+            if chunk:
+                matrix = await self.embedder.embed([t for _, t in chunk], "passage")
+                vectors = [(h, matrix[i]) for i, (h, _) in enumerate(chunk)]
+                report.embedded += len(chunk)
+                done.update(h for h, _ in chunk)
+            last = start + self.batch >= len(pending)
+            # rows are linked once their text has a vector (or needs none): an unlinked row is
+            # looked at again after a failure
+            ready = [(k, h) for k, h in links if h == "" or h in done] if last else []
+            await self.store.write(_store_vectors, kind, space, vectors, ready, time.time())
+
+    async def embed_new(
+        self, stopping: Callable[[], bool] = lambda: False, progress: Progress | None = None
+    ) -> EmbedReport:
+        """Embed the rows never looked at, until none is left (or `stopping()`)."""
+        report = EmbedReport()
+        if self.embedder is None:
+            return report
+        started = time.perf_counter()
+        async with self._guard():
+            space = await self._known_space()
+            done = 0
+            while not stopping():
+                found = False
+                for kind in KINDS:
+                    rows = await self.store.read(
+                        lambda tx, kind=kind: tx.vectors.unhashed(kind, LOOK_AHEAD)
+                    )
+                    if rows:
+                        found = True
+                        await self._embed(kind, rows, space, report)
+                        done += len(rows)
+                        if progress is not None:
+                            progress(done, 0)
+                if not found:
+                    break
+        report.seconds = time.perf_counter() - started
+        return report
+
+    async def catch_up(
+        self, stopping: Callable[[], bool] = lambda: False, progress: Progress | None = None
+    ) -> EmbedReport:
+        """`embed_new`, then the rows whose text has no vector in this space; then drop vectors
+        that no row names."""
+        started = time.perf_counter()
+        report = await self.embed_new(stopping, progress)
+        if self.embedder is None:
+            return report
+        async with self._guard():
+            space = await self._known_space()
+            for kind in KINDS:
+                after = 0
+                while not stopping():
+                    rows = await self.store.read(
+                        lambda tx, kind=kind, after=after: tx.vectors.missing(
+                            kind, space, after, LOOK_AHEAD
+                        )
+                    )
+                    if not rows:
+                        break
+                    await self._embed(kind, rows, space, report)
+                    after = rows[-1].key
+                    if progress is not None:
+                        progress(report.embedded + report.cached + report.skipped, 0)
+            if not stopping():
+                report.swept = await self.store.write(lambda tx: tx.vectors.sweep())
+        report.seconds = time.perf_counter() - started
+        return report
+
+    async def rebuild(self, progress: Progress | None = None) -> EmbedReport:
+        """Every vector again, with the current embedder."""
+        async with self._guard():
+            await self.store.write(lambda tx: tx.vectors.clear())
+        return await self.catch_up(progress=progress)
+
+    async def counts(self) -> VectorCounts:
+        space = self.space()
+        return await self.store.read(lambda tx: tx.vectors.counts(space))
+
+    # -- the background task ------------------------------------------------------------------
+
+    def nudge(self) -> None:
+        """Something was written: embed it soon (never waits)."""
+        if self.embedder is not None:
+            self._wake.set()
+
+    async def run(self, settle: float = 0.2) -> None:
+        """Embed what each nudge brought, until `stop()`; a failure waits for the next nudge
+        (the upkeep job retries too)."""
+        if self.embedder is None:
+            return
+        self._wake.set()  # what waited from before the start
+        while not self._stopping:
+            await self._wake.wait()
+            if self._stopping:
+                break
+            await asyncio.sleep(settle)  # let a burst of turns arrive, embed it in batches
+            self._wake.clear()
+            try:
+                report = await self.embed_new(lambda: self._stopping)
+            except (ProviderError, OSError, RuntimeError, ValueError) as exc:
+                log.warning("embedding_failed", error=str(exc))
+                continue
+            if report.embedded:
+                log.debug("embedded", texts=report.embedded, cached=report.cached)
+
+    def stop(self) -> None:
+        """`run()` finishes its current batch and returns."""
+        self._stopping = True
+        self._wake.set()
+
+
+def _store_vectors(
+    tx: Tx,
+    kind: Embedded,
+    space: VectorSpace,
+    vectors: Sequence[tuple[str, Vector]],
+    links: Sequence[tuple[int, str]],
+    at: float,
+) -> None:
+    if vectors:
+        tx.vectors.put(space, vectors, at)
+    if links:
+        tx.vectors.link(kind, links)

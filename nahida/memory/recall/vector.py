@@ -1,0 +1,56 @@
+"""The vector lists of the retrieval cascade (DESIGN §5, step 4): items and turns nearest to the
+question's embedding, in the viewer's visibility (applied by the store inside its query), not
+said or stored after the question's moment, without the turns the prompt shows verbatim.
+
+Hits inside the question's time window weigh `1 + window` times more, as in the lexical lists;
+hits below `vector_floor` (cosine similarity) are dropped.
+"""
+
+from __future__ import annotations
+
+from nahida.memory.models import Hit
+from nahida.memory.recall.lexical import item_hit, turn_hit
+from nahida.memory.recall.plan import TUNING, Plan, Query, Tuning
+from nahida.memory.store.base import Tx, VectorSearch
+
+
+def _search(query: Query, found: Plan, limit: int) -> VectorSearch | None:
+    if found.vector is None or found.space is None:
+        return None
+    return VectorSearch(found.vector, found.space, limit, query.at)
+
+
+def _weight(time: float, found: Plan, tuning: Tuning) -> float:
+    window = found.window
+    if window is None or tuning.window <= 0:
+        return 1.0
+    start, end = window.bounds
+    return 1.0 + tuning.window if start <= time < end else 1.0
+
+
+def _ranked(hits: list[Hit], depth: int) -> list[Hit]:
+    return sorted(hits, key=lambda h: (-h.score, -h.time, h.id))[:depth]
+
+
+def item_hits(tx: Tx, query: Query, found: Plan, depth: int, tuning: Tuning = TUNING) -> list[Hit]:
+    search = _search(query, found, depth)
+    if search is None:
+        return []
+    hits = [
+        item_hit(m.item, m.score * _weight(m.item.created_at, found, tuning))
+        for m in tx.vectors.items(query.viewer.visibility(), search)
+        if m.score >= tuning.vector_floor
+    ]
+    return _ranked(hits, depth)
+
+
+def turn_hits(tx: Tx, query: Query, found: Plan, depth: int, tuning: Tuning = TUNING) -> list[Hit]:
+    search = _search(query, found, depth + len(query.exclude_turns))
+    if search is None:
+        return []
+    hits = [
+        turn_hit(m, m.score * _weight(m.time, found, tuning))
+        for m in tx.vectors.turns(query.viewer.turn_chats(), search)
+        if m.id not in query.exclude_turns and m.score >= tuning.vector_floor
+    ]
+    return _ranked(hits, depth)
