@@ -3,11 +3,15 @@
 Imports each set's turns through `nahida.history_import` (the code `nahida history import` runs),
 asks every question through `recall.search` with the query `nahida memory search` builds for that
 chat, user and moment (`nahida.cli_search.Question`), and scores recall@k / hit@k against the
-evidence message ids. In the same run, a plain BM25 baseline (rank_bm25 `BM25Okapi` over jieba
-search-mode tokens of the same chat's turns, lower-cased, punctuation dropped) answers the same
-questions. Prints Markdown tables.
+evidence message ids, in each mode side by side: lexical, vector and hybrid (the default with an
+embedder). The turns are embedded first with the local model (`nahida memory embed`'s code,
+every core), unless `--modes lexical`. In the same run, a plain BM25 baseline (rank_bm25
+`BM25Okapi` over jieba search-mode tokens of the same chat's turns, lower-cased, punctuation
+dropped) answers the same questions. Prints Markdown tables.
 
-    .venv/bin/python scripts/eval_recall.py                  # both sets (about a minute)
+    .venv/bin/python scripts/eval_recall.py                  # both sets (several minutes)
+    .venv/bin/python scripts/eval_recall.py --modes lexical  # no embedding (about a minute)
+    .venv/bin/python scripts/eval_recall.py --keep-db /tmp/eval   # vectors kept for the next run
     .venv/bin/python scripts/eval_recall.py --set locomo --conv conv-26
     .venv/bin/python scripts/eval_recall.py --set memdaily --limit-questions 300
 
@@ -38,6 +42,7 @@ from rank_bm25 import BM25Okapi  # noqa: E402
 
 from nahida.cli.search import Question as CliQuestion  # noqa: E402
 from nahida.memory import Tuning, recall  # noqa: E402
+from nahida.memory.embedding import Embeddings  # noqa: E402
 from nahida.memory.importer import import_lines  # noqa: E402
 from nahida.memory.store.sqlite import SqliteStore  # noqa: E402
 from nahida.memory.store.sqlite.db import Connection  # noqa: E402
@@ -210,19 +215,64 @@ def _mean(values: list[float]) -> float:
 Retriever = Callable[[Question], list[list[str]]]
 
 
-def ours(db: SqliteStore, limit: int, timings: list[float], tuning: Tuning) -> Retriever:
-    """`recall.search` with the query `nahida memory search` builds (viewer, moment, zone)."""
+def ours(
+    db: SqliteStore,
+    limit: int,
+    timings: list[float],
+    tuning: Tuning,
+    mode: recall.Mode,
+    vectors: Callable[[str], Any] | None,
+) -> Retriever:
+    """`recall.search` with the query `nahida memory search` builds (viewer, moment, zone), in
+    one mode; `vectors(text)` gives the query vector and space (timed apart: `query_ms`)."""
 
     def ask(question: Question) -> list[list[str]]:
         # A private chat's key names its person (MemDaily's "user" is not that id): no --user.
         user = None if ":private:" in question.chat else question.user
         query = CliQuestion(question.chat, question.q, user, question.at).query(limit)
-        started = time.perf_counter()
-        hits = db.read_sync(recall.search, query, recall.plan(query, tuning), tuning)
-        timings.append((time.perf_counter() - started) * 1000)
+        query = replace(query, mode=mode)
+        found = recall.plan(query, tuning)
+        if mode != "lexical" and vectors is not None and found.text:
+            found = found.with_vector(*vectors(found.text))
+        planned = time.perf_counter()
+        hits = db.read_sync(recall.search, query, found, tuning)
+        timings.append((time.perf_counter() - planned) * 1000)
         return [h.message_ids for h in hits]
 
     return ask
+
+
+class QueryVectors:
+    """Query vectors by text, embedded once (the modes ask the same questions)."""
+
+    def __init__(self, embeddings: Embeddings) -> None:
+        assert embeddings.embedder is not None
+        self.embedder: Any = embeddings.embedder
+        self.space = embeddings.space()
+        self.cache: dict[str, Any] = {}
+        self.ms: list[float] = []
+
+    def __call__(self, text: str) -> Any:
+        found = self.cache.get(text)
+        if found is None:
+            started = time.perf_counter()
+            found = self.cache[text] = self.embedder.embed_sync([text], "query")[0]
+            self.ms.append((time.perf_counter() - started) * 1000)
+        return found, self.space
+
+
+def embed_all(db: SqliteStore) -> tuple[Embeddings, str]:
+    """Every turn embedded with the local model on every core, as `nahida memory embed` does."""
+    import asyncio
+
+    from nahida.providers.local_embed import LocalEmbedder
+
+    embeddings = Embeddings(db, LocalEmbedder(background_threads=0), batch=32)
+    report = asyncio.run(embeddings.catch_up())
+    return embeddings, (
+        f"embedded {report.embedded:,} texts ({report.cached:,} cached, {report.skipped:,}"
+        f" too short) in {report.seconds:.1f} s ({report.rate:,.0f} texts/s)"
+    )
 
 
 def bm25_tokens(text: str) -> list[str]:
@@ -273,25 +323,30 @@ def baseline(db: SqliteStore, limit: int) -> Retriever:
 def _table(
     title: str, categories: dict[int, str], per_cat: dict[str, dict[int, Scores]], metric: str
 ) -> list[str]:
-    lines = [
-        f"### {title}: {metric}@k",
-        "",
-        f"| category | n | ours {metric}@1 | @5 | @10 | BM25 {metric}@1 | @5 | @10"
-        " | ours/BM25 @5 | @10 |",
-        "|---|---|---|---|---|---|---|---|---|---|",
-    ]
+    names = [n for n in per_cat if n != "bm25"]
+    best = "hybrid" if "hybrid" in names else names[0]
+    header = "| category | n |"
+    for name in [*names, "bm25"]:
+        label = "BM25" if name == "bm25" else name
+        header += f" {label} @1 | @5 | @10 |"
+    header += f" {best}/BM25 @5 | @10 |"
+    lines = [f"### {title}: {metric}@k", "", header, "|---" * (header.count("|") - 1) + "|"]
     rows = [(f"{c} {name}", c) for c, name in categories.items()] + [("overall", 0)]
     for label, cat in rows:
-        mine, base = per_cat["ours"].get(cat), per_cat["bm25"].get(cat)
-        if mine is None or base is None:
+        scores = {name: per_cat[name].get(cat) for name in [*names, "bm25"]}
+        if any(v is None for v in scores.values()):
             continue
-        values_m = [_mean(getattr(mine, metric)[k]) for k in KS]
-        values_b = [_mean(getattr(base, metric)[k]) for k in KS]
+        values = {
+            name: [_mean(getattr(v, metric)[k]) for k in KS]
+            for name, v in scores.items()
+            if v is not None
+        }
         ratios = [
-            m / b if b else float("nan") for m, b in zip(values_m[1:], values_b[1:], strict=True)
+            m / b if b else float("nan")
+            for m, b in zip(values[best][1:], values["bm25"][1:], strict=True)
         ]
-        n = len(getattr(mine, metric)[1])
-        cells = [f"{v:.3f}" for v in values_m] + [f"{v:.3f}" for v in values_b]
+        n = len(getattr(scores["bm25"], metric)[1])
+        cells = [f"{v:.3f}" for name in [*names, "bm25"] for v in values[name]]
         cells += [f"{r:.2f}" for r in ratios]
         lines.append(f"| {label} | {n} | " + " | ".join(cells) + " |")
     lines.append("")
@@ -299,7 +354,12 @@ def _table(
 
 
 def run_set(
-    data: EvalSet, limit: int, dump: Any | None, tuning: Tuning, keep: Path | None
+    data: EvalSet,
+    limit: int,
+    dump: Any | None,
+    tuning: Tuning,
+    keep: Path | None,
+    modes: Sequence[recall.Mode],
 ) -> list[str]:
     out: list[str] = []
     with tempfile.TemporaryDirectory(prefix="nahida-eval-") as tmp:
@@ -310,8 +370,16 @@ def run_set(
             report = import_lines(db, [] if reuse else data.lines, IDLE_SPLIT)
             if report.bad:
                 raise SystemExit(f"{data.name}: bad import lines: {report.bad[:3]}")
-            timings: list[float] = []
-            retrievers = {"ours": ours(db, limit, timings, tuning), "bm25": baseline(db, limit)}
+            embedded = ""
+            vectors: QueryVectors | None = None
+            if any(m != "lexical" for m in modes):
+                embeddings, embedded = embed_all(db)
+                vectors = QueryVectors(embeddings)
+            timings: dict[str, list[float]] = {m: [] for m in modes}
+            retrievers: dict[str, Retriever] = {
+                m: ours(db, limit, timings[m], tuning, m, vectors) for m in modes
+            }
+            retrievers["bm25"] = baseline(db, limit)
             per_cat: dict[str, dict[int, Scores]] = {
                 name: defaultdict(Scores) for name in retrievers
             }
@@ -333,16 +401,24 @@ def run_set(
             asked = time.perf_counter() - started
         finally:
             db.close()
-    timings.sort()
-    p50 = timings[len(timings) // 2] if timings else 0.0
-    p95 = timings[int(len(timings) * 0.95)] if timings else 0.0
     out.append(f"## {data.name}")
     out.append("")
     out.append(
         f"{report.imported} turns imported in {report.seconds:.2f} s "
         f"({report.turns_per_second:,.0f} turns/s); {len(data.questions)} questions "
-        f"in {asked:.1f} s (ours p50 {p50:.1f} ms, p95 {p95:.1f} ms per search)"
+        f"in {asked:.1f} s"
     )
+    if embedded:
+        out[-1] += f"; {embedded}"
+    out.append("")
+    for mode, spent in timings.items():
+        spent.sort()
+        p50 = spent[len(spent) // 2] if spent else 0.0
+        p95 = spent[int(len(spent) * 0.95)] if spent else 0.0
+        out.append(f"- {mode} search: p50 {p50:.1f} ms, p95 {p95:.1f} ms (store call)")
+    if vectors is not None and vectors.ms:
+        vectors.ms.sort()
+        out.append(f"- query embedding: p50 {vectors.ms[len(vectors.ms) // 2]:.1f} ms")
     out.append("")
     out.extend(_table(data.name, data.categories, per_cat, "recall"))
     out.extend(_table(data.name, data.categories, per_cat, "hit"))
@@ -375,6 +451,11 @@ def main(argv: Iterable[str] | None = None) -> int:
     parser.add_argument(
         "--keep-db", type=Path, help="keep the imported databases in this folder and reuse them"
     )
+    parser.add_argument(
+        "--modes",
+        default="lexical,vector,hybrid",
+        help="comma-separated search modes to compare (lexical needs no embedding)",
+    )
     args = parser.parse_args(list(argv) if argv is not None else None)
     if not args.eval_dir.is_dir():
         print(f"no eval data at {args.eval_dir}", file=sys.stderr)
@@ -393,10 +474,11 @@ def main(argv: Iterable[str] | None = None) -> int:
         sets.append(load_memdaily(args.eval_dir, args.conv, args.limit_questions))
     dump = args.dump.open("w", encoding="utf-8") if args.dump else None
     try:
-        print("# Recall on the dev sets: ours vs plain BM25")
+        print("# Recall on the dev sets: lexical, vector and hybrid vs plain BM25")
         print()
         for data in sets:
-            lines = run_set(data, max(args.limit, max(KS)), dump, tuning, args.keep_db)
+            modes = [m for m in args.modes.split(",") if m in recall.MODES]
+            lines = run_set(data, max(args.limit, max(KS)), dump, tuning, args.keep_db, modes)
             print("\n".join(lines))
     finally:
         if dump is not None:

@@ -1,7 +1,9 @@
 """`nahida doctor`: what this installation has and whether each part works.
 
 Secrets are masked in the config it prints. Provider reachability is checked by listing models
-(no tokens spent). When the database exists, the latest run of each background job is shown.
+(no tokens spent). The embedder says how `memory.embedding.backend` was resolved (the local model,
+the `embed` route, or none: lexical recall only). When the database exists, the latest run of each
+background job is shown, and how many vectors are stored and pending.
 """
 
 from __future__ import annotations
@@ -14,10 +16,10 @@ from typing import Annotated, Any
 
 import typer
 
-from nahida.app import Paths, build_provider, open_memory, store_capabilities
+from nahida.app import Paths, build_provider, choose_embedder, open_memory, store_capabilities
 from nahida.cli.state import echo_json, state_of
 from nahida.config import Config, masked_dump
-from nahida.errors import NahidaError
+from nahida.errors import ConfigError, NahidaError
 from nahida.memory import index_text, warm_up
 from nahida.providers.router import resolve_routes
 
@@ -44,14 +46,42 @@ async def _providers(config: Config) -> list[dict[str, Any]]:
     return results
 
 
-async def _job_runs(config: Config, paths: Paths) -> list[dict[str, Any]]:
-    if not paths.database.exists():
-        return []
-    memory = open_memory(config, paths)
+async def _memory_state(
+    config: Config, paths: Paths
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The latest run of each job, and the embedder with its vectors stored and pending."""
     try:
-        return [run.to_json() for run in await memory.runs.latest()]
+        choice = choose_embedder(config)
+    except ConfigError as exc:
+        return [], {"backend": config.memory.embedding.backend, "error": str(exc)}
+    embedder = choice.embedder
+    embedding: dict[str, Any] = {
+        "backend": config.memory.embedding.backend,
+        "chosen": choice.why,
+        "search": config.memory.search if embedder is not None else "lexical",
+        "provider": embedder.name if embedder is not None else None,
+        "model": embedder.model if embedder is not None else None,
+        "dimension": embedder.dimension if embedder is not None else None,
+    }
+    if not paths.database.exists():
+        return [], embedding
+    memory = open_memory(config, paths, embed=False)
+    try:
+        runs = [run.to_json() for run in await memory.runs.latest()]
+        if embedder is not None:
+            memory.embeddings.embedder = embedder  # counts only: the model is never loaded
+            counts = await memory.embeddings.counts()
+            embedding.update(
+                stored=counts.stored,
+                pending=counts.pending,
+                skipped=counts.skipped,
+                other_models=counts.other,
+            )
+        return runs, embedding
     finally:
         memory.close()
+        if embedder is not None:
+            await embedder.aclose()
 
 
 async def diagnose(config: Config, paths: Paths) -> dict[str, Any]:
@@ -62,6 +92,7 @@ async def diagnose(config: Config, paths: Paths) -> dict[str, Any]:
     jieba_ms = round((time.perf_counter() - started) * 1000, 1)
     routes = resolve_routes(config.models, {n: p.model for n, p in config.providers.items()})
     providers = await _providers(config)
+    jobs, embedding = await _memory_state(config, paths)
     report: dict[str, Any] = {
         "python": sys.version.split()[0],
         "platform": platform.platform(),
@@ -80,7 +111,8 @@ async def diagnose(config: Config, paths: Paths) -> dict[str, Any]:
         },
         "models": {t: f"{r.provider}/{r.model}" for t, r in routes.items()} or None,
         "providers": providers,
-        "jobs": await _job_runs(config, paths),
+        "jobs": jobs,
+        "embedding": embedding,
         "config": masked_dump(config),
     }
     report["ok"] = caps.fts and jieba_ok and all(p["reachable"] for p in providers)
@@ -111,6 +143,7 @@ def render(report: dict[str, Any]) -> str:
         lines.append(f"{mark(p['reachable'])}provider {p['name']} ({p['type']}) {state}")
     models = report["models"] or {}
     lines.append("models: " + (", ".join(f"{t}={m}" for t, m in models.items()) or "none"))
+    lines.append(_embedding_line(report["embedding"]))
     lines.append("paths: " + ", ".join(f"{k}={v}" for k, v in report["paths"].items()))
     if not report["jobs"]:
         lines.append("jobs: no run recorded yet")
@@ -129,6 +162,26 @@ def render(report: dict[str, Any]) -> str:
     dumped = yaml.safe_dump(report["config"], allow_unicode=True, sort_keys=False)
     lines.extend("  " + line for line in dumped.splitlines())
     return "\n".join(lines)
+
+
+def _embedding_line(embedding: dict[str, Any]) -> str:
+    if "error" in embedding:
+        return f"-- embeddings: {embedding['error']}"
+    if embedding["model"] is None:
+        return f"-- embeddings: {embedding['chosen']}; recall is lexical only"
+    dimension = embedding["dimension"] or "?"
+    line = (
+        f"ok embeddings: {embedding['chosen']}, {dimension} dimensions,"
+        f" search {embedding['search']}"
+    )
+    if "stored" in embedding:
+        line += (
+            f"; vectors stored {embedding['stored']}, pending {embedding['pending']},"
+            f" too short {embedding['skipped']}"
+        )
+        if embedding["other_models"]:
+            line += f", of other models {embedding['other_models']}"
+    return line
 
 
 def doctor(ctx: typer.Context, as_json: Annotated[bool, typer.Option("--json")] = False) -> None:

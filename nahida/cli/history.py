@@ -6,7 +6,7 @@ Prints the counts (imported, duplicates, bad lines) and the rate; each bad line 
 stderr with its number and what was wrong, and skipped. Sessions split on the config's
 `session.idle_split_minutes`. `--extract` also reads the turns for memories as live ones are (off
 by default). A large file shows a progress bar on a terminal. Exit code 1 when the file cannot be
-read.
+read. Embedding the new turns is left to the bot's upkeep job (or `nahida memory embed` now).
 """
 
 from __future__ import annotations
@@ -60,6 +60,7 @@ def history_import(
         raise fail(f"cannot read {file}", as_json=as_json)
     progress = Progress() if sys.stderr.isatty() and not as_json else None
     with state.memory() as memory:
+        embedding = memory.embeddings.enabled
         try:
             limit = state.config.limits.import_line_bytes
             report = memory.sessions.import_file(
@@ -70,8 +71,9 @@ def history_import(
         finally:
             if progress is not None:
                 progress.close()
+    later = embedding and report.imported > 0
     if as_json:
-        echo_json(report.to_json())
+        echo_json({**report.to_json(), "embedding": "left to upkeep" if later else None})
         return
     for bad in report.bad:
         typer.echo(f"{file}:{bad.line}: {bad.error}", err=True)
@@ -82,3 +84,8 @@ def history_import(
         f" in {report.seconds:.2f} s ({report.turns_per_second:,.0f} turns/s after"
         f" {report.startup:.2f} s of start-up)"
     )
+    if later:
+        typer.echo(
+            "vectors for recall by meaning are made in the background by the running bot"
+            " (embedding upkeep); to make them now: nahida memory embed"
+        )

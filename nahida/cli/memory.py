@@ -8,6 +8,7 @@
     nahida memory export [--scope SCOPE ...] [--output FILE]
     nahida memory import FILE
     nahida memory search …            (nahida.cli.search)
+    nahida memory embed [--rebuild]   (nahida.cli.embed)
 
 The same operations as the chat's `/memory` commands, through `MemoryService`, with the CLI as the
 actor (`Actor.cli()`: a bot admin); `remember` is an admin edit (`candidates.admin_edit`). Scopes
@@ -27,6 +28,7 @@ from typing import Annotated
 
 import typer
 
+from nahida.cli.embed import embed
 from nahida.cli.search import search
 from nahida.cli.state import echo_json, fail, state_of
 from nahida.cli.text import local_time
@@ -52,6 +54,7 @@ memory_app = typer.Typer(
     help="Long-term memory: search, remember, list, forget …", no_args_is_help=True
 )
 memory_app.command("search")(search)
+memory_app.command("embed")(embed)
 
 STATUSES = (*ITEM_STATUSES, "all")
 SCOPE_HELP = "global | chat:<ChatKey> | user:<UserKey>"

@@ -2,6 +2,7 @@
 
     nahida memory search "她上周去哪了" --chat onebot:group:1 --user 42 [--at ISO] [--json]
     nahida memory search --queries questions.jsonl [--limit N] [--json]
+    … [--mode hybrid|lexical|vector]
 
 Visibility is that of the question asked in that chat by that user (`viewer_for`: DESIGN §4; a
 private chat's user is the one its key names, `--user` may be `42` or `qq:42`), over all of that
@@ -10,6 +11,9 @@ moment the question is asked, default now: "yesterday" resolves against it, in i
 nothing said or stored later is returned. A queries file has one object per line, `{"id": …,
 "chat": …, "user": …, "q": …, "time": …}` (user and time optional); the output has one JSON line
 per input line, `{"id": …, "hits": [...], "took_ms": …}`, or `{"id": …, "error": …}` for a bad one.
+`--mode` chooses lexical, vector or hybrid search (default `memory.search`, hybrid, when an
+embedder is available; lexical without one); vector and hybrid find only what has been embedded
+(`nahida memory embed`).
 """
 
 from __future__ import annotations
@@ -26,7 +30,16 @@ import typer
 
 from nahida.cli.state import fail, state_of
 from nahida.cli.text import fit, width
-from nahida.memory import Hit, MemoryService, Query, parse_moment, viewer_for, warm_up
+from nahida.memory import (
+    MODES,
+    Hit,
+    MemoryService,
+    Mode,
+    Query,
+    parse_moment,
+    viewer_for,
+    warm_up,
+)
 
 TEXT_WIDTH = 72  # terminal columns of the text
 WHO_WIDTH = 32
@@ -39,19 +52,22 @@ class Question:
     user: str | None = None
     at: datetime | None = None
 
-    def query(self, limit: int) -> Query:
+    def query(self, limit: int, mode: Mode = "hybrid") -> Query:
         return Query(
             self.q,
             viewer_for(self.chat, self.user),
             at=self.at.timestamp() if self.at else None,
             limit=limit,
             tz=self.at.tzinfo if self.at else None,
+            mode=mode,
         )
 
 
-async def ask(memory: MemoryService, question: Question, limit: int) -> tuple[list[Hit], float]:
-    """The hits and the milliseconds the search took."""
-    query = question.query(limit)
+async def ask(
+    memory: MemoryService, question: Question, limit: int, mode: Mode | None = None
+) -> tuple[list[Hit], float]:
+    """The hits and the milliseconds the search took (the query's embedding included)."""
+    query = question.query(limit, mode or memory.recall.mode)
     started = time.perf_counter()
     hits = await memory.recall.search(query)
     return hits, (time.perf_counter() - started) * 1000
@@ -97,7 +113,9 @@ def table(hits: list[Hit], at: datetime | None, tz: tzinfo | None = None) -> lis
     return lines
 
 
-async def _run_file(memory: MemoryService, path: Path, limit: int, as_json: bool) -> None:
+async def _run_file(
+    memory: MemoryService, path: Path, limit: int, as_json: bool, mode: Mode | None
+) -> None:
     with path.open(encoding="utf-8") as handle:
         for number, line in enumerate(handle, start=1):
             if not line.strip():
@@ -113,7 +131,7 @@ async def _run_file(memory: MemoryService, path: Path, limit: int, as_json: bool
                 else:
                     typer.echo(f"line {number}: {exc}", err=True)
                 continue
-            hits, took = await ask(memory, question, limit)
+            hits, took = await ask(memory, question, limit, mode)
             if as_json:
                 out = {"id": ident, "hits": [h.to_json() for h in hits], "took_ms": round(took, 3)}
                 typer.echo(json.dumps(out, ensure_ascii=False))
@@ -135,11 +153,18 @@ def search(
         Path | None, typer.Option(help="JSONL of questions: {id, chat, user, q, time}.")
     ] = None,
     limit: Annotated[int, typer.Option(min=1, max=200)] = 10,
+    mode: Annotated[
+        str | None,
+        typer.Option(help="hybrid | lexical | vector (default: memory.search in the config)."),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="JSON output.")] = False,
 ) -> None:
     """Search memory items and history as a question asked in a chat."""
     if (query is None) == (queries is None):
         raise fail("give a QUERY with --chat, or --queries FILE", 2, as_json=as_json)
+    if mode is not None and mode not in MODES:
+        raise fail(f"--mode must be one of {', '.join(MODES)}", 2, as_json=as_json)
+    chosen: Mode | None = next((m for m in MODES if m == mode), None)
     question: Question | None = None
     if query is not None:
         if chat is None:
@@ -154,17 +179,21 @@ def search(
         raise fail(f"cannot read {queries}", 1, as_json=as_json)
     warm_up()
     with state_of(ctx).memory() as memory:
+        if chosen == "vector" and not memory.embeddings.enabled:
+            raise fail(f"no vector search: {memory.embeddings.why}", 2, as_json=as_json)
         if question is None:
             assert queries is not None
-            asyncio.run(_run_file(memory, queries, limit, as_json))
+            asyncio.run(_run_file(memory, queries, limit, as_json, chosen))
             return
-        hits, took = asyncio.run(ask(memory, question, limit))
+        used = chosen or memory.recall.mode
+        hits, took = asyncio.run(ask(memory, question, limit, chosen))
     if as_json:
         out = {
             "q": question.q,
             "chat": question.chat,
             "user": question.user,
             "at": question.at.isoformat() if question.at else None,
+            "mode": used if memory.embeddings.enabled else "lexical",
             "hits": [h.to_json() for h in hits],
             "took_ms": round(took, 3),
         }

@@ -27,9 +27,16 @@ class State:
         return self._config
 
     @contextlib.contextmanager
-    def memory(self) -> Iterator[MemoryService]:
-        """Memory for the length of one command; closed (its queue drained) afterwards."""
-        memory = open_memory(self.config, self.paths)
+    def memory(self, *, foreground: bool = False) -> Iterator[MemoryService]:
+        """Memory for the length of one command; closed (its queue drained) afterwards.
+        `foreground`: the local embedder may use every core (`memory embed`)."""
+        config = self.config
+        if foreground:
+            embedding = config.memory.embedding.model_copy(update={"background_threads": 0})
+            config = config.model_copy(
+                update={"memory": config.memory.model_copy(update={"embedding": embedding})}
+            )
+        memory = open_memory(config, self.paths)
         try:
             yield memory
         finally:

@@ -19,6 +19,8 @@ Factory = Callable[[Path], Store]
 
 BACKENDS: dict[str, Factory] = {
     "sqlite": lambda directory: SqliteStore(directory / "contract.db"),
+    # the same file format, vector search ranked by numpy (no sqlite-vec): the same answers
+    "sqlite-numpy": lambda directory: SqliteStore(directory / "contract.db", vec=False),
 }
 
 

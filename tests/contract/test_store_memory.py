@@ -2,7 +2,8 @@
 
 As in `test_store.py`, only the `Store` protocol and the domain types are used, so every test
 holds for any backend in `BACKENDS`. The visibility property computes what each viewer may see
-from the rule in DESIGN §4 itself, never by asking the store.
+from the rule in DESIGN §4 itself, never by asking the store, for every path: list, get, text
+search and vector search.
 """
 
 from __future__ import annotations
@@ -13,13 +14,21 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from nahida.memory.models import Candidate, Evidence, JobRun, MemoryItem
 from nahida.memory.scopes import Visibility
-from nahida.memory.store.base import ItemMatch, Store, TextSearch, Tx
+from nahida.memory.store.base import (
+    ItemMatch,
+    Store,
+    TextSearch,
+    Tx,
+    VectorSearch,
+    VectorSpace,
+)
 from nahida.memory.tokenize import index_text, query_terms, tokenize
 
 T0 = 1_780_000_000.0
@@ -323,6 +332,22 @@ def may_see(visibility: Visibility, item: MemoryItem) -> bool:
     return item.scope in visibility.public_only and item.sensitivity == "public"
 
 
+SPACE = VectorSpace("test", "tiny", 2)
+nearby = VectorSearch(np.asarray([1.0, 0.0], dtype=np.float32), SPACE, 100)
+
+
+def give_vectors(store: Store) -> None:
+    """A vector for every active item (each its own text), so vector search may return any."""
+    rows = store.read_sync(lambda tx: tx.vectors.unhashed("item", 100))
+    vectors = [(f"h{r.key}", np.asarray([1.0, r.key / 100], dtype=np.float32)) for r in rows]
+
+    def run(tx: Tx) -> None:
+        tx.vectors.put(SPACE, vectors, T0)
+        tx.vectors.link("item", [(r.key, f"h{r.key}") for r in rows])
+
+    store.write_sync(run)
+
+
 def test_every_path_shows_exactly_what_the_visibility_allows(
     backend: Factory, tmp_path: Path
 ) -> None:
@@ -336,8 +361,10 @@ def test_every_path_shows_exactly_what_the_visibility_allows(
             for n, (scope, sens, status, words) in enumerate(specs)
         ]
         opened = backend(Path(tempfile.mkdtemp(dir=tmp_path)))
+        by_id = {i.id: i for i in items}
         try:
             add_items(opened, *items)
+            give_vectors(opened)
             for view in views:
                 allowed = {i.id for i in items if may_see(view, i)}
                 listed = opened.read_sync(
@@ -350,6 +377,10 @@ def test_every_path_shows_exactly_what_the_visibility_allows(
                     if opened.read_sync(lambda tx, i=i, v=view: tx.items.visible(i.id, v))
                 }
                 assert shown == allowed
+                near = opened.read_sync(lambda tx, v=view: tx.vectors.items(v, nearby))
+                assert {m.item.id for m in near} == {
+                    i for i in allowed if by_id[i].status == "active"
+                }
                 for word in WORDS:
                     saying = {
                         i.id for i in items if i.status == "active" and word in i.content.split()

@@ -30,16 +30,17 @@ def fuse(
     lists: Sequence[list[Hit]],
     now: float,
     rrf_k: float = RRF_K,
-    weights: Sequence[float] | None = None,
+    weights: Sequence[tuple[float, float]] | None = None,
 ) -> list[Hit]:
-    """Reciprocal rank fusion of ranked lists (each weighted, default 1), then boosts; duplicates
-    by text keep the best."""
+    """Reciprocal rank fusion of ranked lists, then boosts; duplicates by text keep the best.
+    `weights` gives each list's (weight, k): a hit at rank r adds weight / (k + r + 1); by
+    default (1, `rrf_k`)."""
     scores: dict[str, float] = {}
     first: dict[str, Hit] = {}
     for index, hits in enumerate(lists):
-        weight = weights[index] if weights is not None else 1.0
+        weight, k = weights[index] if weights is not None else (1.0, rrf_k)
         for rank, hit in enumerate(hits):
-            scores[hit.id] = scores.get(hit.id, 0.0) + weight / (rrf_k + rank + 1)
+            scores[hit.id] = scores.get(hit.id, 0.0) + weight / (k + rank + 1)
             first.setdefault(hit.id, hit)
     ranked = sorted(
         (

@@ -2,8 +2,10 @@
 question's embedding, in the viewer's visibility (applied by the store inside its query), not
 said or stored after the question's moment, without the turns the prompt shows verbatim.
 
-Hits inside the question's time window weigh `1 + window` times more, as in the lexical lists;
-hits below `vector_floor` (cosine similarity) are dropped.
+Hits inside the question's time window weigh `1 + window` times more, as in the lexical lists.
+A nearest neighbour always exists, related or not, so a hit is kept only when its cosine
+similarity is at least `vector_floor` and within `vector_margin` of the list's best: what is
+clearly nearer than the rest, not the padding of an unrelated question.
 """
 
 from __future__ import annotations
@@ -32,14 +34,21 @@ def _ranked(hits: list[Hit], depth: int) -> list[Hit]:
     return sorted(hits, key=lambda h: (-h.score, -h.time, h.id))[:depth]
 
 
+def _close(scores: list[float], tuning: Tuning) -> float:
+    """The least similarity kept."""
+    return max(tuning.vector_floor, max(scores, default=0.0) - tuning.vector_margin)
+
+
 def item_hits(tx: Tx, query: Query, found: Plan, depth: int, tuning: Tuning = TUNING) -> list[Hit]:
     search = _search(query, found, depth)
     if search is None:
         return []
+    matches = tx.vectors.items(query.viewer.visibility(), search)
+    least = _close([m.score for m in matches], tuning)
     hits = [
         item_hit(m.item, m.score * _weight(m.item.created_at, found, tuning))
-        for m in tx.vectors.items(query.viewer.visibility(), search)
-        if m.score >= tuning.vector_floor
+        for m in matches
+        if m.score >= least
     ]
     return _ranked(hits, depth)
 
@@ -48,9 +57,13 @@ def turn_hits(tx: Tx, query: Query, found: Plan, depth: int, tuning: Tuning = TU
     search = _search(query, found, depth + len(query.exclude_turns))
     if search is None:
         return []
-    hits = [
-        turn_hit(m, m.score * _weight(m.time, found, tuning))
+    matches = [
+        m
         for m in tx.vectors.turns(query.viewer.turn_chats(), search)
-        if m.id not in query.exclude_turns and m.score >= tuning.vector_floor
+        if m.id not in query.exclude_turns
+    ]
+    least = _close([m.score for m in matches], tuning)
+    hits = [
+        turn_hit(m, m.score * _weight(m.time, found, tuning)) for m in matches if m.score >= least
     ]
     return _ranked(hits, depth)

@@ -112,7 +112,9 @@ class VectorSearch:
 
 
 class Unembedded(NamedTuple):
-    """A row whose text has no vector yet: `key` orders the rows of its kind."""
+    """A row whose text has no vector yet: `key` orders the rows of its kind. The text embedded
+    is `title: content`; a turn's title is its speaker's name (measured on LoCoMo: vector
+    recall@10 0.16 without the name, 0.52 with it)."""
 
     key: int
     title: str

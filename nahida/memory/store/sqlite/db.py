@@ -228,11 +228,11 @@ class Database:
 
     MAX_BATCH = 256
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, vec: bool = True) -> None:
         from nahida.memory.store.sqlite.migrations import migrate
 
         self.path = str(path)
-        self.conn = connect(self.path)
+        self.conn = connect(self.path, vec=vec)
         migrate(self.conn)
         self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._work, name="nahida-db", daemon=True)

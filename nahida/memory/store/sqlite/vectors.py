@@ -35,7 +35,7 @@ _ROWS: dict[str, tuple[str, str, str, str]] = {
     "turn": (
         "turns",
         "id",
-        "'' AS title, content",
+        "coalesce(speaker_name, '') AS title, content",  # "Caroline: …" is what is meant
         "hidden_by IS NULL AND role IN ('user', 'assistant')",
     ),
     "item": ("memory_items", "rowid", "title, content", "status = 'active'"),

@@ -1,0 +1,202 @@
+"""The store contract, part 3: embeddings by text hash and vector search, for every backend.
+
+`sqlite` ranks with sqlite-vec, `sqlite-numpy` without the extension: both must give the same
+answers (`tests/unit/test_vector_ranking.py` compares them on random vectors). Vectors here are
+small and made by hand, so which row is nearest is known exactly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+import numpy as np
+
+from nahida.memory.models import MemoryItem, NewTurn
+from nahida.memory.scopes import Visibility
+from nahida.memory.store.base import Store, Tx, VectorSearch, VectorSpace
+from nahida.memory.tokenize import index_text
+
+T0 = 1_780_000_000.0
+CHAT = "qq:group:1"
+OTHER = "qq:group:2"
+SPACE = VectorSpace("test", "tiny", 4)
+ELSEWHERE = VectorSpace("test", "other-model", 4)
+
+
+def unit(*values: float) -> np.ndarray:
+    vector = np.asarray(values, dtype=np.float32)
+    return vector / np.linalg.norm(vector)
+
+
+NORTH, EAST, NORTH_EAST = unit(1, 0, 0, 0), unit(0, 1, 0, 0), unit(1, 1, 0, 0)
+
+
+def add_turns(store: Store, *turns: tuple[str, str, float]) -> list[int]:
+    """(chat, content, time) turns by a user, each in its chat's session."""
+
+    def run(tx: Tx) -> list[int]:
+        made = []
+        for chat, content, at in turns:
+            session = f"s-{chat}"
+            tx.sessions.create(session, chat, "t", T0)
+            turn = NewTurn(chat, "user", content, at, speaker="qq:u1", speaker_name="Ann")
+            made.append(tx.turns.add(session, turn, index_text(content)))
+        return made
+
+    return store.write_sync(run)
+
+
+def embed_rows(store: Store, kind: str, vectors: dict[str, np.ndarray]) -> None:
+    """Give every unhashed row of `kind` whose content is a key of `vectors` its vector (hash:
+    the content itself); other rows are marked as not worth a vector."""
+    rows = store.read_sync(lambda tx: tx.vectors.unhashed(kind, 100))
+
+    def run(tx: Tx) -> None:
+        known = [(r.content, vectors[r.content]) for r in rows if r.content in vectors]
+        tx.vectors.put(SPACE, known, T0)
+        tx.vectors.link(kind, [(r.key, r.content if r.content in vectors else "") for r in rows])
+
+    store.write_sync(run)
+
+
+def nearest_turns(
+    store: Store, chats: Sequence[str] | None, vector: np.ndarray, **search: object
+) -> list[tuple[str, float]]:
+    space = search.pop("space", SPACE)
+    limit = search.pop("limit", 10)
+    query = VectorSearch(vector, space, limit, **search)  # type: ignore[arg-type]
+    found = store.read_sync(lambda tx: tx.vectors.turns(chats, query))
+    return [(m.content, round(m.score, 4)) for m in found]
+
+
+def test_unhashed_lists_searchable_rows_until_they_are_linked(store: Store) -> None:
+    add_turns(store, (CHAT, "north", T0), (CHAT, "好的", T0 + 1))
+    rows = store.read_sync(lambda tx: tx.vectors.unhashed("turn", 10))
+    assert [(r.title, r.content) for r in rows] == [("Ann", "north"), ("Ann", "好的")]
+    assert rows[0].key < rows[1].key
+    assert len(store.read_sync(lambda tx: tx.vectors.unhashed("turn", 1))) == 1
+    embed_rows(store, "turn", {"north": NORTH})
+    assert store.read_sync(lambda tx: tx.vectors.unhashed("turn", 10)) == []
+    counts = store.read_sync(lambda tx: tx.vectors.counts(SPACE))
+    assert (counts.stored, counts.pending, counts.skipped, counts.other) == (1, 0, 1, 0)
+
+
+def test_a_text_has_one_vector_per_space(store: Store) -> None:
+    def put(space: VectorSpace) -> int:
+        pairs = [("h1", NORTH), ("h2", EAST)]
+        return store.write_sync(lambda tx: tx.vectors.put(space, pairs, T0))
+
+    assert put(SPACE) == 2
+    assert put(SPACE) == 0  # already there: kept
+    assert put(ELSEWHERE) == 2
+    known = store.read_sync(lambda tx: tx.vectors.known(SPACE, ["h1", "h3", "h1"]))
+    assert known == {"h1"}
+    counts = store.read_sync(lambda tx: tx.vectors.counts(SPACE))
+    assert (counts.stored, counts.other) == (2, 2)
+
+
+def test_turn_search_is_nearest_first_in_the_chats_and_the_space(store: Store) -> None:
+    add_turns(
+        store,
+        (CHAT, "north", T0),
+        (CHAT, "east", T0 + 1),
+        (CHAT, "north-east", T0 + 2),
+        (OTHER, "elsewhere north", T0 + 3),
+    )
+    embed_rows(
+        store,
+        "turn",
+        {"north": NORTH, "east": EAST, "north-east": NORTH_EAST, "elsewhere north": NORTH},
+    )
+    assert nearest_turns(store, [CHAT], NORTH) == [
+        ("north", 1.0),
+        ("north-east", 0.7071),
+        ("east", 0.0),
+    ]
+    assert [c for c, _ in nearest_turns(store, [CHAT], EAST, limit=1)] == ["east"]
+    assert [c for c, _ in nearest_turns(store, [OTHER], NORTH)] == ["elsewhere north"]
+    assert nearest_turns(store, [], NORTH) == []
+    assert len(nearest_turns(store, None, NORTH)) == 4  # every chat: an admin's search
+    assert nearest_turns(store, [CHAT], NORTH, space=ELSEWHERE) == []  # no vector of that model
+
+
+def test_turn_search_respects_at_window_and_hidden(store: Store) -> None:
+    north, _, _ = add_turns(
+        store, (CHAT, "north", T0), (CHAT, "east", T0 + 100), (CHAT, "north-east", T0 + 200)
+    )
+    embed_rows(store, "turn", {"north": NORTH, "east": EAST, "north-east": NORTH_EAST})
+    assert [c for c, _ in nearest_turns(store, [CHAT], NORTH, at=T0 + 150)] == ["north", "east"]
+    found = nearest_turns(store, [CHAT], NORTH, window=(T0 + 50, T0 + 250))
+    assert [c for c, _ in found] == ["north-east", "east"]
+    store.write_sync(lambda tx: tx.turns.hide([north], [], "m_gone"))
+    assert [c for c, _ in nearest_turns(store, [CHAT], NORTH)] == ["north-east", "east"]
+
+
+def item(item_id: str, content: str, scope: str, **fields: object) -> MemoryItem:
+    return MemoryItem(
+        item_id,
+        scope,
+        "fact",
+        content,
+        created_at=T0,
+        updated_at=T0,
+        **fields,  # type: ignore[arg-type]
+    )
+
+
+def add_items(store: Store, *items: MemoryItem) -> None:
+    store.write_sync(lambda tx: [tx.items.add(i, index_text(i.content)) for i in items])
+
+
+def nearest_items(store: Store, visibility: Visibility, vector: np.ndarray) -> list[str]:
+    query = VectorSearch(vector, SPACE, 10)
+    return [m.item.id for m in store.read_sync(lambda tx: tx.vectors.items(visibility, query))]
+
+
+def test_item_search_keeps_visibility_status_and_follows_a_new_text(store: Store) -> None:
+    add_items(
+        store,
+        item("m_pub", "north", "user:qq:u1", sensitivity="public"),
+        item("m_priv", "north-east", "user:qq:u1"),
+        item("m_glob", "east", "global"),
+    )
+    embed_rows(store, "item", {"north": NORTH, "north-east": NORTH_EAST, "east": EAST})
+    owner = Visibility(("global", "user:qq:u1"))
+    group = Visibility(("global",), ("user:qq:u1",))  # the person seen from a group
+    assert nearest_items(store, owner, NORTH) == ["m_pub", "m_priv", "m_glob"]
+    assert nearest_items(store, group, NORTH) == ["m_pub", "m_glob"]
+    assert nearest_items(store, Visibility(()), NORTH) == []
+    before = store.read_sync(lambda tx: tx.items.get("m_pub"))
+    assert before is not None
+    store.write_sync(lambda tx: tx.items.change(before, replace(before, status="archived"), None))
+    assert nearest_items(store, owner, NORTH) == ["m_priv", "m_glob"]
+    glob = store.read_sync(lambda tx: tx.items.get("m_glob"))
+    assert glob is not None
+    renamed = replace(glob, content="north too")
+    store.write_sync(lambda tx: tx.items.change(glob, renamed, index_text("north too")))
+    rows = store.read_sync(lambda tx: tx.vectors.unhashed("item", 10))
+    assert [r.content for r in rows] == ["north too"]  # a new text is looked at again
+    assert nearest_items(store, owner, NORTH) == ["m_priv"]
+
+
+def test_missing_lists_looked_at_rows_without_a_vector_in_the_space(store: Store) -> None:
+    add_turns(store, (CHAT, "north", T0), (CHAT, "east", T0 + 1))
+    embed_rows(store, "turn", {"north": NORTH, "east": EAST})
+    assert store.read_sync(lambda tx: tx.vectors.missing("turn", SPACE, 0, 10)) == []
+    missing = store.read_sync(lambda tx: tx.vectors.missing("turn", ELSEWHERE, 0, 10))
+    assert [(r.content, r.hash) for r in missing] == [("north", "north"), ("east", "east")]
+    after = missing[0].key
+    rest = store.read_sync(lambda tx: tx.vectors.missing("turn", ELSEWHERE, after, 10))
+    assert [r.content for r in rest] == ["east"]
+    assert store.read_sync(lambda tx: tx.vectors.counts(ELSEWHERE)).pending == 2
+
+
+def test_sweep_drops_vectors_nothing_names_and_clear_drops_all(store: Store) -> None:
+    add_turns(store, (CHAT, "north", T0))
+    embed_rows(store, "turn", {"north": NORTH})
+    store.write_sync(lambda tx: tx.vectors.put(SPACE, [("orphan", EAST)], T0))
+    assert store.write_sync(lambda tx: tx.vectors.sweep()) == 1
+    assert store.read_sync(lambda tx: tx.vectors.known(SPACE, ["north", "orphan"])) == {"north"}
+    assert store.write_sync(lambda tx: tx.vectors.clear()) == 1
+    assert len(store.read_sync(lambda tx: tx.vectors.unhashed("turn", 10))) == 1
