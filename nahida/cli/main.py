@@ -77,6 +77,7 @@ def main_options(
     if config is None and DEFAULT_CONFIG.exists():
         config = DEFAULT_CONFIG
     ctx.obj = State(Paths(config, data_dir, workspace, plugins_dir))
+    configure_logging("WARNING")  # on stderr, never into a command's output; run/chat set theirs
 
 
 def _logging(config: Config, *, quiet: bool) -> None:

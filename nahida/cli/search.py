@@ -181,6 +181,8 @@ def search(
     with state_of(ctx).memory() as memory:
         if chosen == "vector" and not memory.embeddings.enabled:
             raise fail(f"no vector search: {memory.embeddings.why}", 2, as_json=as_json)
+        if chosen != "lexical":
+            asyncio.run(memory.embeddings.load())  # the bounded query wait is for the query only
         if question is None:
             assert queries is not None
             asyncio.run(_run_file(memory, queries, limit, as_json, chosen))

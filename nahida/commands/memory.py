@@ -24,7 +24,6 @@ from nahida.memory import (
     MemoryEvent,
     MemoryItem,
     MemoryPermissionError,
-    Query,
     SecretRefused,
     Turn,
     Viewer,
@@ -129,7 +128,8 @@ async def search(ctx: CommandContext, args: str) -> str:
     query = args.strip()
     if not query:
         return t("memory_search_usage", ctx.language)
-    hits = await ctx.memory.recall.search(Query(query, viewer_of(ctx), limit=SEARCH_LIMIT))
+    recall = ctx.memory.recall
+    hits = await recall.search(recall.query(query, viewer_of(ctx), limit=SEARCH_LIMIT))
     if not hits:
         return t("memory_no_results", ctx.language, query=snippet(query, 30))
     lines = [t("memory_search_header", ctx.language, query=snippet(query, 30))]

@@ -175,7 +175,7 @@ class Embeddings:
         hashes = [
             r.hash if r.hash is not None else text_hash(t) for r, t in zip(rows, texts, strict=True)
         ]
-        worth = [bool(h) and worth_embedding(t) for h, t in zip(hashes, texts, strict=True)]
+        worth = [bool(h) and worth_embedding(r.content) for h, r in zip(hashes, rows, strict=True)]
         links = [(r.key, h if w else "") for r, h, w in zip(rows, hashes, worth, strict=True)]
         report.skipped += worth.count(False)
         wanted = [h for h, w in zip(hashes, worth, strict=True) if w]
@@ -184,7 +184,7 @@ class Embeddings:
         for h, t, w in zip(hashes, texts, worth, strict=True):
             if w and h not in known:
                 todo.setdefault(h, t)
-        report.cached += len(wanted) - sum(1 for h in wanted if h in todo)
+        report.cached += len(wanted) - len(todo)  # rows whose text needed no call of its own
         pending = list(todo.items())
         done: set[str] = set(known)
         for start in range(0, max(len(pending), 1), self.batch):

@@ -47,7 +47,6 @@ from nahida.memory import (
     Evidence,
     Hit,
     MemoryService,
-    Query,
     Viewer,
     WriteResult,
     candidates,
@@ -233,5 +232,5 @@ class PluginContext:
         else:
             viewer = Viewer(chat=_chat(chat), user=_user(user) if user is not None else None)
         return await self._memory.recall.search(
-            Query(query, viewer, limit=max(1, min(limit, 50)), turns=history)
+            self._memory.recall.query(query, viewer, limit=max(1, min(limit, 50)), turns=history)
         )

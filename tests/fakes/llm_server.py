@@ -17,10 +17,13 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import base64
 import contextlib
 import itertools
 import json
+import struct
 import time
+import zlib
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, ClassVar
@@ -91,7 +94,11 @@ class FakeLLMServer(LoopbackServer, abc.ABC):
         app = web.Application()
         app.router.add_post(self.route, self._handle)
         app.router.add_get("/v1/models", self._models)  # what `ping()` asks; never scripted
+        self.add_routes(app)
         super().__init__(app)
+
+    def add_routes(self, app: web.Application) -> None:
+        """More endpoints of the protocol (none by default)."""
 
     async def before_close(self) -> None:
         self._closing.set()  # lets hanging handlers return before the runner waits for them
@@ -175,6 +182,15 @@ class FakeLLMServer(LoopbackServer, abc.ABC):
         return _text_of(users[-1].get("content", "")) if users else ""
 
 
+def bigram_vector(text: str, dimension: int) -> list[float]:
+    """Counts of the text's character bigrams (case-folded), hashed into `dimension` buckets."""
+    folded = "".join(text.casefold().split())
+    vector = [0.0] * dimension
+    for a, b in itertools.pairwise(folded or " "):
+        vector[zlib.crc32(f"{a}{b}".encode()) % dimension] += 1.0
+    return vector
+
+
 def _usage(request: dict[str, Any], text: str) -> tuple[int, int]:
     """Made-up but checkable token counts: one per request message, one per reply word."""
     return len(request.get("messages", [])), len(text.split())
@@ -192,6 +208,38 @@ class FakeOpenAIServer(FakeLLMServer):
 
     route = "/v1/chat/completions"
     url_suffix = "/v1"
+    embed_dimension = 64
+
+    def add_routes(self, app: web.Application) -> None:
+        app.router.add_post("/v1/embeddings", self._embeddings)
+        self.embed_failures = 0  # answer this many embedding requests with HTTP 500
+        self.embed_delay = 0.0  # seconds before each embedding answer
+
+    async def _embeddings(self, request: web.Request) -> web.Response:
+        """`/v1/embeddings` with a small deterministic embedder: character bigrams hashed into
+        `embed_dimension` buckets (texts sharing bigrams are near), base64 or float."""
+        body = await request.json()
+        headers = {name.lower(): value for name, value in request.headers.items()}
+        self.requests.append(RecordedRequest(request.path, headers, body))
+        if self.embed_delay:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._closing.wait(), self.embed_delay)
+        if self.embed_failures > 0:
+            self.embed_failures -= 1
+            return web.json_response(self.error_body(500, "embedding failed"), status=500)
+        texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
+        data = []
+        for index, text in enumerate(texts):
+            vector = bigram_vector(text, self.embed_dimension)
+            if body.get("encoding_format") == "base64":
+                value: Any = base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode()
+            else:
+                value = vector
+            data.append({"object": "embedding", "index": index, "embedding": value})
+        usage = {"prompt_tokens": len(texts), "total_tokens": len(texts)}
+        return web.json_response(
+            {"object": "list", "data": data, "model": body.get("model", "fake"), "usage": usage}
+        )
 
     def reply_body(self, reply: Text | CallTool, request: dict[str, Any], n: int) -> Any:
         tool_calls: list[oc.ChatCompletionMessageToolCallUnion] | None = None

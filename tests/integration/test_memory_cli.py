@@ -94,7 +94,8 @@ def test_history_import_reports_counts_and_bad_lines(cli: Any, tmp_path: Path) -
 
 def test_search_json_shape(imported: Any) -> None:
     found = search(imported, "What breed is Biscuit?", "--chat", G1, "--user", "alice")
-    assert set(found) == {"q", "chat", "user", "at", "hits", "took_ms"}
+    assert set(found) == {"q", "chat", "user", "at", "mode", "hits", "took_ms"}
+    assert found["mode"] == "lexical"  # no embedder in these tests
     assert found["took_ms"] >= 0
     hit = found["hits"][0]
     assert set(hit) == {"kind", "id", "text", "score", "scope", "message_ids", "time"}

@@ -1,0 +1,227 @@
+"""Embeddings end to end: the `embed` route over a real socket (the OpenAI SDK against the fake
+server's `/v1/embeddings`), the upkeep that fills the vectors, the cache by text, the bounded
+query wait, a model change, and hybrid search through the facade.
+
+The fake server embeds with character bigrams (a small deterministic embedder: these tests are
+about plumbing); `test_local_model.py` uses the real local model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from nahida.app import Paths, choose_embedder, open_memory
+from nahida.errors import ConfigError, ProviderServerError
+from nahida.memory import MemoryService, NewTurn, Query, viewer_for
+from nahida.memory.store.sqlite import SqliteStore
+from nahida.providers.client import ClientSettings
+from nahida.providers.openai import OpenAIProvider
+from nahida.providers.router import EndpointEmbedder
+from tests.fakes.llm_server import FakeOpenAIServer
+from tests.helpers import config, openai_provider
+
+CHAT = "onebot:group:1"
+OTHER = "onebot:group:2"
+
+
+def endpoint(
+    server: FakeOpenAIServer, model: str = "bigram-64", retries: int = 0
+) -> EndpointEmbedder:
+    settings = ClientSettings(
+        base_url=server.url, api_key="sk-test", max_retries=retries, backoff_base=0.01
+    )
+    return EndpointEmbedder(OpenAIProvider("fake", settings), model, owned=True)
+
+
+def inputs(server: FakeOpenAIServer) -> list[str]:
+    """Every text the server was asked to embed."""
+    texts: list[str] = []
+    for request in server.requests:
+        if request.path == "/v1/embeddings":
+            texts.extend(request.body["input"])
+    return texts
+
+
+async def say(memory: MemoryService, chat: str, *texts: str, at: float | None = None) -> None:
+    start = at if at is not None else time.time() - 1000
+    for n, text in enumerate(texts):
+        turn = NewTurn(chat, "user", text, start + n, speaker="onebot:7", speaker_name="Ann")
+        await memory.sessions.record(turn)
+
+
+async def test_the_embed_route_gives_normalised_vectors_and_retries(
+    openai_server: FakeOpenAIServer,
+) -> None:
+    embedder = endpoint(openai_server, retries=2)
+    openai_server.embed_failures = 1
+    try:
+        rows = await embedder.embed(["我喜欢乌龙茶", "oolong tea"], "passage")
+    finally:
+        await embedder.aclose()
+    assert rows.shape == (2, 64) and rows.dtype == np.float32
+    assert np.allclose(np.linalg.norm(rows, axis=1), 1.0)
+    assert embedder.dimension == 64
+    assert len([r for r in openai_server.requests if r.path == "/v1/embeddings"]) == 2  # 500, ok
+    assert openai_server.requests[-1].body["model"] == "bigram-64"
+    openai_server.embed_failures = 5
+    failing = endpoint(openai_server)
+    try:
+        with pytest.raises(ProviderServerError):
+            await failing.embed(["x"])
+    finally:
+        await failing.aclose()
+
+
+async def test_upkeep_embeds_once_per_text_skips_short_turns_and_search_finds_by_vector(
+    tmp_path: Path, openai_server: FakeOpenAIServer
+) -> None:
+    memory = MemoryService(SqliteStore(tmp_path / "m.db"), embedder=endpoint(openai_server))
+    try:
+        await say(memory, CHAT, "周末我们去爬山吧", "好的", "哈哈哈哈")
+        await say(memory, OTHER, "周末我们去爬山吧")  # the same text in another chat
+        report = await memory.embeddings.catch_up()
+        assert inputs(openai_server).count("Ann: 周末我们去爬山吧") == 1
+        assert (report.embedded, report.skipped) == (1, 2)
+        assert report.cached == 1  # the second chat's copy
+        counts = await memory.embeddings.counts()
+        assert (counts.stored, counts.pending) == (1, 0)
+        viewer = viewer_for(CHAT, "7")
+        hits = await memory.recall.search(Query("爬山", viewer, mode="vector"))
+        assert [h.text for h in hits] == ["周末我们去爬山吧"]  # this chat's only, no short turns
+        assert (await memory.embeddings.catch_up()).embedded == 0  # nothing left to do
+    finally:
+        await memory.embeddings.aclose()
+        memory.close()
+
+
+async def test_a_slow_embedder_makes_the_search_lexical_within_its_bound(
+    tmp_path: Path, openai_server: FakeOpenAIServer
+) -> None:
+    from nahida.memory import EmbeddingSettings
+
+    memory = MemoryService(
+        SqliteStore(tmp_path / "m.db"),
+        embedder=endpoint(openai_server),
+        embedding=EmbeddingSettings(query_timeout=0.2),
+    )
+    try:
+        await say(memory, CHAT, "我们周末去爬山")
+        await memory.embeddings.catch_up()
+        openai_server.embed_delay = 5.0
+        started = time.monotonic()
+        hits = await memory.recall.search(Query("爬山", viewer_for(CHAT, "7")))
+        assert time.monotonic() - started < 2.0
+        assert [h.text for h in hits] == ["我们周末去爬山"]  # found lexically
+        vector_only = await memory.recall.search(
+            Query("爬山", viewer_for(CHAT, "7"), mode="vector")
+        )
+        assert vector_only == []  # no query vector in time: nothing to search by meaning
+    finally:
+        openai_server.embed_delay = 0.0
+        await memory.embeddings.aclose()
+        memory.close()
+
+
+async def test_a_new_model_re_embeds_and_models_never_mix(
+    tmp_path: Path, openai_server: FakeOpenAIServer
+) -> None:
+    path = tmp_path / "m.db"
+    first = MemoryService(SqliteStore(path), embedder=endpoint(openai_server, "model-a"))
+    try:
+        await say(first, CHAT, "我们周末去爬山", "明天下午开会")
+        assert (await first.embeddings.catch_up()).embedded == 2
+    finally:
+        await first.embeddings.aclose()
+        first.close()
+    second = MemoryService(SqliteStore(path), embedder=endpoint(openai_server, "model-b"))
+    try:
+        await second.embeddings.load()
+        viewer = viewer_for(CHAT, "7")
+        before = await second.recall.search(Query("爬山", viewer, mode="vector"))
+        assert before == []  # model-a's vectors are not used for a model-b query
+        counts = await second.embeddings.counts()
+        assert (counts.stored, counts.other, counts.pending) == (0, 2, 2)
+        report = await second.embeddings.catch_up()
+        assert report.embedded == 2
+        after = await second.recall.search(Query("爬山", viewer, mode="vector"))
+        assert after and after[0].text == "我们周末去爬山"
+    finally:
+        await second.embeddings.aclose()
+        second.close()
+
+
+async def test_hybrid_search_fuses_and_a_forgotten_turn_stays_out(
+    tmp_path: Path, openai_server: FakeOpenAIServer
+) -> None:
+    from nahida.envelope import ChatKey, UserKey
+    from nahida.memory import Actor
+
+    memory = MemoryService(SqliteStore(tmp_path / "m.db"), embedder=endpoint(openai_server))
+    try:
+        result = await memory.items.remember(
+            "我喜欢徒步旅行", chat=ChatKey.parse(CHAT), user=UserKey.parse("onebot:7")
+        )
+        item_id = result.item_id
+        assert item_id is not None
+        await memory.embeddings.catch_up()
+        viewer = viewer_for(CHAT, "7")
+        hits = await memory.recall.search(Query("徒步旅行", viewer))
+        assert item_id in [h.id for h in hits]
+        await memory.items.forget(item_id, Actor.cli())
+        for mode in ("vector", "hybrid"):
+            hits = await memory.recall.search(Query("徒步旅行", viewer, mode=mode))  # type: ignore[arg-type]
+            assert item_id not in [h.id for h in hits]
+    finally:
+        await memory.embeddings.aclose()
+        memory.close()
+
+
+def test_backend_choice(tmp_path: Path) -> None:
+    with_route = config(**openai_provider("http://127.0.0.1:9/v1"), models={"embed": "main/e1"})
+    choice = choose_embedder(with_route)
+    assert choice.embedder is not None and choice.embedder.model == "e1"
+    assert "models.embed" in choice.why
+    off = config(memory={"embedding": {"backend": "none"}})
+    assert choose_embedder(off).embedder is None
+    with pytest.raises(ConfigError, match=r"models\.embed"):
+        choose_embedder(config(memory={"embedding": {"backend": "provider"}}))
+    # tests run as on a machine without the local model (conftest): auto is lexical only
+    auto = choose_embedder(config())
+    assert auto.embedder is None and "lexical" in auto.why
+    with pytest.raises(ConfigError, match="not installed"):
+        choose_embedder(config(memory={"embedding": {"backend": "local"}}))
+    anthropic = config(
+        providers={"a": {"type": "anthropic", "api_key": "k", "model": "c"}},
+        models={"embed": "a/c"},
+    )
+    with pytest.raises(ConfigError, match="serves no embeddings"):
+        choose_embedder(anthropic)
+    memory = open_memory(off, Paths(None, tmp_path / "d", tmp_path / "w"))
+    try:
+        assert memory.recall.mode == "lexical"
+    finally:
+        memory.close()
+
+
+async def test_background_run_embeds_new_turns_without_being_asked(
+    tmp_path: Path, openai_server: FakeOpenAIServer
+) -> None:
+    memory = MemoryService(SqliteStore(tmp_path / "m.db"), embedder=endpoint(openai_server))
+    task = asyncio.create_task(memory.embeddings.run(settle=0.01))
+    try:
+        await say(memory, CHAT, "我们周末去爬山")  # nudges the run
+        for _ in range(200):
+            if (await memory.embeddings.counts()).stored:
+                break
+            await asyncio.sleep(0.02)
+        assert (await memory.embeddings.counts()).stored == 1
+    finally:
+        memory.embeddings.stop()
+        await asyncio.wait_for(task, 5)
+        await memory.embeddings.aclose()
+        memory.close()

