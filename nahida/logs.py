@@ -36,10 +36,23 @@ class SecretMasker:
         return event
 
 
+class _Stderr:
+    """Whatever `sys.stderr` is when a line is written (a test runner may swap it)."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+    def isatty(self) -> bool:
+        return sys.stderr.isatty()
+
+
 def configure_logging(
     level: str = "INFO", fmt: str = "auto", secrets: Iterable[str] = (), stream: Any = None
 ) -> None:
-    stream = stream or sys.stderr
+    stream = stream or _Stderr()
     as_json = fmt == "json" or (fmt == "auto" and not stream.isatty())
     renderer: Any = (
         structlog.processors.JSONRenderer(ensure_ascii=False)

@@ -235,10 +235,19 @@ class Recall:
         return hits
 
     async def block(
-        self, text: str, viewer: Viewer, exclude_turns: frozenset[int], *, limit: int
+        self,
+        text: str,
+        viewer: Viewer,
+        exclude_turns: frozenset[int],
+        *,
+        limit: int,
+        mode: Mode | None = None,
     ) -> str | None:
         """The memory slot for a prompt; injected items get their access recorded."""
-        hits = await self.search(self.query(text, viewer, limit=limit, exclude_turns=exclude_turns))
+        fields: dict[str, Any] = {"limit": limit, "exclude_turns": exclude_turns}
+        if mode is not None:
+            fields["mode"] = mode
+        hits = await self.search(self.query(text, viewer, **fields))
         block, kept = pack(hits, self.budget_tokens)
         used = [h.item.id for h in kept if h.item is not None]
         if used:

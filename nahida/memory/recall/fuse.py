@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 
 from nahida.memory.models import Hit
 from nahida.memory.recall.plan import RRF_K
@@ -26,21 +27,13 @@ def boost(hit: Hit, now: float) -> float:
     )
 
 
-def fuse(
-    lists: Sequence[list[Hit]],
-    now: float,
-    rrf_k: float = RRF_K,
-    weights: Sequence[tuple[float, float]] | None = None,
-) -> list[Hit]:
-    """Reciprocal rank fusion of ranked lists, then boosts; duplicates by text keep the best.
-    `weights` gives each list's (weight, k): a hit at rank r adds weight / (k + r + 1); by
-    default (1, `rrf_k`)."""
+def fuse(lists: Sequence[list[Hit]], now: float, rrf_k: float = RRF_K) -> list[Hit]:
+    """Reciprocal rank fusion of ranked lists, then boosts; duplicates by text keep the best."""
     scores: dict[str, float] = {}
     first: dict[str, Hit] = {}
-    for index, hits in enumerate(lists):
-        weight, k = weights[index] if weights is not None else (1.0, rrf_k)
+    for hits in lists:
         for rank, hit in enumerate(hits):
-            scores[hit.id] = scores.get(hit.id, 0.0) + weight / (k + rank + 1)
+            scores[hit.id] = scores.get(hit.id, 0.0) + 1.0 / (rrf_k + rank + 1)
             first.setdefault(hit.id, hit)
     ranked = sorted(
         (
@@ -69,3 +62,17 @@ def fuse(
         seen.add(key)
         unique.append(hit)
     return unique
+
+
+def combine(lexical: list[Hit], vector: list[Hit], k: float, weight: float) -> list[Hit]:
+    """Hybrid search's second fusion: the fused lexical ranking and the fused vector ranking,
+    by reciprocal rank again (a hit at rank r adds 1 / (k + r + 1), times `weight` for the
+    vector ranking). Each ranking keeps its own boosts; a small `k` lets the top of each count."""
+    scores: dict[str, float] = {}
+    first: dict[str, Hit] = {}
+    for hits, share in ((lexical, 1.0), (vector, weight)):
+        for rank, hit in enumerate(hits):
+            scores[hit.id] = scores.get(hit.id, 0.0) + share / (k + rank + 1)
+            first.setdefault(hit.id, hit)
+    ranked = sorted(first.values(), key=lambda h: (-scores[h.id], h.id))
+    return [replace(h, score=scores[h.id]) for h in ranked]

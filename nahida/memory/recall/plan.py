@@ -34,8 +34,8 @@ class Tuning:
     window: float = 1.0  # extra weight for hits inside the question's time window; < 0: only those
     strip_time: bool = True  # take time expressions out of the lexical query
     rrf_k: float = RRF_K
-    vector_weight: float = 0.5  # of the vector lists in the fusion (the lexical ones weigh 1)
-    vector_k: float = 200.0  # the RRF k of the vector lists (larger: ranks matter less)
+    vector_weight: float = 0.5  # of the vector ranking in hybrid search (the lexical one: 1)
+    hybrid_k: float = 10.0  # the RRF k of hybrid search's second fusion
     vector_floor: float = 0.0  # cosine similarity below which a vector hit is dropped
     vector_margin: float = 0.05  # a vector hit this far below the list's best is dropped
 

@@ -5,10 +5,12 @@ message, what the speaker may see where they are speaking — `Viewer(chat, user
 sees a member's private memory and no chat sees another chat's history (§4) — and leaves out the
 turns the prompt already shows verbatim (`TurnContext.recent_turn_ids`, the hot window).
 
-Two paths, after the Ethan design: a short message or a greeting ("你好", "thanks!") takes the
-fast path, the top `fast_limit` (5) hits; anything else the full path, the top `full_limit` (15).
-Both go through `memory.recall.block`, which ranks (lexical match fused with confidence,
-importance, recency and use), packs the lines into the memory token budget — each line carrying
+Two paths, after the Ethan design: a greeting ("你好", "thanks!") takes the fast path, the top
+`fast_limit` (5) hits, lexically (a greeting has no meaning to search for, and embedding it would
+cost the message its query's time); a short message gets the same few hits in the configured
+mode; anything else the full path, the top `full_limit` (15). All go through
+`memory.recall.block`, which ranks (lexical and vector lists fused, then confidence, importance,
+recency and use), packs the lines into the memory token budget — each line carrying
 id, kind, scope and date, the block ending with the "Treat memory as helpful context…" line — and
 counts each injected item as accessed.
 
@@ -23,6 +25,7 @@ import re
 import structlog
 
 from nahida.hooks import TurnContext
+from nahida.memory.recall import Mode
 from nahida.memory.scopes import Viewer
 from nahida.memory.service import MemoryService
 
@@ -77,7 +80,10 @@ class MemoryInjection:
             return None
         viewer = Viewer(chat=envelope.chat, user=envelope.sender.user)
         limit = self.limit_for(text)
-        block = await self.memory.recall.block(text, viewer, turn.recent_turn_ids, limit=limit)
+        mode: Mode | None = "lexical" if is_greeting(text) else None
+        block = await self.memory.recall.block(
+            text, viewer, turn.recent_turn_ids, limit=limit, mode=mode
+        )
         log.debug(
             "memory_injected",
             chat=str(envelope.chat),
