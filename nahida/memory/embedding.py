@@ -21,21 +21,16 @@ import hashlib
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
 import structlog
 
 from nahida.errors import ProviderError
-from nahida.memory.store.base import (
-    Embedded,
-    Store,
-    Tx,
-    Unembedded,
-    Vector,
-    VectorCounts,
-    VectorSpace,
-)
+from nahida.memory.store.base import Embedded, Store, Tx, Unembedded, VectorCounts, VectorSpace
 from nahida.providers.base import Embedder
+
+if TYPE_CHECKING:
+    from nahida.memory.store.base import Vector
 
 log = structlog.get_logger(__name__)
 
@@ -152,7 +147,7 @@ class Embeddings:
         except (ProviderError, OSError, RuntimeError, ValueError) as exc:
             self._warn_once("query_embedding_failed", error=str(exc))
             return None
-        vector = np.asarray(rows[0], dtype=np.float32)
+        vector = rows[0]  # a float32 row (the Embedder protocol)
         space = self.space()
         if space is None or space.dimension != vector.shape[0]:
             return None
@@ -166,10 +161,16 @@ class Embeddings:
         return self._lock
 
     async def _embed(
-        self, kind: Embedded, rows: Sequence[Unembedded], space: VectorSpace, report: EmbedReport
+        self,
+        kind: Embedded,
+        rows: Sequence[Unembedded],
+        space: VectorSpace,
+        report: EmbedReport,
+        stopping: Callable[[], bool],
     ) -> None:
         """Vectors for these rows' texts that have none, stored with the rows' hashes, one write
-        per batch of texts (what was embedded survives a later failure)."""
+        per batch of texts (what was embedded survives a later failure or a stop: its rows find
+        it in the cache next time)."""
         assert self.embedder is not None
         texts = [text_of(r) for r in rows]
         hashes = [
@@ -188,6 +189,8 @@ class Embeddings:
         pending = list(todo.items())
         done: set[str] = set(known)
         for start in range(0, max(len(pending), 1), self.batch):
+            if start and stopping():
+                return
             chunk = pending[start : start + self.batch]
             vectors: list[tuple[str, Vector]] = []
             if chunk:
@@ -220,7 +223,7 @@ class Embeddings:
                     )
                     if rows:
                         found = True
-                        await self._embed(kind, rows, space, report)
+                        await self._embed(kind, rows, space, report, stopping)
                         done += len(rows)
                         if progress is not None:
                             progress(done, 0)
@@ -250,7 +253,7 @@ class Embeddings:
                     )
                     if not rows:
                         break
-                    await self._embed(kind, rows, space, report)
+                    await self._embed(kind, rows, space, report, stopping)
                     after = rows[-1].key
                     if progress is not None:
                         progress(report.embedded + report.cached + report.skipped, 0)

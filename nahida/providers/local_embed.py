@@ -20,12 +20,12 @@ import os
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Any
 
 from nahida.providers.base import EmbedKind
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
 
 MODEL = "multilingual-e5-small-q4"
 DIMENSION = 384
@@ -79,6 +79,8 @@ class LocalEmbedder:
 
     def embed_sync(self, texts: Sequence[str], kind: EmbedKind = "passage") -> npt.NDArray[Any]:
         """On the calling thread (scripts, tests); the app uses `embed`."""
+        import numpy as np
+
         if not texts:
             return np.zeros((0, DIMENSION), dtype=np.float32)
         handle = self._handle(kind)

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Protocol
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Any, Protocol
 
 from nahida.errors import ConfigError, ProviderResponseError
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
 from nahida.providers.base import (
     TASKS,
     ChatRequest,
@@ -89,6 +89,8 @@ class EndpointEmbedder:
         self.dimension: int | None = None
 
     async def embed(self, texts: Sequence[str], kind: EmbedKind = "passage") -> npt.NDArray[Any]:
+        import numpy as np
+
         if not texts:
             return np.zeros((0, self.dimension or 0), dtype=np.float32)
         rows = np.asarray(await self._endpoint.embed(self.model, texts), dtype=np.float32)

@@ -10,13 +10,16 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, replace
 from datetime import datetime, tzinfo
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from nahida.memory import timeparse
 from nahida.memory.scopes import Viewer
-from nahida.memory.store.base import Vector, VectorSpace
+from nahida.memory.store.base import VectorSpace
 from nahida.memory.timeparse import TimeWindow
 from nahida.memory.tokenize import has_content, tokenize
+
+if TYPE_CHECKING:
+    from nahida.memory.store.base import Vector
 
 RRF_K = 60.0
 Mode = Literal["hybrid", "lexical", "vector"]

@@ -22,10 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, NamedTuple, Protocol, TypeVar
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol, TypeVar
 
 from nahida.memory.models import (
     Candidate,
@@ -86,7 +83,11 @@ class ItemMatch:
     body: str
 
 
-Vector = npt.NDArray[np.float32]  # one L2-normalised float32 row
+if TYPE_CHECKING:  # numpy loads only where vectors are used (not for `nahida --help`)
+    import numpy as np
+    import numpy.typing as npt
+
+    Vector = npt.NDArray[np.float32]  # one L2-normalised float32 row
 Embedded = Literal["item", "turn"]  # what carries an embedding (episodes later)
 
 

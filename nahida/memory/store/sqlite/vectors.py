@@ -11,7 +11,7 @@ their partitions bloat the file with many small chats.)
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -21,7 +21,6 @@ from nahida.memory.store.base import (
     ItemMatch,
     TurnMatch,
     Unembedded,
-    Vector,
     VectorCounts,
     VectorSearch,
     VectorSpace,
@@ -29,6 +28,9 @@ from nahida.memory.store.base import (
 from nahida.memory.store.sqlite import fts, rows
 from nahida.memory.store.sqlite.db import Connection
 from nahida.memory.store.sqlite.items import visibility_sql
+
+if TYPE_CHECKING:
+    from nahida.memory.store.base import Vector
 
 # What each kind searches: its table, key, text columns and the rows that are searchable.
 _ROWS: dict[str, tuple[str, str, str, str]] = {
