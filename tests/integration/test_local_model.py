@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -104,3 +105,46 @@ async def test_terminal_chat_recalls_a_paraphrase_that_lexical_recall_misses(
             assert hits == [], question  # what the words alone cannot find
     finally:
         memory.close()
+
+
+async def test_cli_import_embed_search_by_mode_and_doctor(tmp_path: Path) -> None:
+    """The commands as a person runs them (subprocesses, the default config: the local model)."""
+    from tests.integration.test_memory_cli import G1, HISTORY, _nahida, write_jsonl
+
+    history = write_jsonl(tmp_path / "h.jsonl", HISTORY)
+    code, out, err = await _nahida(tmp_path, "history", "import", str(history))
+    assert code == 0, err
+    assert "nahida memory embed" in out  # embedding is left to upkeep, and it says how
+    code, out, err = await _nahida(tmp_path, "doctor", "--json")
+    embedding = json.loads(out)["embedding"]
+    assert embedding["model"] == local_embed.MODEL and embedding["dimension"] == 384
+    assert (embedding["stored"], embedding["pending"]) == (0, 5)
+    code, out, err = await _nahida(tmp_path, "memory", "embed", "--json")
+    assert code == 0, err
+    report = json.loads(out)
+    assert (report["embedded"], report["skipped"]) == (5, 0)
+    code, out, err = await _nahida(tmp_path, "memory", "embed")
+    assert out.startswith("embedded 0, cached 0, skipped 0 in ")  # nothing left
+    code, out, err = await _nahida(tmp_path, "doctor", "--json")
+    assert (json.loads(out)["embedding"]["stored"], json.loads(out)["embedding"]["pending"]) == (
+        5,
+        0,
+    )
+    question = "which animal did she get"  # no word of it was said
+    found: dict[str, list[str]] = {}
+    for mode in ("lexical", "vector", "hybrid"):
+        code, out, err = await _nahida(
+            tmp_path, "memory", "search", question, "--chat", G1, "--mode", mode, "--json"
+        )
+        assert code == 0, err
+        answer = json.loads(out)
+        assert answer["mode"] == mode
+        found[mode] = [h["message_ids"][0] for h in answer["hits"]]
+    assert found["lexical"] == []
+    assert found["vector"][0] == "a1"  # "I adopted a puppy named Biscuit"
+    assert found["hybrid"][0] == "a1"
+    assert set(found["vector"] + found["hybrid"]) <= {"a1", "a2", "a3", "a4"}  # never G2's
+    code, out, err = await _nahida(
+        tmp_path, "memory", "search", "x", "--chat", G1, "--mode", "fuzzy"
+    )
+    assert code == 2 and "--mode" in err
