@@ -38,6 +38,7 @@ KINDS: tuple[Embedded, ...] = ("item", "turn")
 MIN_CHARS = 3  # letters or digits: below this a text gets no vector
 LOOK_AHEAD = 512  # rows read per round of upkeep
 QUERY_TIMEOUT = 1.0
+QUERY_QUEUE = 2  # query embeddings in flight; one more is searched lexically instead of waiting
 BATCH = 16
 
 Progress = Callable[[int, int], None]  # (rows done, rows known to be waiting)
@@ -97,6 +98,8 @@ class Embeddings:
         self._stopping = False
         self._lock: asyncio.Lock | None = None
         self._warned: set[str] = set()
+        self._in_flight = 0
+        self.busy = 0  # queries searched lexically because the embedder was busy
 
     @property
     def enabled(self) -> bool:
@@ -133,10 +136,15 @@ class Embeddings:
             log.warning(event, **fields)
 
     async def query(self, text: str) -> tuple[Vector, VectorSpace] | None:
-        """The query vector of a search, or None (no embedder, too slow, failed): the search is
-        then lexical. Waits at most `query_timeout`."""
+        """The query vector of a search, or None (no embedder, too slow, busy, failed): the
+        search is then lexical. Waits at most `query_timeout`, and not at all when `QUERY_QUEUE`
+        queries are already being embedded (a burst is answered lexically rather than late)."""
         if self.embedder is None or not text.strip():
             return None
+        if self._in_flight >= QUERY_QUEUE:  # a burst: no message queues behind others' queries
+            self.busy += 1
+            return None
+        self._in_flight += 1
         try:
             rows = await asyncio.wait_for(
                 self.embedder.embed([text], "query"), timeout=self.query_timeout
@@ -147,6 +155,8 @@ class Embeddings:
         except (ProviderError, OSError, RuntimeError, ValueError) as exc:
             self._warn_once("query_embedding_failed", error=str(exc))
             return None
+        finally:
+            self._in_flight -= 1
         vector = rows[0]  # a float32 row (the Embedder protocol)
         space = self.space()
         if space is None or space.dimension != vector.shape[0]:

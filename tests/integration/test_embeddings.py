@@ -225,3 +225,34 @@ async def test_background_run_embeds_new_turns_without_being_asked(
         await asyncio.wait_for(task, 5)
         await memory.embeddings.aclose()
         memory.close()
+
+
+async def test_a_burst_beyond_the_query_queue_is_searched_lexically_at_once(
+    tmp_path: Path, openai_server: FakeOpenAIServer
+) -> None:
+    from nahida.memory import EmbeddingSettings
+
+    memory = MemoryService(
+        SqliteStore(tmp_path / "m.db"),
+        embedder=endpoint(openai_server),
+        embedding=EmbeddingSettings(query_timeout=5.0),
+    )
+    try:
+        await say(memory, CHAT, "我们周末去爬山")
+        await memory.embeddings.catch_up()
+        openai_server.embed_delay = 0.5
+        viewer = viewer_for(CHAT, "7")
+
+        async def timed() -> float:
+            started = time.monotonic()
+            hits = await memory.recall.search(Query("爬山", viewer))
+            assert [h.text for h in hits] == ["我们周末去爬山"]
+            return time.monotonic() - started
+
+        took = await asyncio.gather(*(timed() for _ in range(4)))
+        assert memory.embeddings.busy == 2  # two waited for their vectors, two did not
+        assert sorted(took)[1] < 0.3 < sorted(took)[2]
+    finally:
+        openai_server.embed_delay = 0.0
+        await memory.embeddings.aclose()
+        memory.close()

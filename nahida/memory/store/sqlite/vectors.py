@@ -177,7 +177,8 @@ class VectorTable:
         """(row, cosine similarity to the query) for the rows of `source` (aliased `r`) that pass
         `where`, as `select` gives them, nearest first (ties: the older vector)."""
         sql, values = fts.time_filter(
-            f" FROM {source} JOIN embeddings e ON {_SPACE} AND e.hash = r.embed_hash WHERE {where}",
+            f" FROM {source} CROSS JOIN embeddings e ON {_SPACE} AND e.hash = r.embed_hash"
+            f" WHERE {where}",
             [*_space(search.space), *params],
             time_column,
             search,
