@@ -39,6 +39,7 @@ class Tuning:
     rrf_k: float = RRF_K
     vector_weight: float = 0.5  # of the vector ranking in hybrid search (the lexical one: 1)
     hybrid_k: float = 10.0  # the RRF k of hybrid search's second fusion
+    vector_reserve: int = 2  # the last places of a hybrid answer kept for hits by meaning
     vector_floor: float = 0.0  # cosine similarity below which a vector hit is dropped
     vector_margin: float = 0.05  # a vector hit this far below the list's best is dropped
 
