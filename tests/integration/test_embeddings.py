@@ -256,3 +256,28 @@ async def test_a_burst_beyond_the_query_queue_is_searched_lexically_at_once(
         openai_server.embed_delay = 0.0
         await memory.embeddings.aclose()
         memory.close()
+
+
+async def test_the_upkeep_job_counts_its_work_and_skips_without_an_embedder(
+    tmp_path: Path, openai_server: FakeOpenAIServer
+) -> None:
+    from nahida.memory import EmbeddingUpkeep
+    from nahida.scheduler import JobContext
+
+    memory = MemoryService(SqliteStore(tmp_path / "m.db"), embedder=endpoint(openai_server))
+    try:
+        await say(memory, CHAT, "我们周末去爬山", "好的")
+        ctx = JobContext(asyncio.Event())
+        await EmbeddingUpkeep(memory).run(ctx)
+        assert ctx.counts == {"embedded": 1, "cached": 0, "skipped": 1, "swept": 0}
+        assert ctx.skipped is None
+    finally:
+        await memory.embeddings.aclose()
+        memory.close()
+    lexical = MemoryService(SqliteStore(tmp_path / "m.db"))
+    try:
+        ctx = JobContext(asyncio.Event())
+        await EmbeddingUpkeep(lexical).run(ctx)
+        assert ctx.skipped == "no embedder"
+    finally:
+        lexical.close()
