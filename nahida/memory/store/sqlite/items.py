@@ -39,19 +39,23 @@ def _values(item: MemoryItem) -> list[Any]:
 
 
 def visibility_sql(visibility: Visibility) -> tuple[str, list[str]]:
-    """A `memory_items` WHERE clause equivalent to the visibility's FTS keys."""
-    clauses: list[str] = []
-    params: list[str] = []
-    if visibility.full:
-        clauses.append(f"scope IN ({', '.join('?' * len(visibility.full))})")
-        params.extend(visibility.full)
+    """A `memory_items` WHERE clause equivalent to the visibility's FTS keys: a scope seen in
+    full, or a public item of a scope seen public-only. Written as one `scope IN` range (then
+    the sensitivity) so that an index on (scope, …) answers it without an OR of two scans."""
     public_only = [s for s in visibility.public_only if s not in visibility.full]
-    if public_only:
-        clauses.append(
-            f"(scope IN ({', '.join('?' * len(public_only))}) AND sensitivity = 'public')"
-        )
-        params.extend(public_only)
-    return ("(" + " OR ".join(clauses) + ")" if clauses else "0"), params
+    scopes = [*visibility.full, *public_only]
+    if not scopes:
+        return "0", []
+    where = f"scope IN ({', '.join('?' * len(scopes))})"
+    if not public_only:
+        return where, scopes
+    if not visibility.full:
+        return f"({where} AND sensitivity = 'public')", scopes
+    full = ", ".join("?" * len(visibility.full))
+    return (
+        f"({where} AND (scope IN ({full}) OR sensitivity = 'public'))",
+        [*scopes, *visibility.full],
+    )
 
 
 class ItemTable:

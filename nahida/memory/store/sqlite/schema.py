@@ -155,7 +155,8 @@ CREATE INDEX turns_earlier_for ON turns (earlier_for) WHERE earlier_for IS NOT N
 
 # One vector per (provider, model, text): the same text in many chats is embedded once. A turn or
 # an item names its text by `embed_hash` (NULL: not looked at yet; '': not worth embedding), so
-# vector search joins each visible row to its vector in the query's space.
+# vector search joins each visible row to its vector in the query's space. The items' search is
+# answered from `memory_items_for_vectors` alone (visibility, moment and hash: no table row).
 EMBEDDINGS = """
 CREATE TABLE embeddings (
     id          INTEGER PRIMARY KEY,
@@ -170,5 +171,7 @@ CREATE UNIQUE INDEX embeddings_by_text ON embeddings (provider, model, dimension
 ALTER TABLE turns ADD COLUMN embed_hash TEXT;
 ALTER TABLE memory_items ADD COLUMN embed_hash TEXT;
 CREATE INDEX turns_by_embed_hash ON turns (embed_hash);
-CREATE INDEX memory_items_by_embed_hash ON memory_items (embed_hash)
+CREATE INDEX memory_items_by_embed_hash ON memory_items (embed_hash);
+CREATE INDEX memory_items_for_vectors
+    ON memory_items (scope, status, sensitivity, created_at, embed_hash)
 """

@@ -43,7 +43,6 @@ _ROWS: dict[str, tuple[str, str, str, str]] = {
     "item": ("memory_items", "rowid", "title, content", "status = 'active'"),
 }
 _TURN_COLUMNS = rows.TURN_MATCH_COLUMNS.replace("t.", "r.")
-_TURN_FIELDS = len(TurnMatch._fields) - 1  # all but the score
 _SPACE = "e.provider = ? AND e.model = ? AND e.dimension = ?"
 
 
@@ -168,14 +167,15 @@ class VectorTable:
     def _nearest(
         self,
         source: str,
-        select: str,
+        key: str,
         where: str,
         params: list[Any],
         time_column: str,
         search: VectorSearch,
-    ) -> list[tuple[Any, float]]:
-        """(row, cosine similarity to the query) for the rows of `source` (aliased `r`) that pass
-        `where`, as `select` gives them, nearest first (ties: the older vector)."""
+    ) -> list[tuple[int, float]]:
+        """(key, cosine similarity to the query) of the rows of `source` (aliased `r`) that pass
+        `where`, nearest first (ties: the older vector). Only keys: the caller reads the rows
+        it keeps, so a covering index can answer the search itself."""
         sql, values = fts.time_filter(
             f" FROM {source} CROSS JOIN embeddings e ON {_SPACE} AND e.hash = r.embed_hash"
             f" WHERE {where}",
@@ -185,35 +185,46 @@ class VectorTable:
         )
         if self.native:
             nearest = self.conn.execute(
-                f"SELECT {select}, 1.0 - vec_distance_cosine(e.vector, ?) AS score{sql}"
+                f"SELECT r.{key}, 1.0 - vec_distance_cosine(e.vector, ?) AS score{sql}"
                 " ORDER BY score DESC, e.id LIMIT ?",
                 [blob(search.vector), *values, search.limit],
             )
-            return [(r, float(r[-1])) for r in nearest]
+            return [(int(r[0]), float(r[1])) for r in nearest]
         found: list[Any] = self.conn.execute(
-            f"SELECT {select}, e.vector{sql} ORDER BY e.id", values
+            f"SELECT r.{key}, e.vector{sql} ORDER BY e.id", values
         ).fetchall()
         if not found:
             return []
-        matrix = np.frombuffer(b"".join(r[-1] for r in found), dtype="<f4")
+        matrix = np.frombuffer(b"".join(r[1] for r in found), dtype="<f4")
         matrix = matrix.reshape(len(found), search.space.dimension)
         query = np.asarray(search.vector, dtype=np.float32)
         norms = np.linalg.norm(matrix, axis=1) * float(np.linalg.norm(query))
         scores = (matrix @ query) / np.where(norms > 0, norms, 1.0)
         best = np.argsort(-scores, kind="stable")[: search.limit]
-        return [(found[i], float(scores[i])) for i in best]
+        return [(int(found[i][0]), float(scores[i])) for i in best]
+
+    def _rows(self, select: str, table: str, key: str, keys: Sequence[int]) -> dict[int, Any]:
+        found = self.conn.execute(
+            f"SELECT {key} AS nearest_key, {select} FROM {table} r"
+            f" WHERE {key} IN ({', '.join('?' * len(keys))})",
+            list(keys),
+        )
+        return {int(r[0]): r for r in found}
 
     def items(self, visibility: Visibility, search: VectorSearch) -> list[ItemMatch]:
         where, params = visibility_sql(visibility)
-        found = self._nearest(
+        nearest = self._nearest(
             "memory_items r",
-            "r.*",
+            "rowid",
             f"r.status = 'active' AND {where}",  # scope and sensitivity: only items have them
             list(params),
             "r.created_at",
             search,
         )
-        return [ItemMatch(rows.item(r), score, "") for r, score in found]
+        if not nearest:
+            return []
+        found = self._rows("r.*", "memory_items", "r.rowid", [k for k, _ in nearest])
+        return [ItemMatch(rows.item(found[k]), score, "") for k, score in nearest]
 
     def turns(self, chats: Sequence[str] | None, search: VectorSearch) -> list[TurnMatch]:
         where = "r.hidden_by IS NULL AND r.role IN ('user', 'assistant')"
@@ -223,5 +234,8 @@ class VectorTable:
                 return []
             where += f" AND r.chat IN ({', '.join('?' * len(chats))})"
             params = list(chats)
-        found = self._nearest("turns r", _TURN_COLUMNS, where, params, "r.time", search)
-        return [TurnMatch._make((*r[:_TURN_FIELDS], score)) for r, score in found]
+        nearest = self._nearest("turns r", "id", where, params, "r.time", search)
+        if not nearest:
+            return []
+        found = self._rows(_TURN_COLUMNS, "turns", "r.id", [k for k, _ in nearest])
+        return [TurnMatch._make((*found[k][1:], score)) for k, score in nearest]
