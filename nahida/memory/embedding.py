@@ -106,10 +106,17 @@ class Embeddings:
         return self.embedder is not None
 
     async def load(self) -> None:
-        """Load a local model now, in a thread (the first message then does not wait for it)."""
+        """Load a local model now, in a thread (the first message then does not wait for it).
+        A model that cannot load leaves recall lexical, said in the log; the bot runs on."""
         load = getattr(self.embedder, "load", None)
-        if callable(load):
+        if not callable(load):
+            return
+        try:
             await asyncio.to_thread(load)
+        except (OSError, RuntimeError, ImportError, ValueError) as exc:
+            log.error("embedder_failed_to_load", embedder=self.why, error=str(exc))
+            self.embedder = None
+            self.why = f"off: the embedder failed to load ({exc})"
 
     async def aclose(self) -> None:
         if self.embedder is not None:

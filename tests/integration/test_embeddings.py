@@ -281,3 +281,28 @@ async def test_the_upkeep_job_counts_its_work_and_skips_without_an_embedder(
         assert ctx.skipped == "no embedder"
     finally:
         lexical.close()
+
+
+async def test_an_embedder_that_cannot_load_leaves_recall_lexical(tmp_path: Path) -> None:
+    class Broken:
+        name, model, dimension = "local", "broken", 4
+
+        def load(self) -> None:
+            raise OSError("libgomp.so.1: cannot open shared object file")
+
+        async def embed(self, texts: object, kind: str = "passage") -> object:
+            raise AssertionError("never called")
+
+        async def aclose(self) -> None:
+            return None
+
+    memory = MemoryService(SqliteStore(tmp_path / "m.db"), embedder=Broken())  # type: ignore[arg-type]
+    try:
+        await memory.embeddings.load()
+        assert not memory.embeddings.enabled
+        assert "failed to load" in memory.embeddings.why
+        await say(memory, CHAT, "我们周末去爬山")
+        hits = await memory.recall.search(Query("爬山", viewer_for(CHAT, "7")))
+        assert [h.text for h in hits] == ["我们周末去爬山"]
+    finally:
+        memory.close()
