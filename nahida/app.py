@@ -147,11 +147,15 @@ def choose_embedder(config: Config, model: ModelRouter | None = None) -> Embedde
 
 
 def open_memory(
-    config: Config, paths: Paths, model: ModelRouter | None = None, *, embed: bool = True
+    config: Config,
+    paths: Paths,
+    model: ModelRouter | None = None,
+    *,
+    choice: EmbedderChoice | None = None,
 ) -> MemoryService:
     """Memory as the app and the CLI use it: the store, migrated, behind the facade, with the
-    configured embedder (`embed=False`: none, for commands that never search)."""
-    choice = choose_embedder(config, model) if embed else EmbedderChoice(None, "not needed")
+    configured embedder (or `choice`, when the caller has made it already)."""
+    choice = choice or choose_embedder(config, model)
     reranker = LLMReranker(model) if model is not None and config.memory.rerank else None
     return MemoryService(
         open_store(paths),

@@ -65,11 +65,10 @@ async def _memory_state(
     }
     if not paths.database.exists():
         return [], embedding
-    memory = open_memory(config, paths, embed=False)
+    memory = open_memory(config, paths, choice=choice)  # counts only: no model is loaded
     try:
         runs = [run.to_json() for run in await memory.runs.latest()]
         if embedder is not None:
-            memory.embeddings.embedder = embedder  # counts only: the model is never loaded
             counts = await memory.embeddings.counts()
             embedding.update(
                 stored=counts.stored,

@@ -24,14 +24,14 @@ from nahida.memory import EmbedReport
 
 
 class Bar:
-    """`progress(done, _)` as a line on stderr: rows done of the pending count, rate, ETA."""
+    """`progress(done)` as a line on stderr: rows done of the pending count, rate, ETA."""
 
     def __init__(self, total: int) -> None:
         self.total = max(total, 1)
         self.started = time.monotonic()
         self._last = 0.0
 
-    def __call__(self, done: int, _: int) -> None:
+    def __call__(self, done: int) -> None:
         now = time.monotonic()
         if now - self._last < 0.5 and done < self.total:
             return

@@ -164,7 +164,7 @@ def search(
         raise fail("give a QUERY with --chat, or --queries FILE", 2, as_json=as_json)
     if mode is not None and mode not in MODES:
         raise fail(f"--mode must be one of {', '.join(MODES)}", 2, as_json=as_json)
-    chosen: Mode | None = next((m for m in MODES if m == mode), None)
+    chosen: Mode | None = mode  # checked against MODES above
     question: Question | None = None
     if query is not None:
         if chat is None:

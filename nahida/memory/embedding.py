@@ -41,7 +41,7 @@ QUERY_TIMEOUT = 1.0
 QUERY_QUEUE = 2  # query embeddings in flight; one more is searched lexically instead of waiting
 BATCH = 16
 
-Progress = Callable[[int, int], None]  # (rows done, rows known to be waiting)
+Progress = Callable[[int], None]  # rows done so far
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,7 +243,7 @@ class Embeddings:
                         await self._embed(kind, rows, space, report, stopping)
                         done += len(rows)
                         if progress is not None:
-                            progress(done, 0)
+                            progress(done)
                 if not found:
                     break
         report.seconds = time.perf_counter() - started
@@ -273,7 +273,7 @@ class Embeddings:
                     await self._embed(kind, rows, space, report, stopping)
                     after = rows[-1].key
                     if progress is not None:
-                        progress(report.embedded + report.cached + report.skipped, 0)
+                        progress(report.embedded + report.cached + report.skipped)
             if not stopping():
                 report.swept = await self.store.write(lambda tx: tx.vectors.sweep())
         report.seconds = time.perf_counter() - started

@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 from nahida.memory.models import Hit
 from nahida.memory.recall import lexical, vector
-from nahida.memory.recall.fuse import combine, fuse
+from nahida.memory.recall.fuse import combine, fuse, text_key, unique_texts
 from nahida.memory.recall.plan import TUNING, Plan, Query, Tuning
 from nahida.memory.store.base import Tx
 
@@ -52,24 +52,8 @@ def search(tx: Tx, query: Query, found: Plan, tuning: Tuning = TUNING) -> list[H
     if query.mode == "vector":
         return by_meaning[: query.limit]
     by_words = _ranking(tx, query, found, tuning, LEXICAL)
-    fused = _unique(combine(by_words, by_meaning, tuning.hybrid_k, tuning.vector_weight))
+    fused = unique_texts(combine(by_words, by_meaning, tuning.hybrid_k, tuning.vector_weight))
     return _with_room_for_meaning(fused, by_meaning, query.limit, tuning.vector_reserve)
-
-
-def _text_key(hit: Hit) -> str:
-    return " ".join(hit.text.split()).casefold()
-
-
-def _unique(hits: list[Hit]) -> list[Hit]:
-    """The first hit of each text (the same text found as an item and a turn, or twice)."""
-    seen: set[str] = set()
-    unique = []
-    for hit in hits:
-        key = _text_key(hit)
-        if key not in seen:
-            seen.add(key)
-            unique.append(hit)
-    return unique
 
 
 def _with_room_for_meaning(
@@ -80,13 +64,13 @@ def _with_room_for_meaning(
     weak word matches (measured: MemDaily recall@10 0.919 → 0.935, LoCoMo unchanged)."""
     reserve = min(reserve, limit // 3)
     head = fused[: limit - reserve]
-    taken = {_text_key(h) for h in head}
+    taken = {text_key(h) for h in head}
     extra: list[Hit] = []
     for hit in by_meaning:
         if len(extra) == reserve:
             break
-        if _text_key(hit) not in taken:
-            taken.add(_text_key(hit))
+        if text_key(hit) not in taken:
+            taken.add(text_key(hit))
             extra.append(hit)
-    rest = [h for h in fused[limit - reserve :] if _text_key(h) not in taken]
+    rest = [h for h in fused[limit - reserve :] if text_key(h) not in taken]
     return (head + extra + rest)[:limit]

@@ -53,14 +53,23 @@ def fuse(lists: Sequence[list[Hit]], now: float, rrf_k: float = RRF_K) -> list[H
         ),
         key=lambda h: (-h.score, h.id),
     )
+    return unique_texts(ranked)
+
+
+def text_key(hit: Hit) -> str:
+    """What makes two hits the same line (the same text found as an item and a turn)."""
+    return " ".join(hit.text.split()).casefold()
+
+
+def unique_texts(hits: list[Hit]) -> list[Hit]:
+    """The first hit of each text."""
     seen: set[str] = set()
     unique = []
-    for hit in ranked:
-        key = " ".join(hit.text.split()).casefold()
-        if key in seen:
-            continue
-        seen.add(key)
-        unique.append(hit)
+    for hit in hits:
+        key = text_key(hit)
+        if key not in seen:
+            seen.add(key)
+            unique.append(hit)
     return unique
 
 
