@@ -9,7 +9,9 @@ about plumbing); `test_local_model.py` uses the real local model.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +19,7 @@ import pytest
 
 from nahida.app import Paths, choose_embedder, open_memory
 from nahida.errors import ConfigError, ProviderServerError
-from nahida.memory import MemoryService, NewTurn, Query, viewer_for
+from nahida.memory import EmbeddingSettings, MemoryService, NewTurn, Query, viewer_for
 from nahida.memory.store.sqlite import SqliteStore
 from nahida.providers.client import ClientSettings
 from nahida.providers.openai import OpenAIProvider
@@ -36,6 +38,20 @@ def endpoint(
         base_url=server.url, api_key="sk-test", max_retries=retries, backoff_base=0.01
     )
     return EndpointEmbedder(OpenAIProvider("fake", settings), model, owned=True)
+
+
+@contextlib.asynccontextmanager
+async def served(
+    server: FakeOpenAIServer, path: Path, model: str = "bigram-64", **settings: float
+) -> AsyncIterator[MemoryService]:
+    """Memory on `path` embedding through the fake server's `/v1/embeddings`; closed after."""
+    embedding = EmbeddingSettings(**settings) if settings else None
+    memory = MemoryService(SqliteStore(path), embedder=endpoint(server, model), embedding=embedding)
+    try:
+        yield memory
+    finally:
+        await memory.embeddings.aclose()
+        memory.close()
 
 
 def inputs(server: FakeOpenAIServer) -> list[str]:
@@ -80,8 +96,7 @@ async def test_the_embed_route_gives_normalised_vectors_and_retries(
 async def test_upkeep_embeds_once_per_text_skips_short_turns_and_search_finds_by_vector(
     tmp_path: Path, openai_server: FakeOpenAIServer
 ) -> None:
-    memory = MemoryService(SqliteStore(tmp_path / "m.db"), embedder=endpoint(openai_server))
-    try:
+    async with served(openai_server, tmp_path / "m.db") as memory:
         await say(memory, CHAT, "周末我们去爬山吧", "好的", "哈哈哈哈")
         await say(memory, OTHER, "周末我们去爬山吧")  # the same text in another chat
         report = await memory.embeddings.catch_up()
@@ -94,22 +109,12 @@ async def test_upkeep_embeds_once_per_text_skips_short_turns_and_search_finds_by
         hits = await memory.recall.search(Query("爬山", viewer, mode="vector"))
         assert [h.text for h in hits] == ["周末我们去爬山吧"]  # this chat's only, no short turns
         assert (await memory.embeddings.catch_up()).embedded == 0  # nothing left to do
-    finally:
-        await memory.embeddings.aclose()
-        memory.close()
 
 
 async def test_a_slow_embedder_makes_the_search_lexical_within_its_bound(
     tmp_path: Path, openai_server: FakeOpenAIServer
 ) -> None:
-    from nahida.memory import EmbeddingSettings
-
-    memory = MemoryService(
-        SqliteStore(tmp_path / "m.db"),
-        embedder=endpoint(openai_server),
-        embedding=EmbeddingSettings(query_timeout=0.2),
-    )
-    try:
+    async with served(openai_server, tmp_path / "m.db", query_timeout=0.2) as memory:
         await say(memory, CHAT, "我们周末去爬山")
         await memory.embeddings.catch_up()
         openai_server.embed_delay = 5.0
@@ -121,25 +126,16 @@ async def test_a_slow_embedder_makes_the_search_lexical_within_its_bound(
             Query("爬山", viewer_for(CHAT, "7"), mode="vector")
         )
         assert vector_only == []  # no query vector in time: nothing to search by meaning
-    finally:
-        openai_server.embed_delay = 0.0
-        await memory.embeddings.aclose()
-        memory.close()
 
 
 async def test_a_new_model_re_embeds_and_models_never_mix(
     tmp_path: Path, openai_server: FakeOpenAIServer
 ) -> None:
     path = tmp_path / "m.db"
-    first = MemoryService(SqliteStore(path), embedder=endpoint(openai_server, "model-a"))
-    try:
+    async with served(openai_server, path, "model-a") as first:
         await say(first, CHAT, "我们周末去爬山", "明天下午开会")
         assert (await first.embeddings.catch_up()).embedded == 2
-    finally:
-        await first.embeddings.aclose()
-        first.close()
-    second = MemoryService(SqliteStore(path), embedder=endpoint(openai_server, "model-b"))
-    try:
+    async with served(openai_server, path, "model-b") as second:
         await second.embeddings.load()
         viewer = viewer_for(CHAT, "7")
         before = await second.recall.search(Query("爬山", viewer, mode="vector"))
@@ -150,9 +146,6 @@ async def test_a_new_model_re_embeds_and_models_never_mix(
         assert report.embedded == 2
         after = await second.recall.search(Query("爬山", viewer, mode="vector"))
         assert after and after[0].text == "我们周末去爬山"
-    finally:
-        await second.embeddings.aclose()
-        second.close()
 
 
 async def test_hybrid_search_fuses_and_a_forgotten_turn_stays_out(
@@ -161,8 +154,7 @@ async def test_hybrid_search_fuses_and_a_forgotten_turn_stays_out(
     from nahida.envelope import ChatKey, UserKey
     from nahida.memory import Actor
 
-    memory = MemoryService(SqliteStore(tmp_path / "m.db"), embedder=endpoint(openai_server))
-    try:
+    async with served(openai_server, tmp_path / "m.db") as memory:
         result = await memory.items.remember(
             "我喜欢徒步旅行", chat=ChatKey.parse(CHAT), user=UserKey.parse("onebot:7")
         )
@@ -176,9 +168,6 @@ async def test_hybrid_search_fuses_and_a_forgotten_turn_stays_out(
         for mode in ("vector", "hybrid"):
             hits = await memory.recall.search(Query("徒步旅行", viewer, mode=mode))  # type: ignore[arg-type]
             assert item_id not in [h.id for h in hits]
-    finally:
-        await memory.embeddings.aclose()
-        memory.close()
 
 
 def test_backend_choice(tmp_path: Path) -> None:
@@ -230,14 +219,7 @@ async def test_background_run_embeds_new_turns_without_being_asked(
 async def test_a_burst_beyond_the_query_queue_is_searched_lexically_at_once(
     tmp_path: Path, openai_server: FakeOpenAIServer
 ) -> None:
-    from nahida.memory import EmbeddingSettings
-
-    memory = MemoryService(
-        SqliteStore(tmp_path / "m.db"),
-        embedder=endpoint(openai_server),
-        embedding=EmbeddingSettings(query_timeout=5.0),
-    )
-    try:
+    async with served(openai_server, tmp_path / "m.db", query_timeout=5.0) as memory:
         await say(memory, CHAT, "我们周末去爬山")
         await memory.embeddings.catch_up()
         openai_server.embed_delay = 0.5
@@ -252,10 +234,6 @@ async def test_a_burst_beyond_the_query_queue_is_searched_lexically_at_once(
         took = await asyncio.gather(*(timed() for _ in range(4)))
         assert memory.embeddings.busy == 2  # two waited for their vectors, two did not
         assert sorted(took)[1] < 0.3 < sorted(took)[2]
-    finally:
-        openai_server.embed_delay = 0.0
-        await memory.embeddings.aclose()
-        memory.close()
 
 
 async def test_the_upkeep_job_counts_its_work_and_skips_without_an_embedder(
@@ -264,16 +242,12 @@ async def test_the_upkeep_job_counts_its_work_and_skips_without_an_embedder(
     from nahida.memory import EmbeddingUpkeep
     from nahida.scheduler import JobContext
 
-    memory = MemoryService(SqliteStore(tmp_path / "m.db"), embedder=endpoint(openai_server))
-    try:
+    async with served(openai_server, tmp_path / "m.db") as memory:
         await say(memory, CHAT, "我们周末去爬山", "好的")
         ctx = JobContext(asyncio.Event())
         await EmbeddingUpkeep(memory).run(ctx)
         assert ctx.counts == {"embedded": 1, "cached": 0, "skipped": 1, "swept": 0}
         assert ctx.skipped is None
-    finally:
-        await memory.embeddings.aclose()
-        memory.close()
     lexical = MemoryService(SqliteStore(tmp_path / "m.db"))
     try:
         ctx = JobContext(asyncio.Event())
