@@ -97,5 +97,7 @@ class LocalEmbedder:
         self._handle("passage")
 
     async def aclose(self) -> None:
+        """Drop what is queued and wait for the batch in flight (at most one, under a second):
+        no embedding runs on after its owner has closed."""
         for executor in self._executors.values():
-            executor.shutdown(wait=False, cancel_futures=True)
+            await asyncio.to_thread(executor.shutdown, wait=True, cancel_futures=True)
