@@ -240,7 +240,7 @@ class NewTurn:
 class Hit:
     """One recalled line: a memory item or an older history turn."""
 
-    kind: Literal["turn", "item"]
+    kind: Literal["turn", "item", "episode"]
     id: str
     text: str
     score: float
@@ -286,3 +286,66 @@ class JobRun:
         data["started_at"] = iso(self.started_at)
         data["finished_at"] = iso(self.finished_at)
         return data
+
+
+# working memory, profiles, episodes -------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class WarmSummary:
+    """A session's warm summary (DESIGN §7): what its rounds older than the hot window said."""
+
+    session_id: str
+    chat: str
+    summary: str = ""
+    through_turn: int = 0  # the last turn the summary covers
+    rounds: int = 0  # rounds it covers since it was last rolled into cold facts
+    total_rounds: int = 0  # rounds ever summarised
+    rolls: int = 0
+    failures: int = 0  # compactions failed in a row (they retry)
+    last_error: str | None = None
+    updated_at: float = 0.0
+
+
+PROFILE_SECTIONS: tuple[str, ...] = (
+    "基础特征",
+    "身份与背景",
+    "目标与方向",
+    "工作与沟通方式",
+    "心理与情绪",
+    "个人语言与激励",
+    "与 Agent 的约定",
+)
+ProfileMode = Literal["append", "overwrite", "merge"]
+
+
+@dataclass(frozen=True, slots=True)
+class ProfileEntry:
+    """One bullet of a person's profile. `sensitivity` public: said where others could hear it
+    (a group), so a group may see it; private: only the person's private chat and the CLI."""
+
+    id: str  # "p_7f3a2c"
+    user: str  # UserKey
+    section: str  # one of PROFILE_SECTIONS
+    text: str
+    sensitivity: str = "private"
+    source: str = "agent_proactive"
+    chat: str | None = None  # where it was said
+    status: str = "active"  # active | archived
+    created_at: float = 0.0
+    updated_at: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Episode:
+    """One finished session, summarised (the Ethan layer 4): recallable in its chat."""
+
+    id: str  # "e_7f3a2c"
+    session_id: str
+    chat: str
+    summary: str
+    keywords: tuple[str, ...]
+    started_at: float
+    ended_at: float
+    turn_count: int
+    created_at: float = 0.0

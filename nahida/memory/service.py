@@ -7,6 +7,8 @@ The runner, chat commands, CLI, background jobs and plugins all go through it, b
     memory.recall     search as a viewer sees it, and the prompt's memory block
     memory.runs       background job runs and their leases
     memory.embeddings vectors for recall by meaning: upkeep in the background, query vectors
+    memory.profiles   one profile per person, in fixed sections (`profiles.py`)
+    memory.episodes   one summary per finished session, recallable (`episodes.py`)
 
 Each part prepares what needs CPU (jieba tokens, the safety filter) before it calls the store,
 and the store runs the unit of work in one transaction on its own thread.
@@ -26,6 +28,7 @@ from nahida.errors import MemoryPermissionError
 from nahida.memory import candidates, importer, write
 from nahida.memory.access import Actor, can_forget, review_scopes
 from nahida.memory.embedding import Embeddings, EmbeddingSettings
+from nahida.memory.episodes import Episodes
 from nahida.memory.importer import BadLine, ImportReport
 from nahida.memory.models import (
     Candidate,
@@ -36,6 +39,7 @@ from nahida.memory.models import (
     MemoryItem,
     WriteResult,
 )
+from nahida.memory.profiles import Profiles
 from nahida.memory.recall import TUNING, Mode, Query, Tuning, pack, plan, search
 from nahida.memory.recall.rerank import rerank
 from nahida.memory.scopes import Viewer
@@ -328,6 +332,8 @@ class MemoryService:
             reranker=reranker,
         )
         self.runs = Runs(store)
+        self.profiles = Profiles(store)
+        self.episodes = Episodes(store, changed=self.embeddings.nudge)
 
     @property
     def capabilities(self) -> StoreCapabilities:

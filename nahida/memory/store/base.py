@@ -26,12 +26,15 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol, TypeVar
 
 from nahida.memory.models import (
     Candidate,
+    Episode,
     JobRun,
     MemoryEvent,
     MemoryItem,
     NewTurn,
+    ProfileEntry,
     Session,
     Turn,
+    WarmSummary,
 )
 from nahida.memory.scopes import Visibility
 
@@ -336,6 +339,37 @@ class JobRows(Protocol):
         """Runs newest first: of one job, or the latest run of each job when `job` is None."""
 
 
+class SummaryRows(Protocol):
+    """Warm summaries of sessions (working memory, DESIGN §7)."""
+
+    def get(self, session_id: str) -> WarmSummary | None: ...
+
+    def put(self, summary: WarmSummary) -> None:
+        """Write the session's summary (insert or replace)."""
+
+    def failed(self, session_id: str, chat: str, error: str, at: float) -> int:
+        """Count a failed compaction of the session; returns the failures in a row."""
+
+    def failing(self, limit: int) -> list[WarmSummary]:
+        """Summaries whose last compaction failed, most failures first."""
+
+    def since(self, session_id: str, after: int, limit: int) -> list[Turn]:
+        """Unhidden user/assistant turns of the session after turn `after`, oldest first."""
+
+
+class ProfileRows(Protocol):
+    """Profile bullets (the Ethan layer 3), one row each; filled in by the profiles work."""
+
+    def of_user(self, user: str, public_only: bool) -> list[ProfileEntry]:
+        """The person's active bullets (only the public ones: `public_only`), in order."""
+
+
+class EpisodeRows(Protocol):
+    """Episodes of finished sessions (the Ethan layer 4); filled in by the episodes work."""
+
+    def get(self, episode_id: str) -> Episode | None: ...
+
+
 class Tx(Protocol):
     """One transaction's view of the database."""
 
@@ -353,6 +387,12 @@ class Tx(Protocol):
     def jobs(self) -> JobRows: ...
     @property
     def vectors(self) -> VectorRows: ...
+    @property
+    def summaries(self) -> SummaryRows: ...
+    @property
+    def profiles(self) -> ProfileRows: ...
+    @property
+    def episodes(self) -> EpisodeRows: ...
 
 
 Unit = Callable[..., T]  # unit(tx, *args) -> T

@@ -15,10 +15,13 @@ from nahida.memory.store.sqlite.db import Connection, driver, transaction
 from nahida.memory.store.sqlite.schema import (
     CANDIDATE_VALIDITY,
     EMBEDDINGS,
+    EPISODES,
     HIDDEN_TURNS,
     JOB_TABLES,
     MEMORY_TABLES,
+    PROFILES,
     SESSIONS_AND_TURNS,
+    WORKING_MEMORY,
 )
 
 
@@ -104,6 +107,9 @@ MIGRATIONS: list[Migration] = [
     Migration("0006_hidden_turns", _sql(HIDDEN_TURNS)),
     Migration("0007_redact_history", _redact_history),
     Migration("0008_embeddings", _sql(EMBEDDINGS)),
+    Migration("0009_working_memory", _sql(WORKING_MEMORY)),
+    Migration("0010_profiles", _sql(PROFILES)),
+    Migration("0011_episodes", _sql(EPISODES)),
 ]
 
 

@@ -175,3 +175,33 @@ CREATE INDEX memory_items_by_embed_hash ON memory_items (embed_hash);
 CREATE INDEX memory_items_for_vectors
     ON memory_items (scope, status, sensitivity, created_at, embed_hash)
 """
+
+# Working memory (DESIGN §7): one row per session with a warm summary. `through_turn` is the last
+# turn the summary covers; `rounds` how many rounds it covers since it was last rolled into cold
+# facts; `failures` / `last_error` what the last compactions that failed said (they retry).
+WORKING_MEMORY = """
+CREATE TABLE session_summaries (
+    session_id    TEXT PRIMARY KEY REFERENCES sessions (id) ON DELETE CASCADE,
+    chat          TEXT NOT NULL,
+    summary       TEXT NOT NULL DEFAULT '',
+    through_turn  INTEGER NOT NULL DEFAULT 0,
+    rounds        INTEGER NOT NULL DEFAULT 0,
+    total_rounds  INTEGER NOT NULL DEFAULT 0,
+    rolls         INTEGER NOT NULL DEFAULT 0,
+    failures      INTEGER NOT NULL DEFAULT 0,
+    last_error    TEXT,
+    updated_at    REAL NOT NULL
+);
+CREATE INDEX session_summaries_by_chat ON session_summaries (chat, updated_at);
+CREATE INDEX session_summaries_failing ON session_summaries (failures) WHERE failures > 0
+"""
+
+# Profiles (DESIGN §3, the Ethan layer 3): filled in by the profiles work.
+PROFILES = """
+SELECT 1
+"""
+
+# Episodes (DESIGN §3, the Ethan layer 4): filled in by the episodes work.
+EPISODES = """
+SELECT 1
+"""

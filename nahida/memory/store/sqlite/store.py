@@ -8,10 +8,13 @@ from typing import Any, TypeVar
 
 from nahida.memory.store.base import StoreCapabilities
 from nahida.memory.store.sqlite.db import Connection, Database, capabilities, connect
+from nahida.memory.store.sqlite.episodes import EpisodeTable
 from nahida.memory.store.sqlite.history import SessionTable, TurnTable
 from nahida.memory.store.sqlite.items import CandidateTable, EventTable, ItemTable
 from nahida.memory.store.sqlite.jobs import JobTable
+from nahida.memory.store.sqlite.profiles import ProfileTable
 from nahida.memory.store.sqlite.vectors import VectorTable
+from nahida.memory.store.sqlite.working import SummaryTable
 
 T = TypeVar("T")
 
@@ -27,6 +30,9 @@ class SqliteTx:
         self.candidates = CandidateTable(conn)
         self.jobs = JobTable(conn)
         self.vectors = VectorTable(conn)
+        self.summaries = SummaryTable(conn)
+        self.profiles = ProfileTable(conn)
+        self.episodes = EpisodeTable(conn)
 
 
 def _store_capabilities(conn: Connection) -> StoreCapabilities:
