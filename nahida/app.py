@@ -40,6 +40,7 @@ from nahida.memory import (
     MemoryService,
     Store,
     StoreCapabilities,
+    WorkingSettings,
     turn_parts,
     warm_up,
 )
@@ -172,6 +173,13 @@ def open_memory(
         search_mode=config.memory.search,
         reranker=reranker,
         embedder_why=choice.why,
+        model=model,
+        working=WorkingSettings(
+            hot_size=config.session.hot_size,
+            compress_batch=config.session.compress_batch,
+            warm_capacity=config.session.warm_capacity,
+            companion=config.bot.companion_chats(),
+        ),
     )
 
 
@@ -234,6 +242,7 @@ class App:
         self.background = BackgroundWork(
             concurrency=config.bus.concurrency, queue_size=config.bus.queue_size
         )
+        self.memory.working.schedule = self.background.submit
         self.runner = SessionRunner(
             model=self.model,
             send=self.send,
@@ -284,6 +293,9 @@ class App:
         if self._stop is not None:
             self._stop.set()
 
+    async def sessions_closing(self) -> None:
+        """The bot stops with replies drained; sessions stay open (the next run continues them)."""
+
     async def _run_adapter(self, adapter: Adapter) -> None:
         bound = log.bind(platform=adapter.platform)
         try:
@@ -321,6 +333,7 @@ class App:
                 await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
                 log.info("shutting_down", accepted=self.bus.accepted, handled=self.bus.handled)
                 await self.bus.shutdown()
+                await self.sessions_closing()
                 await self.background.shutdown()
                 embeddings.stop()
                 for task in [*tasks, *waiters]:
@@ -348,6 +361,13 @@ class TerminalApp(App):
     @property
     def interactive(self) -> bool:
         return self.console.interactive
+
+    async def sessions_closing(self) -> None:
+        """The terminal chat ends its session when it exits: its episode is written (queued
+        before the background work drains)."""
+        current = await self.memory.sessions.current(self.chat)
+        if current is not None:
+            await self.memory.working.finish(current, self.chat)
 
 
 def console_app(

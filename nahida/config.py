@@ -22,6 +22,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
+from nahida.envelope import ChatKey
 from nahida.errors import ConfigError
 
 DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
@@ -62,6 +63,9 @@ class BotConfig(_Model):
     group_overrides: dict[str, dict[str, Any]] = Field(default_factory=dict)
     rate_limit: RateLimitConfig = Field(default_factory=RateLimitConfig)
     max_tool_rounds: int = Field(4, ge=0, le=20)
+    # chat key -> mode; a chat not named here is an assistant chat. Only companion chats have
+    # 心理与情绪 (emotions) filled in their people's profiles by background extraction.
+    chat_modes: dict[str, Literal["assistant", "companion"]] = Field(default_factory=dict)
     timezone: str | None = None  # IANA name, e.g. "Asia/Shanghai"; None: the system's zone
 
     @field_validator("timezone")
@@ -75,6 +79,22 @@ class BotConfig(_Model):
                     f"unknown time zone {value!r} (an IANA name such as Asia/Shanghai)"
                 ) from None
         return value
+
+    @field_validator("chat_modes")
+    @classmethod
+    def _chat_keys(cls, value: dict[str, str]) -> dict[str, str]:
+        for chat in value:
+            try:
+                ChatKey.parse(chat)
+            except ValueError:
+                raise ValueError(
+                    f"{chat!r} is not a chat key (platform:private|group:id, e.g."
+                    " onebot:private:42)"
+                ) from None
+        return value
+
+    def companion_chats(self) -> frozenset[str]:
+        return frozenset(c for c, mode in self.chat_modes.items() if mode == "companion")
 
     def zone(self) -> tzinfo:
         """Where the bot's days begin: prompts, commands and relative dates use it."""
@@ -95,6 +115,8 @@ class SessionConfig(_Model):
     hot_size: int = Field(10, ge=0)  # rounds of the current session shown verbatim
     idle_split_minutes: int = Field(720, ge=0)  # a message after this gap starts a new session
     context_tokens: int = Field(6000, ge=500)  # approximate budget of the whole prompt
+    compress_batch: int = Field(5, ge=1, le=100)  # rounds out of the hot window per summary update
+    warm_capacity: int = Field(20, ge=2, le=1000)  # rounds a summary covers before it is rolled
 
 
 class EmbeddingConfig(_Model):

@@ -1,4 +1,11 @@
-"""Builds the prompt: persona, named memory slots, the hot window and the current message.
+"""Builds the prompt (DESIGN §7): the system message, memory as acknowledged context, the hot
+window and the current message.
+
+    system     persona · language · now · the speaker's profile · <behavioral_guidelines>
+    user       [长期记忆] recalled long-term memory          assistant  好的。
+    user       [对话摘要] the session's warm summary        assistant  好的。
+    …          the hot rounds, verbatim
+    user       the current message
 
 Token counts are estimates (`providers.base.estimate_tokens`). When the budget is tight the oldest
 hot-window turns go first; slots are trimmed by their sources.
@@ -10,16 +17,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from nahida.hooks import SLOTS
 from nahida.i18n import Language
 from nahida.memory import Turn
 from nahida.providers.base import Message, estimate_tokens
 
-SLOT_TITLES = {
-    "profile": "About the person you are talking to",
-    "rules": "Behaviour rules",
-    "summary": "Earlier in this conversation",
-    "memory": "Relevant memory",
+PROFILE_TITLE = "## About the person you are talking to"
+RULES_INTRO = "Follow these rules of the people you talk with (newer ones win):"
+# (label of the slot's message, the assistant's acknowledgement) per language
+CONTEXT_LABELS: dict[Language, dict[str, str]] = {
+    "zh": {"memory": "[长期记忆]", "summary": "[对话摘要]", "ack": "好的。"},
+    "en": {"memory": "[Long-term memory]", "summary": "[Conversation summary]", "ack": "OK."},
 }
 LANGUAGE_LINE: dict[Language, str] = {
     "zh": "默认用简体中文回答，除非对方使用其他语言。",
@@ -53,14 +60,22 @@ def build_prompt(
     budget: int,
 ) -> Prompt:
     parts = [persona.strip(), LANGUAGE_LINE[language], f"Now: {now:%Y-%m-%d %H:%M %Z}"]
-    for slot in SLOTS:
-        text = slots.get(slot)
-        if text:
-            parts.append(f"## {SLOT_TITLES[slot]}\n{text.strip()}")
+    profile, rules = slots.get("profile", "").strip(), slots.get("rules", "").strip()
+    if profile:
+        parts.append(f"{PROFILE_TITLE}\n{profile}")
+    if rules:
+        parts.append(f"<behavioral_guidelines>\n{RULES_INTRO}\n{rules}\n</behavioral_guidelines>")
     system = Message("system", "\n\n".join(p for p in parts if p))
+    labels = CONTEXT_LABELS[language]
+    context: list[Message] = []
+    for slot in ("memory", "summary"):
+        text = slots.get(slot, "").strip()
+        if text:
+            context.append(Message("user", f"{labels[slot]}\n{text}"))
+            context.append(Message("assistant", labels["ack"]))
     user_text = f"{current_name}: {current}" if is_group and current_name else current
     last = Message("user", user_text)
-    used = estimate_tokens(system.content) + estimate_tokens(last.content)
+    used = sum(estimate_tokens(m.content) for m in (system, *context, last))
     history: list[Message] = []
     kept = 0
     for turn in reversed([t for t in hot if t.role in ("user", "assistant") and t.content]):
@@ -73,4 +88,4 @@ def build_prompt(
         history.append(Message("user" if turn.role == "user" else "assistant", text))
     history.reverse()
     eligible = sum(1 for t in hot if t.role in ("user", "assistant") and t.content)
-    return Prompt((system, *history, last), used, eligible - kept)
+    return Prompt((system, *context, *history, last), used, eligible - kept)

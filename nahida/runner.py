@@ -106,7 +106,9 @@ class SessionRunner:
         if recorded is None:
             log.info("duplicate_message_dropped")
             return
-        turn, hot = recorded
+        turn, hot = recorded.turn, recorded.hot
+        if recorded.ended is not None:  # a long gap ended the chat's last session
+            await self.memory.working.finish(recorded.ended, str(envelope.chat))
         ctx = TurnContext(
             envelope,
             turn.session_id,
@@ -131,14 +133,14 @@ class SessionRunner:
         elif not self.model.configured:
             await self._reply(envelope, t("no_model", ctx.language))
         else:
-            reply = await self._answer(ctx, hot)
+            reply = await self._answer(ctx, hot, recorded.summary)
         await self._run_hooks(ctx, reply)
 
-    async def _answer(self, ctx: TurnContext, hot: list[Turn]) -> str | None:
+    async def _answer(self, ctx: TurnContext, hot: list[Turn], summary: str) -> str | None:
         """Model → reply → persist; the stored answer, or None when the model failed."""
         envelope = ctx.envelope
         try:
-            completion = await self._complete(ctx, hot)
+            completion = await self._complete(ctx, hot, summary)
         except ProviderError as exc:
             log.warning("provider_failed", error=str(exc), error_type=type(exc).__name__)
             await self.memory.sessions.mark_error(ctx.turn.id, f"{type(exc).__name__}: {exc}")
@@ -195,8 +197,8 @@ class SessionRunner:
         )
         await self._reply(envelope, await self.commands.dispatch(ctx, envelope.text))
 
-    async def _complete(self, ctx: TurnContext, hot: list[Turn]) -> Completion:
-        slots: dict[str, str] = {}
+    async def _complete(self, ctx: TurnContext, hot: list[Turn], summary: str) -> Completion:
+        slots: dict[str, str] = {"summary": summary} if summary else {}
         for source in self.sources:
             try:
                 text = await source.gather(ctx)

@@ -122,11 +122,11 @@ def chat(
     bot = _terminal(config, state)
     sessions = bot.memory.sessions
     if resume:
-        found = asyncio.run(sessions.resume(bot.chat, resume))
-        if found is None:
+        resumed = asyncio.run(sessions.resume(bot.chat, resume))
+        if resumed is None:
             bot.memory.close()
             raise fail(f"no session matches {resume!r} (see `nahida session list`)", 1)
-        typer.echo(f"resumed {found.id}: {found.title}", err=True)
+        typer.echo(f"resumed {resumed[0].id}: {resumed[0].title}", err=True)
     _banner(config, bot)
     asyncio.run(bot.run())
 

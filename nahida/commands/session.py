@@ -7,7 +7,9 @@ from nahida.i18n import t
 
 
 async def new(ctx: CommandContext, args: str) -> str:
-    await ctx.memory.sessions.start_new(ctx.chat)
+    ended = await ctx.memory.sessions.start_new(ctx.chat)
+    if ended is not None:
+        await ctx.memory.working.finish(ended, ctx.chat)
     return t("new_session", ctx.language)
 
 
@@ -30,7 +32,10 @@ async def sessions(ctx: CommandContext, args: str) -> str:
 async def resume(ctx: CommandContext, args: str) -> str:
     if not args:
         return t("resume_usage", ctx.language)
-    found = await ctx.memory.sessions.resume(ctx.chat, args)
+    resumed = await ctx.memory.sessions.resume(ctx.chat, args)
+    found = resumed[0] if resumed else None
+    if resumed is not None and resumed[1] is not None:
+        await ctx.memory.working.finish(resumed[1], ctx.chat)
     if found is None and args.strip() == "last":
         return t("no_earlier_session", ctx.language)
     if found is None:

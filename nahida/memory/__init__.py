@@ -35,6 +35,7 @@ from nahida.memory.service import TOO_LONG, MemoryService
 from nahida.memory.store.base import Store, StoreCapabilities, VectorCounts
 from nahida.memory.tokenize import index_text, warm_up
 from nahida.memory.turn import TurnParts, turn_parts
+from nahida.memory.working import WorkingSettings
 
 __all__ = [
     "GLOBAL",
@@ -75,6 +76,7 @@ __all__ = [
     "TurnParts",
     "VectorCounts",
     "Viewer",
+    "WorkingSettings",
     "WriteResult",
     "admin_viewer",
     "candidates",

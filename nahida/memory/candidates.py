@@ -6,6 +6,10 @@
   about the speaker (public), or the group's for group decisions.
 - `admin_edit` (`human_edit`, the CLI): the scope named, or where `--chat`/`--user` would say it.
 - `from_plugin` (`plugin:<name>`, `memory_store`): the person, the chat or global, as it says.
+- `compressed` (`compress`, a warm summary's cold facts): in a private chat about the person
+  (private); in a group, the group's memory (public: it was said there).
+- `proactive` (`agent_proactive`, the model's `memory_write`) and `procedure` (`procedure_write`,
+  and rules people state): where the speaker is, as `remembered` would put it.
 
 Every builder returns a `Candidate`; the write path (`write.prepare` / `write.propose`) filters,
 deduplicates and commits it. A builder raises ValueError for a target that does not parse.
@@ -224,6 +228,35 @@ def from_plugin(
         subject_user=str(subject) if subject else None,
         speaker_user=str(said_by) if said_by else None,
         evidence=tuple(evidence) if evidence else (Evidence(ref=source, time=time.time()),),
+    )
+
+
+COMPRESSED_CONFIDENCE = 0.8
+COMPRESSED_EXPLICIT = 0.9  # a person asked to remember it, corrected something, stated a preference
+
+
+def compressed(
+    content: str,
+    *,
+    kind: str,
+    explicit: bool,
+    chat: ChatKey,
+    session_id: str,
+    at: float | None = None,
+) -> Candidate:
+    """A cold key fact the compress model found in a session's warm summary."""
+    person = None if chat.is_group else chat.person
+    scope = chat_scope(chat) if person is None else user_scope(person)
+    return Candidate(
+        scope=scope,
+        kind=kind if kind in KINDS else "fact",
+        content=content.strip(),
+        source="compress",
+        confidence=COMPRESSED_EXPLICIT if explicit else COMPRESSED_CONFIDENCE,
+        importance=0.6,
+        sensitivity="public" if person is None else "private",
+        subject_user=None if person is None else str(person),
+        evidence=(Evidence(chat=str(chat), ref=f"session:{session_id}", time=_now(at)),),
     )
 
 

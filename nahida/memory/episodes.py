@@ -3,8 +3,9 @@ work."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
+from nahida.memory.models import Episode
 from nahida.memory.store.base import Store
 
 
@@ -14,3 +15,16 @@ class Episodes:
     def __init__(self, store: Store, changed: Callable[[], None] = lambda: None) -> None:
         self.store = store
         self.changed = changed
+
+    async def add(
+        self,
+        *,
+        session_id: str,
+        chat: str,
+        summary: str,
+        keywords: Sequence[str],
+        started_at: float,
+        ended_at: float,
+        turn_count: int,
+    ) -> Episode:
+        raise NotImplementedError  # the episodes work

@@ -253,7 +253,7 @@ def record_batch(
             continue
         imported += 1
         for memory in item.memories:
-            evidence = tuple(replace(e, turn_id=stored.id) for e in memory.candidate.evidence)
+            evidence = tuple(replace(e, turn_id=stored[0].id) for e in memory.candidate.evidence)
             with_turn = replace(memory, candidate=replace(memory.candidate, evidence=evidence))
             if write.propose(tx, with_turn, mode, extract.SOURCE).outcome != "rejected":
                 memories += 1

@@ -9,6 +9,7 @@ The runner, chat commands, CLI, background jobs and plugins all go through it, b
     memory.embeddings vectors for recall by meaning: upkeep in the background, query vectors
     memory.profiles   one profile per person, in fixed sections (`profiles.py`)
     memory.episodes   one summary per finished session, recallable (`episodes.py`)
+    memory.working    warm summaries and episodes, written by the compress model (`working.py`)
 
 Each part prepares what needs CPU (jieba tokens, the safety filter) before it calls the store,
 and the store runs the unit of work in one transaction on its own thread.
@@ -46,7 +47,8 @@ from nahida.memory.scopes import Viewer
 from nahida.memory.sessions import Sessions
 from nahida.memory.store.base import Store, StoreCapabilities, Tx
 from nahida.memory.tokenize import run_cpu
-from nahida.providers.base import Embedder, Reranker
+from nahida.memory.working import WorkingMemory, WorkingSettings
+from nahida.providers.base import ChatModel, Embedder, Reranker
 
 MAX_ITEM_CHARS = 1000  # the default `limits.item_chars`
 TOO_LONG = "too_long"
@@ -308,6 +310,8 @@ class MemoryService:
         search_mode: Mode = "hybrid",
         reranker: Reranker | None = None,
         embedder_why: str = "",
+        model: ChatModel | None = None,
+        working: WorkingSettings | None = None,
     ) -> None:
         self.store = store
         self.tz = tz  # the bot's zone (`bot.timezone`); None: the system's
@@ -319,8 +323,14 @@ class MemoryService:
             query_timeout=settings.query_timeout,
             why=embedder_why,
         )
+        work = working or WorkingSettings()
         self.sessions = Sessions(
-            store, idle_split=idle_split, mode=mode, tz=tz, changed=self.embeddings.nudge
+            store,
+            idle_split=idle_split,
+            mode=mode,
+            tz=tz,
+            changed=self.embeddings.nudge,
+            slack=work.batch_turns if model is not None else 0,
         )
         self.items = Items(store, mode, item_chars, tz, changed=self.embeddings.nudge)
         self.recall = Recall(
@@ -334,6 +344,15 @@ class MemoryService:
         self.runs = Runs(store)
         self.profiles = Profiles(store)
         self.episodes = Episodes(store, changed=self.embeddings.nudge)
+        self.working = WorkingMemory(
+            store,
+            model,
+            settings=work,
+            propose=self.items.propose,
+            profiles=self.profiles,
+            episodes=self.episodes,
+            tz=tz,
+        )
 
     @property
     def capabilities(self) -> StoreCapabilities:

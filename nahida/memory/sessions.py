@@ -17,7 +17,7 @@ from __future__ import annotations
 import secrets
 import time
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, tzinfo
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -38,30 +38,42 @@ def new_session_id(at: float) -> str:
     return f"s_{stamp}_{secrets.token_hex(2)}"
 
 
-def _open_session(tx: Tx, turn: NewTurn, idle_split: float) -> str:
-    """The session a user turn belongs to, creating it when needed."""
+def _open_session(tx: Tx, turn: NewTurn, idle_split: float) -> tuple[str, str | None]:
+    """The session a user turn belongs to, creating it when needed; and the session that ended
+    because this turn came after a long gap (idle split), if any."""
     pointer = tx.sessions.current(turn.chat)
     if pointer and pointer[0] and not (idle_split and turn.time - pointer[1] > idle_split):
-        return pointer[0]
+        return pointer[0], None
     title = " ".join(turn.content.split())[:TITLE_CHARS] or "…"
     while True:  # an id taken meanwhile (another process) is simply drawn again
         session_id = new_session_id(turn.time)
         if tx.sessions.create(session_id, turn.chat, title, turn.time):
-            return session_id
+            return session_id, (pointer[0] if pointer else None)
 
 
 def record(tx: Tx, turn: NewTurn, tokens: str | None, idle_split: float = 0.0) -> Turn | None:
     """Store a turn; a user turn may open a session. None when (chat, message_id) is known, or
     for an assistant turn in a chat without a session. `tokens`: `index_text(content)`."""
+    stored = _record(tx, turn, tokens, idle_split)
+    return None if stored is None else stored[0]
+
+
+def _record(
+    tx: Tx, turn: NewTurn, tokens: str | None, idle_split: float
+) -> tuple[Turn, str | None] | None:
     if turn.message_id is not None and tx.turns.known(turn.chat, turn.message_id):
         return None
     return append(tx, turn, tokens, idle_split)
 
 
-def append(tx: Tx, turn: NewTurn, tokens: str | None, idle_split: float) -> Turn | None:
-    """`record` for a turn known to be new."""
+def append(
+    tx: Tx, turn: NewTurn, tokens: str | None, idle_split: float
+) -> tuple[Turn, str | None] | None:
+    """`record` for a turn known to be new: the stored turn, and the session its arrival ended
+    (a user turn after the idle split), if any."""
+    ended = None
     if turn.role == "user":
-        session_id = _open_session(tx, turn, idle_split)
+        session_id, ended = _open_session(tx, turn, idle_split)
     else:
         pointer = tx.sessions.current(turn.chat)
         if pointer is None or pointer[0] is None:  # an assistant turn never opens a session
@@ -70,18 +82,39 @@ def append(tx: Tx, turn: NewTurn, tokens: str | None, idle_split: float) -> Turn
     turn_id = tx.turns.add(session_id, turn, tokens if turn.indexed else None)
     if turn.role == "user":
         tx.sessions.set_current(turn.chat, session_id, turn.time)
-    return turn.stored(turn_id, session_id)
+    return turn.stored(turn_id, session_id), ended
+
+
+@dataclass(frozen=True, slots=True)
+class Recorded:
+    """A stored user turn with what its prompt needs: the hot window (the turns before it that
+    the warm summary does not cover, at least `hot` of them when there are), the warm summary,
+    and the session this turn's arrival ended (idle split), if any."""
+
+    turn: Turn
+    hot: list[Turn]
+    summary: str = ""
+    ended: str | None = None
 
 
 def record_with_window(
-    tx: Tx, turn: NewTurn, tokens: str | None, idle_split: float, window: int
-) -> tuple[Turn, list[Turn]] | None:
-    """Record a user turn and return it with the `window` turns before it in its session."""
-    recorded = record(tx, turn, tokens, idle_split)
-    if recorded is None:
+    tx: Tx, turn: NewTurn, tokens: str | None, idle_split: float, hot: int, slack: int = 0
+) -> Recorded | None:
+    """Record a user turn and read its prompt's history in the same unit: up to `hot + slack`
+    turns before it, of which those the warm summary covers are left out — or, without a
+    summary, all but the last `hot`."""
+    stored = _record(tx, turn, tokens, idle_split)
+    if stored is None:
         return None
-    hot = tx.turns.window(recorded.session_id, recorded.id, window) if window > 0 else []
-    return recorded, hot
+    recorded, ended = stored
+    if hot <= 0:
+        return Recorded(recorded, [], ended=ended)
+    window = tx.turns.window(recorded.session_id, recorded.id, hot + slack)
+    warm = tx.summaries.get(recorded.session_id) if slack else None
+    if warm is None or not warm.summary:
+        return Recorded(recorded, window[-hot:], ended=ended)
+    shown = [t for t in window if t.id > warm.through_turn]
+    return Recorded(recorded, shown, warm.summary, ended)
 
 
 def resolve(tx: Tx, chat: str | None, ref: str) -> Session | None:
@@ -144,18 +177,23 @@ class Sessions:
         mode: CommitMode = "auto_safe",
         tz: tzinfo | None = None,
         changed: Callable[[], None] = lambda: None,
+        slack: int = 0,
     ) -> None:
         self.store = store
         self.idle_split = idle_split
+        self.slack = slack  # turns beyond the hot window a prompt may show (not yet summarised)
         self.mode = mode  # for what extraction finds in imported turns
         self.tz = tz
         self.changed = changed  # told after a turn is stored (its text may need a vector)
 
-    async def record_user_turn(self, turn: NewTurn, window: int) -> tuple[Turn, list[Turn]] | None:
-        """Store a user turn (`stored_form`) and read the hot window before it, in one round
-        trip."""
+    async def record_user_turn(self, turn: NewTurn, hot: int) -> Recorded | None:
+        """Store a user turn (`stored_form`) and read what its prompt shows of the session (the
+        last `hot` turns and those after the warm summary, and the summary) in one round trip;
+        None for a duplicate message."""
         turn, tokens = await run_cpu(stored_form, turn, size=len(turn.content))
-        stored = await self.store.write(record_with_window, turn, tokens, self.idle_split, window)
+        stored = await self.store.write(
+            record_with_window, turn, tokens, self.idle_split, hot, self.slack
+        )
         self.changed()
         return stored
 
@@ -173,18 +211,29 @@ class Sessions:
         pointer = await self.store.read(lambda tx: tx.sessions.current(chat))
         return pointer[0] if pointer else None
 
-    async def start_new(self, chat: str) -> None:
-        """The next user message of the chat opens a new session."""
-        await self.store.write(lambda tx: tx.sessions.clear_current(chat))
+    async def start_new(self, chat: str) -> str | None:
+        """The next user message of the chat opens a new session; returns the session this
+        ended, if there was one."""
 
-    async def resume(self, chat: str, ref: str) -> Session | None:
-        """Make the session `ref` names (see `resolve`) the chat's current one."""
+        def run(tx: Tx) -> str | None:
+            pointer = tx.sessions.current(chat)
+            tx.sessions.clear_current(chat)
+            return pointer[0] if pointer else None
 
-        def run(tx: Tx) -> Session | None:
+        return await self.store.write(run)
+
+    async def resume(self, chat: str, ref: str) -> tuple[Session, str | None] | None:
+        """Make the session `ref` names (see `resolve`) the chat's current one; returns it and
+        the session this ended (the one current before, when another), or None."""
+
+        def run(tx: Tx) -> tuple[Session, str | None] | None:
             found = resolve(tx, chat, ref)
-            if found is not None:
-                tx.sessions.set_current(chat, found.id, time.time())
-            return found
+            if found is None:
+                return None
+            pointer = tx.sessions.current(chat)
+            before = pointer[0] if pointer else None
+            tx.sessions.set_current(chat, found.id, time.time())
+            return found, (before if before != found.id else None)
 
         return await self.store.write(run)
 

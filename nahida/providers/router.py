@@ -2,16 +2,21 @@
 
 Routes are `models.<task>` strings: `provider/model`, or `provider` alone (its default `model`), or,
 with a single provider, just a model name. A task without a route uses the `chat` route; without a
-`chat` route the first provider's default model serves everything.
+`chat` route the first provider's default model serves everything. The `compress` task without a
+route takes the cheap sibling of the chat model (`compress_model`, the Ethan design's table) on
+the chat route's provider; when that provider does not know the model, the chat model serves it.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
-from nahida.errors import ConfigError, ProviderResponseError
+import structlog
+
+from nahida.errors import ConfigError, ProviderError, ProviderResponseError
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -26,11 +31,37 @@ from nahida.providers.base import (
     ToolSpec,
 )
 
+log = structlog.get_logger(__name__)
+
 
 @dataclass(frozen=True, slots=True)
 class Route:
     provider: str
     model: str
+    derived: bool = False  # not configured: `compress_model` of the chat model
+
+
+# (pattern of the chat model, the compress model): the first that matches names it.
+COMPRESS_MODELS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"claude-(?:opus|sonnet)-.*"), "claude-haiku-4-5"),
+    (
+        re.compile(r"(gemini-.*?)-(?:pro|flash)(?:-(?:preview|exp|latest)[\w.-]*)?"),
+        r"\1-flash-lite",
+    ),
+    (re.compile(r"gpt-4o(?:-\d{4}-\d{2}-\d{2})?|gpt-5.*"), "gpt-4o-mini"),
+)
+
+
+def compress_model(chat_model: str) -> str:
+    """The cheaper model the compress task uses when `models.compress` is not declared:
+    claude-opus-*/claude-sonnet-* → claude-haiku-4-5, gemini-*-pro/gemini-*-flash →
+    gemini-*-flash-lite, gpt-4o/gpt-5* → gpt-4o-mini; any other model compresses itself."""
+    name = chat_model.strip()
+    prefix, slash, bare = name.rpartition("/")  # "openai/gpt-4o" through a gateway keeps its prefix
+    for pattern, cheap in COMPRESS_MODELS:
+        if pattern.fullmatch(bare.lower()):
+            return prefix + slash + pattern.sub(cheap, bare.lower())
+    return name
 
 
 def resolve_routes(
@@ -63,7 +94,10 @@ def resolve_routes(
 
     first = next(iter(defaults))
     chat = parse("chat", routes["chat"]) if "chat" in routes else parse("chat", first)
-    return {t: parse(t, routes[t]) if t in routes else chat for t in TASKS}
+    resolved = {t: parse(t, routes[t]) if t in routes else chat for t in TASKS}
+    if "compress" not in routes and compress_model(chat.model) != chat.model:
+        resolved["compress"] = Route(chat.provider, compress_model(chat.model), derived=True)
+    return resolved
 
 
 class EmbeddingEndpoint(Protocol):
@@ -154,7 +188,16 @@ class ModelRouter:
         request = ChatRequest(model=route.model, messages=messages, tools=tools)
         if max_tokens is not None:
             request = replace(request, max_tokens=max_tokens)
-        return await self._providers[route.provider].chat(request)
+        try:
+            return await self._providers[route.provider].chat(request)
+        except ProviderError as exc:
+            if not route.derived or type(exc) is not ProviderError or exc.status not in (400, 404):
+                raise
+            # the provider does not serve the derived model: the chat model does, from now on
+            chat = self._routes["chat"]
+            log.warning("derived_route_refused", task=task, model=route.model, fallback=chat.model)
+            self._routes[task] = chat
+            return await self._providers[chat.provider].chat(replace(request, model=chat.model))
 
     async def aclose(self) -> None:
         for provider in self._providers.values():

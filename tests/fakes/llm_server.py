@@ -8,7 +8,10 @@
         assert len(server.requests) == 3
 
 Each request takes the next scripted behaviour; once the script is empty the server echoes the
-last user text ("echo: <text>"), which is all an end-to-end test usually needs. Answers are built
+last user text ("echo: <text>"), which is all an end-to-end test usually needs. The memory's own
+requests (the compress model's summaries, rolls and episodes, `memory_model`) are answered from
+their input and never take a scripted behaviour, so a script stays the chat's; `chat_requests`
+are the others. Answers are built
 from the SDKs' own response types, so they have the real wire shape. Every request's JSON body and
 headers are recorded in `server.requests`.
 """
@@ -36,6 +39,7 @@ from openai.types.chat.chat_completion import Choice
 from openai.types.chat.chat_completion_message_function_tool_call import Function
 from openai.types.completion_usage import CompletionUsage
 
+from tests.fakes import memory_model
 from tests.fakes.loopback import LoopbackServer
 
 
@@ -104,6 +108,15 @@ class FakeLLMServer(LoopbackServer, abc.ABC):
         self._closing.set()  # lets hanging handlers return before the runner waits for them
 
     @property
+    def chat_requests(self) -> list[RecordedRequest]:
+        """The requests that were not the memory's own (`memory_model`)."""
+        return [r for r in self.requests if memory_model.memory_task(r.body) is None]
+
+    def memory_requests(self, task: str) -> list[RecordedRequest]:
+        """The memory's own requests of one task: "summary", "roll" or "episode"."""
+        return [r for r in self.requests if memory_model.memory_task(r.body) == task]
+
+    @property
     def url(self) -> str:
         """The base URL to give the SDK."""
         return self.base_url + self.url_suffix
@@ -145,6 +158,9 @@ class FakeLLMServer(LoopbackServer, abc.ABC):
         body = await request.json()
         headers = {name.lower(): value for name, value in request.headers.items()}
         self.requests.append(RecordedRequest(request.path, headers, body))
+        memory_answer = memory_model.answer(body)
+        if memory_answer is not None:
+            return web.json_response(self.reply_body(Text(memory_answer), body, next(self._ids)))
         behaviour = self._script.pop(0) if self._script else None
         if isinstance(behaviour, Hang):
             with contextlib.suppress(TimeoutError):

@@ -84,7 +84,7 @@ async def test_new_and_resume_switch_sessions(
         contents = [x.content for x in db.turns(first.id)]
         assert contents[-2:] == ["回到第一个", "echo: 回到第一个"]
     # the model saw the first session's history after /resume
-    last = openai_server.requests[-1].body["messages"]
+    last = openai_server.chat_requests[-1].body["messages"]
     assert [m["content"] for m in last[1:]] == ["第一个话题", "echo: 第一个话题", "回到第一个"]
 
 

@@ -82,12 +82,14 @@ async def test_chat_against_openai_compatible_endpoint_and_resume(
 
     resumed = await nahida(tmp_path, "chat", "--resume", "last", stdin="我喜欢什么？\n", env=env)
     assert resumed.code == 0, resumed.err
-    contents = [m["content"] for m in openai_server.requests[-1].body["messages"][1:]]
-    assert contents == ["记住我喜欢乌龙茶", "echo: 记住我喜欢乌龙茶", "我喜欢什么？"]
+    contents = [m["content"] for m in openai_server.chat_requests[-1].body["messages"][1:]]
+    memory, ack, *conversation = contents  # the recalled preference comes first (DESIGN §7)
+    assert memory.startswith("[长期记忆]\n") and "喜欢乌龙茶" in memory and ack == "好的。"
+    assert conversation == ["记住我喜欢乌龙茶", "echo: 记住我喜欢乌龙茶", "我喜欢什么？"]
 
     fresh = await nahida(tmp_path, "chat", stdin="新话题\n", env=env)
     assert fresh.code == 0
-    contents = [m["content"] for m in openai_server.requests[-1].body["messages"][1:]]
+    contents = [m["content"] for m in openai_server.chat_requests[-1].body["messages"][1:]]
     assert contents == ["新话题"]
     for result in (first, resumed, fresh):
         assert "sk-test-key-123456" not in result.out + result.err

@@ -83,7 +83,7 @@ async def test_the_embed_route_gives_normalised_vectors_and_retries(
     assert np.allclose(np.linalg.norm(rows, axis=1), 1.0)
     assert embedder.dimension == 64
     assert len([r for r in openai_server.requests if r.path == "/v1/embeddings"]) == 2  # 500, ok
-    assert openai_server.requests[-1].body["model"] == "bigram-64"
+    assert openai_server.chat_requests[-1].body["model"] == "bigram-64"
     openai_server.embed_failures = 5
     failing = endpoint(openai_server)
     try:

@@ -98,7 +98,7 @@ async def test_a_changed_preference_replaces_the_old_one_in_the_prompt(
     cfg = config(**openai_provider(openai_server.url))
     lines = ["我喜欢乌龙茶", "/new", "我不喜欢乌龙茶了", "/new", "我喜欢喝什么茶？"]
     await chat(tmp_path, lines, cfg)
-    found = items_in(memory_section(openai_server.requests[-1].body))
+    found = items_in(memory_section(openai_server.chat_requests[-1].body))
     assert [content for _, _, content in found.values()] == ["不喜欢乌龙茶"]
     with History(tmp_path / "data" / "nahida.db") as db:
         (item_id,) = found

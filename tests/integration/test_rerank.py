@@ -34,7 +34,7 @@ async def test_the_model_reorders_and_a_failure_keeps_the_order(
         openai_server.reply_text("[2, 1, 3]")
         ordered = await rerank(reranker, "我最近心情不好", found)
         assert [h.text for h in ordered] == ["上周和老板吵架了", "天气不错", "今天吃了面"]
-        request = openai_server.requests[-1].body
+        request = openai_server.chat_requests[-1].body
         assert request["model"] == "r1"
         assert "[2] 上周和老板吵架了" in request["messages"][-1]["content"]
         openai_server.reply_text("I cannot rank these.")

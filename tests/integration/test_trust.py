@@ -33,7 +33,7 @@ async def test_secrets_are_refused_or_redacted_and_never_come_back(
     assert replies[0] == t("memory_secret_refused", "zh")  # as `/memory remember` answers
     assert replies[1] == f"echo: 我的密码是 {PASSWORD}"  # the model saw it once, in that turn
     assert len(openai_server.requests) == 2  # the refused one never went to the model
-    last = prompt_of(openai_server.requests[-1].body)
+    last = prompt_of(openai_server.chat_requests[-1].body)
     assert KEY not in last and PASSWORD not in last
     with History(tmp_path / "data" / "nahida.db") as db:
         stored = everything(db)
@@ -61,10 +61,10 @@ async def test_forgotten_and_replaced_memories_stay_out_of_later_prompts(
         "do I like hiking? 乌龙茶呢？",
     ]
     await chat_through_console(tmp_path, lines, cfg)
-    last = prompt_of(openai_server.requests[-1].body)
+    last = prompt_of(openai_server.chat_requests[-1].body)
     assert "hiking" not in last.replace("do I like hiking?", "")  # neither the item nor the turn
     assert "不喜欢乌龙茶" in last  # the new value is there
-    system = openai_server.requests[-1].body["messages"][0]["content"]
+    system = openai_server.chat_requests[-1].body["messages"][0]["content"]
     old = [line for line in system.splitlines() if "我喜欢乌龙茶" in line]
     assert old and all("earlier, since changed" in line for line in old)  # "以前…, 现在…"
     why, _ = await chat_through_console(tmp_path, [f"/memory why {hiking.id}"], cfg)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from nahida.hooks import ContextSource, PostTurnHook
 from nahida.memory.service import MemoryService
 from nahida.memory.turn.context import MemoryInjection, is_greeting
-from nahida.memory.turn.post_turn import ExtractionHook
+from nahida.memory.turn.post_turn import CompactionHook, ExtractionHook
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,7 +22,17 @@ class TurnParts:
 
 
 def turn_parts(memory: MemoryService) -> TurnParts:
-    return TurnParts(sources=(MemoryInjection(memory),), inline=(ExtractionHook(memory),))
+    background = (CompactionHook(memory),) if memory.working.enabled else ()
+    return TurnParts(
+        sources=(MemoryInjection(memory),), inline=(ExtractionHook(memory),), background=background
+    )
 
 
-__all__ = ["ExtractionHook", "MemoryInjection", "TurnParts", "is_greeting", "turn_parts"]
+__all__ = [
+    "CompactionHook",
+    "ExtractionHook",
+    "MemoryInjection",
+    "TurnParts",
+    "is_greeting",
+    "turn_parts",
+]

@@ -56,3 +56,16 @@ class ExtractionHook:
                 item=result.item_id,
                 redacted=result.redacted,
             )
+
+
+class CompactionHook:
+    """The background post-turn hook "compact": the session's warm summary, when a batch of
+    rounds has left the hot window (`WorkingMemory.compact`; it logs its own failures)."""
+
+    name = "compact"
+
+    def __init__(self, memory: MemoryService) -> None:
+        self.memory = memory
+
+    async def after_turn(self, turn: TurnContext, reply: str | None) -> None:
+        await self.memory.working.compact(turn.session_id, str(turn.envelope.chat))

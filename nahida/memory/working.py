@@ -1,0 +1,273 @@
+"""Working memory per session (DESIGN §7, the Ethan layer 2): hot rounds, warm summary, cold facts.
+
+The prompt shows the last `hot_size` rounds verbatim (`Sessions.record_user_turn` reads them with
+the summary, in one round trip). Whenever `compress_batch` rounds have left the hot window and no
+summary covers them yet, `compact` asks the `compress` model to merge them into the session's warm
+summary; once the summary covers `warm_capacity` rounds, the model also names the cold key facts
+(proposed as candidates, source `compress`) and profile bullets (merged into the person's
+profile), and gives a shorter summary that replaces it (a roll). When a session ends (idle split,
+`/new`, `/resume` of another, the console exiting) with at least two rounds, `finish` writes its
+episode.
+
+All of this is background work (`schedule`, the app's work queue, keyed by chat so a chat's
+compactions run in order and never delay its next message); without a queue (CLI, tests) it runs
+where it is called. A failed model call keeps every turn (the next turn retries, after a pause
+that grows with the failures) and is counted on the session's row, which `doctor` shows.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, replace
+from datetime import tzinfo
+
+import structlog
+
+from nahida.envelope import ChatKey
+from nahida.errors import NahidaError
+from nahida.memory import candidates, compress
+from nahida.memory.episodes import Episodes
+from nahida.memory.models import (
+    PROFILE_SECTIONS,
+    Candidate,
+    Episode,
+    Turn,
+    WarmSummary,
+    WriteResult,
+)
+from nahida.memory.profiles import Profiles
+from nahida.memory.store.base import Store
+from nahida.providers.base import ChatModel, Message
+
+log = structlog.get_logger(__name__)
+
+Schedule = Callable[[str, str, Callable[[], Awaitable[None]]], Awaitable[bool]]
+SOURCE = "compress"
+INFERRED_NEVER = "基础特征"  # never inferred: written only when the person states it
+COMPANION_ONLY = "心理与情绪"  # filled by background extraction only in companion chats
+MAX_BACKOFF = 3600.0
+EPISODE_TURNS = 60  # the last turns an episode request shows (the summary covers the rest)
+SINCE_LIMIT = 400  # unsummarised turns read at once
+
+
+@dataclass(frozen=True, slots=True)
+class WorkingSettings:
+    hot_size: int = 10  # rounds
+    compress_batch: int = 5  # rounds
+    warm_capacity: int = 20  # rounds
+    episode_rounds: int = 2  # a session with fewer gets no episode
+    companion: frozenset[str] = frozenset()  # chats in companion mode (`bot.chat_modes`)
+
+    @property
+    def hot_turns(self) -> int:
+        return self.hot_size * 2
+
+    @property
+    def batch_turns(self) -> int:
+        return self.compress_batch * 2
+
+
+def rounds(turns: list[Turn]) -> int:
+    """Rounds among turns: each user turn opens one."""
+    return sum(1 for t in turns if t.role == "user")
+
+
+class WorkingMemory:
+    """`memory.working`: compaction and episodes, run in the background."""
+
+    def __init__(
+        self,
+        store: Store,
+        model: ChatModel | None,
+        *,
+        settings: WorkingSettings,
+        propose: Callable[[Candidate, str], Awaitable[WriteResult]],
+        profiles: Profiles,
+        episodes: Episodes,
+        tz: tzinfo | None = None,
+    ) -> None:
+        self.store = store
+        self.model = model
+        self.settings = settings
+        self.propose = propose  # `Items.propose`: cold facts go through the one write path
+        self.profiles = profiles
+        self.episodes = episodes
+        self.tz = tz
+        self.schedule: Schedule | None = None  # the app's work queue; None: run in place
+
+    @property
+    def enabled(self) -> bool:
+        return self.model is not None and self.model.configured
+
+    async def summary(self, session_id: str) -> WarmSummary | None:
+        return await self.store.read(lambda tx: tx.summaries.get(session_id))
+
+    async def failing(self, limit: int = 5) -> list[WarmSummary]:
+        """Sessions whose last compaction failed (for `doctor`)."""
+        return await self.store.read(lambda tx: tx.summaries.failing(limit))
+
+    # -- compaction --------------------------------------------------------------------------
+
+    async def compact(self, session_id: str, chat: str) -> WarmSummary | None:
+        """Summarise the rounds that left the hot window, if a batch of them has; the new
+        summary, or None when nothing was due (or the model failed: logged and counted)."""
+        if not self.enabled:
+            return None
+        state = await self.summary(session_id) or WarmSummary(session_id, chat)
+        if state.failures and time.time() < state.updated_at + _backoff(state.failures):
+            return None
+        after = state.through_turn
+        turns = await self.store.read(lambda tx: tx.summaries.since(session_id, after, SINCE_LIMIT))
+        outside = turns[: max(0, len(turns) - self.settings.hot_turns)]
+        if len(outside) < self.settings.batch_turns:
+            return None
+        bound = log.bind(session=session_id, chat=chat)
+        try:
+            request = compress.summary_request(state.summary, outside, self.tz)
+            text = compress.bounded(await self._ask(request), compress.SUMMARY_CHARS)
+            if not text:
+                raise _Unusable("the compress model answered with an empty summary")
+            covered = rounds(outside)
+            state = replace(
+                state,
+                summary=text,
+                through_turn=outside[-1].id,
+                rounds=state.rounds + covered,
+                total_rounds=state.total_rounds + covered,
+                failures=0,
+                last_error=None,
+                updated_at=time.time(),
+            )
+            if state.rounds >= self.settings.warm_capacity:
+                state = await self._roll(state)
+        except (NahidaError, _Unusable) as exc:
+            await self._failed(state, exc)
+            return None
+        await self.store.write(lambda tx: tx.summaries.put(state))
+        bound.info("warm_summary_updated", rounds=state.rounds, through=state.through_turn)
+        return state
+
+    async def _roll(self, state: WarmSummary) -> WarmSummary:
+        """Cold facts and profile bullets out of a full summary, and a shorter one instead."""
+        chat = ChatKey.parse(state.chat)
+        person = None if chat.is_group else chat.person
+        sections = [
+            s
+            for s in PROFILE_SECTIONS
+            if s != INFERRED_NEVER
+            and (s != COMPANION_ONLY or state.chat in self.settings.companion)
+        ]
+        request = compress.roll_request(
+            state.summary, person=str(person) if person else None, sections=sections
+        )
+        parsed = compress.read_roll(await self._ask(request), sections)
+        if not parsed.summary:
+            raise _Unusable(f"the roll answer was unusable: {'; '.join(parsed.problems)}")
+        bound = log.bind(session=state.session_id, chat=state.chat)
+        if parsed.problems:
+            bound.warning("roll_answer_partly_unusable", problems=parsed.problems)
+        for fact in parsed.facts:
+            candidate = candidates.compressed(
+                fact.content,
+                kind=fact.kind,
+                explicit=fact.explicit,
+                chat=chat,
+                session_id=state.session_id,
+                at=state.updated_at,
+            )
+            result = await self.propose(candidate, SOURCE)
+            bound.info("cold_fact_proposed", kind=fact.kind, outcome=result.outcome)
+        if person is not None:
+            for bullet in parsed.profile:
+                try:
+                    await self.profiles.update(
+                        person,
+                        bullet.section,
+                        bullet.text,
+                        mode="merge",
+                        sensitivity="private",
+                        source=SOURCE,
+                        chat=state.chat,
+                        actor=SOURCE,
+                        inferred=True,
+                    )
+                except ValueError as exc:  # a refused section or bullet: the rest still counts
+                    bound.info("profile_bullet_refused", section=bullet.section, reason=str(exc))
+        return replace(state, summary=parsed.summary, rounds=0, rolls=state.rolls + 1)
+
+    async def _failed(self, state: WarmSummary, exc: Exception) -> None:
+        error = f"{type(exc).__name__}: {exc}"
+        now = time.time()
+        failures = await self.store.write(
+            lambda tx: tx.summaries.failed(state.session_id, state.chat, error, now)
+        )
+        log.warning(
+            "compaction_failed",
+            session=state.session_id,
+            chat=state.chat,
+            failures=failures,
+            error=error,
+            retry_in=round(_backoff(failures)),
+        )
+
+    async def _ask(self, messages: tuple[Message, ...]) -> str:
+        assert self.model is not None
+        response = await self.model.chat("compress", messages, max_tokens=1024)
+        return response.content
+
+    # -- episodes ----------------------------------------------------------------------------
+
+    async def finish(self, session_id: str, chat: str) -> None:
+        """A session ended: write its episode in the background (or now, without a queue)."""
+        if not self.enabled:
+            return
+
+        async def run() -> None:
+            try:
+                await self.episode(session_id)
+            except Exception:
+                log.exception("episode_failed", session=session_id, chat=chat)
+
+        if self.schedule is None or not await self.schedule(chat, "episode", run):
+            await run()
+
+    async def episode(self, session_id: str) -> Episode | None:
+        """The episode of a finished session with enough rounds; None when it has too few or the
+        model gave nothing usable (logged)."""
+        if not self.enabled:
+            return None
+        turns = await self.store.read(lambda tx: tx.summaries.since(session_id, 0, 100_000))
+        if rounds(turns) < self.settings.episode_rounds:
+            return None
+        state = await self.summary(session_id)
+        warm = state.summary if state else ""
+        shown = [t for t in turns if state is None or t.id > state.through_turn][-EPISODE_TURNS:]
+        answer = await self._ask(compress.episode_request(warm, shown, self.tz))
+        parsed = compress.read_episode(answer)
+        bound = log.bind(session=session_id, chat=turns[0].chat)
+        if not parsed.summary:
+            bound.warning("episode_unusable", problems=parsed.problems)
+            return None
+        if parsed.problems:
+            bound.info("episode_answer_partly_unusable", problems=parsed.problems)
+        episode = await self.episodes.add(
+            session_id=session_id,
+            chat=turns[0].chat,
+            summary=parsed.summary,
+            keywords=parsed.keywords,
+            started_at=turns[0].time.timestamp(),
+            ended_at=turns[-1].time.timestamp(),
+            turn_count=len(turns),
+        )
+        bound.info("episode_written", episode=episode.id, turns=len(turns))
+        return episode
+
+
+class _Unusable(Exception):
+    """The compress model answered, but with nothing usable."""
+
+
+def _backoff(failures: int) -> float:
+    """Seconds before a compaction that failed `failures` times in a row is tried again."""
+    return min(MAX_BACKOFF, 15.0 * float(2 ** max(0, failures - 1)))
