@@ -137,12 +137,11 @@ def relation(new: frozenset[str], old: frozenset[str]) -> tuple[float, str] | No
     return (score, f"similar ({score:.2f})") if score >= SIMILAR else None
 
 
-def check_section(section: str) -> str:
+def check_section(section: str) -> None:
     if section not in PROFILE_SECTIONS:
         raise ValueError(
             f"unknown profile section {section!r}; the sections are: {', '.join(PROFILE_SECTIONS)}"
         )
-    return section
 
 
 def _prepare(text: str, section: str, inferred: bool) -> list[_Bullet]:
