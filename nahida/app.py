@@ -27,6 +27,7 @@ from nahida.adapters.console.adapter import ConsoleAdapter
 from nahida.background import BackgroundWork
 from nahida.bus import EventBus
 from nahida.commands import memory as memory_commands
+from nahida.commands import profile as profile_commands
 from nahida.commands import session as session_commands
 from nahida.commands.router import CommandRouter
 from nahida.config import Config, ProviderConfig
@@ -227,6 +228,7 @@ class App:
         commands = CommandRouter()
         session_commands.register(commands)
         memory_commands.register(commands)
+        profile_commands.register(commands)
         admins = frozenset([*config.bot.admins, str(CONSOLE_USER)])
         self.plugins: list[LoadedPlugin] = (
             load_plugins(

@@ -210,6 +210,36 @@ MESSAGES: dict[str, dict[Language, str]] = {
         "zh": "找不到待审核的候选 {id}。",
         "en": "No pending candidate {id} here.",
     },
+    # /profile ------------------------------------------------------------------------------
+    "cmd_profile": {
+        "zh": "查看你的画像：/profile；归档其中一个分区：/profile forget <分区>",
+        "en": "see your profile: /profile; archive one of its sections: /profile forget <section>",
+    },
+    "profile_usage": {
+        "zh": "用法：\n/profile — 查看你的画像\n/profile forget <分区> — 归档这个分区的内容\n"
+        "分区：{sections}",
+        "en": "Usage:\n/profile — see your profile\n/profile forget <section> — archive that"
+        " section\nSections: {sections}",
+    },
+    "profile_header": {"zh": "你的画像：", "en": "Your profile:"},
+    "profile_empty": {"zh": "还没有你的画像。", "en": "There is no profile of you yet."},
+    "profile_private_hint": {
+        "zh": "（这里只显示公开的部分；私密的部分请在私聊中用 /profile 查看。）",
+        "en": "(Only the public part is shown here; see the private part with /profile in a"
+        " private chat.)",
+    },
+    "profile_unknown_section": {
+        "zh": "没有“{name}”这个分区。分区：{sections}",
+        "en": "There is no section “{name}”. Sections: {sections}",
+    },
+    "profile_forgotten": {
+        "zh": "已归档“{section}”中的 {n} 条（记录保留）。",
+        "en": "Archived {n} from “{section}” (the record stays).",
+    },
+    "profile_forget_none": {
+        "zh": "“{section}”里没有可以归档的内容。",
+        "en": "Nothing to archive in “{section}”.",
+    },
 }
 
 

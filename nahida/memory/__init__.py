@@ -12,6 +12,7 @@ from nahida.memory.importer import ITEM_STATUSES, BadLine, ImportReport, export_
 from nahida.memory.jobs import CleanupEmptySessions, EmbeddingUpkeep
 from nahida.memory.models import (
     KINDS,
+    PROFILE_SECTIONS,
     Candidate,
     CommitMode,
     Evidence,
@@ -22,11 +23,13 @@ from nahida.memory.models import (
     MemoryEvent,
     MemoryItem,
     NewTurn,
+    ProfileEntry,
     Session,
     Turn,
     WriteResult,
     iso,
 )
+from nahida.memory.profiles import ProfileChange, Profiles
 from nahida.memory.recall import GUARD, MODES, TUNING, Mode, Query, Tuning
 from nahida.memory.recall.rerank import LLMReranker
 from nahida.memory.safety import redact
@@ -43,6 +46,7 @@ __all__ = [
     "ITEM_STATUSES",
     "KINDS",
     "MODES",
+    "PROFILE_SECTIONS",
     "TOO_LONG",
     "TUNING",
     "Actor",
@@ -66,6 +70,9 @@ __all__ = [
     "MemoryService",
     "Mode",
     "NewTurn",
+    "ProfileChange",
+    "ProfileEntry",
+    "Profiles",
     "Query",
     "SecretRefused",
     "Session",

@@ -1,11 +1,329 @@
-"""Profiles (the Ethan layer 3): one Markdown profile per person; filled in by the profiles work."""
+"""Profiles (the Ethan layer 3): one profile per person, in the fixed sections of
+`PROFILE_SECTIONS`, as short bullets people can see (`/profile`) and correct.
+
+    change = await memory.profiles.update("onebot:42", "目标与方向", "- 想转行做数据分析",
+                                          mode="merge", actor="agent")
+    card = await memory.profiles.card(viewer)  # Markdown for the system prompt, or None
+
+A write names a section and one or more bullets (one a line) and a mode:
+
+    append     add each bullet; one that an active bullet of the section already says is skipped
+    overwrite  archive the section's bullets, then add
+    merge      replace the bullet that says nearly the same (token Jaccard ≥ `SIMILAR`) or the
+               opposite ("喜欢早起" / "不喜欢早起") instead of piling up beside it; else add
+
+A section keeps at most `MAX_SECTION_ENTRIES` active bullets: beyond, the oldest are archived.
+
+Visibility (DESIGN §4): a bullet said in a group is `public`, else `private`. A group sees only
+public bullets, and a public write (from a group) only ever touches public bullets, never the
+person's private ones. Secrets never enter a profile (`SecretRefused`); `基础特征` is written only
+from what the person states, never from what the model infers. Nothing is deleted: every change
+is audited in `memory_events` (`create`, `replace`, `archive`), and changed bullets are archived.
+"""
 
 from __future__ import annotations
 
+import re
+import time
+import unicodedata
+from dataclasses import dataclass, field, replace
+from typing import Any, get_args
+
 from nahida.envelope import UserKey
-from nahida.memory.models import ProfileMode
-from nahida.memory.scopes import Viewer
-from nahida.memory.store.base import Store
+from nahida.errors import SecretRefused
+from nahida.memory.models import PROFILE_SECTIONS, ProfileEntry, ProfileMode, new_id
+from nahida.memory.safety import contains_secret
+from nahida.memory.scopes import Viewer, user_scope
+from nahida.memory.store.base import SectionEntry, Store, Tx
+from nahida.memory.tokenize import STOPWORDS, index_text, run_cpu
+from nahida.providers.base import estimate_tokens
+
+MAX_BULLET_CHARS = 300
+MAX_SECTION_ENTRIES = 20
+SIMILAR = 0.5  # token Jaccard at or above which a merge replaces the old bullet
+STATED_ONLY = "基础特征"
+SENSITIVITIES = ("public", "private")
+# Words that turn a statement into its opposite; "don't" is tokenized as "don", "t".
+_NEGATIONS = """
+    不 没 没有 不再 别 不要 不会 从不 从来不 并不 不用
+    not no never don doesn didn isn aren wasn t
+"""
+NEGATIONS: frozenset[str] = frozenset(_NEGATIONS.split())
+_MARKER = re.compile(r"^(?:[-*](?:\s+|$)|•\s*)")
+_TRAILING = "。.!;,、"  # after NFKC: full-width stops are ASCII
+
+
+@dataclass(frozen=True, slots=True)
+class ProfileChange:
+    """What an `update` did, by bullet id; `str()` says it in a line for the model."""
+
+    added: tuple[str, ...] = ()
+    replaced: tuple[tuple[str, str], ...] = ()  # (old id, new id)
+    archived: tuple[str, ...] = ()  # overwritten, or beyond the section's cap
+    unchanged: tuple[str, ...] = ()  # bullets already there, said again
+    section: str = ""
+
+    def summary(self) -> str:
+        parts = []
+        if self.added:
+            parts.append(f"added {', '.join(self.added)}")
+        if self.replaced:
+            parts.append("replaced " + ", ".join(f"{old} with {new}" for old, new in self.replaced))
+        if self.archived:
+            parts.append(f"archived {', '.join(self.archived)}")
+        if self.unchanged:
+            parts.append(f"already there: {', '.join(self.unchanged)}")
+        where = f"profile section {self.section}" if self.section else "profile"
+        return f"{where}: {'; '.join(parts) or 'no change'}"
+
+    def __str__(self) -> str:
+        return self.summary()
+
+
+@dataclass(frozen=True, slots=True)
+class _Bullet:
+    text: str
+    key: str  # `normalised(text)`: what counts as the same bullet
+    tokens: str  # `index_text(text)`
+
+
+@dataclass(slots=True)
+class _Changes:
+    added: list[str] = field(default_factory=list)
+    replaced: list[tuple[str, str]] = field(default_factory=list)
+    archived: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+
+    def done(self, section: str) -> ProfileChange:
+        return ProfileChange(
+            tuple(self.added),
+            tuple(self.replaced),
+            tuple(self.archived),
+            tuple(self.unchanged),
+            section,
+        )
+
+
+# bullets ---------------------------------------------------------------------------------------
+
+
+def split_bullets(text: str) -> list[str]:
+    """One bullet a line: list markers ("- ", "* ", "• ") stripped, blank lines dropped."""
+    found = []
+    for line in text.splitlines():
+        bullet = " ".join(_MARKER.sub("", line.strip()).split())
+        if bullet:
+            found.append(bullet)
+    return found
+
+
+def normalised(text: str) -> str:
+    """What counts as the same bullet: width, case, spacing and a closing stop aside."""
+    return "".join(unicodedata.normalize("NFKC", text).casefold().split()).rstrip(_TRAILING)
+
+
+def words(tokens: str) -> frozenset[str]:
+    """What a bullet is about (stopwords dropped), and any negation of it."""
+    return frozenset(t for t in tokens.split() if t in NEGATIONS or t not in STOPWORDS)
+
+
+def relation(new: frozenset[str], old: frozenset[str]) -> tuple[float, str] | None:
+    """How strongly a new bullet replaces an old one, and why; None when it does not."""
+    if not new or not old:
+        return None
+    if new != old and new - NEGATIONS == old - NEGATIONS and new - NEGATIONS:
+        return 1.0, "contradicts it"
+    score = len(new & old) / len(new | old)
+    return (score, f"similar ({score:.2f})") if score >= SIMILAR else None
+
+
+def check_section(section: str) -> None:
+    if section not in PROFILE_SECTIONS:
+        raise ValueError(
+            f"unknown profile section {section!r}; the sections are: {', '.join(PROFILE_SECTIONS)}"
+        )
+
+
+def _prepare(text: str, section: str, inferred: bool) -> list[_Bullet]:
+    """Validated bullets with their tokens (CPU work, before the store call)."""
+    check_section(section)
+    if inferred and section == STATED_ONLY:
+        raise ValueError(f"{STATED_ONLY} is only written when the person states it")
+    found = split_bullets(text)
+    if not found:
+        raise ValueError("the profile text is empty: give one bullet a line")
+    if len(found) > MAX_SECTION_ENTRIES:
+        raise ValueError(f"at most {MAX_SECTION_ENTRIES} bullets a section; got {len(found)}")
+    for bullet in found:
+        if len(bullet) > MAX_BULLET_CHARS:
+            raise ValueError(
+                f"a bullet has {len(bullet)} characters, over the {MAX_BULLET_CHARS} allowed:"
+                f" keep each to one short point ({bullet[:40]}…)"
+            )
+        if contains_secret(bullet):
+            raise SecretRefused("a profile bullet contains what looks like a secret")
+    return [_Bullet(b, normalised(b), index_text(b)) for b in found]
+
+
+# audited changes (units of work: tx first) ------------------------------------------------------
+
+
+def _snapshot(entry: ProfileEntry) -> dict[str, Any]:
+    return {
+        "user": entry.user,
+        "section": entry.section,
+        "text": entry.text,
+        "sensitivity": entry.sensitivity,
+        "source": entry.source,
+        "chat": entry.chat,
+        "status": entry.status,
+    }
+
+
+def _archive(tx: Tx, entry: ProfileEntry, actor: str, reason: str, now: float) -> None:
+    tx.profiles.set_status(entry.id, "archived", now)
+    after = replace(entry, status="archived", updated_at=now)
+    tx.events.add(entry.id, "archive", actor, _snapshot(entry), _snapshot(after), reason, now)
+
+
+def _closest(active: list[SectionEntry], bullet: _Bullet) -> tuple[SectionEntry, str] | None:
+    mine = words(bullet.tokens)
+    best: tuple[float, SectionEntry, str] | None = None
+    for old in active:
+        found = relation(mine, words(old.tokens))
+        if found is not None and (best is None or found[0] > best[0]):
+            best = (found[0], old, found[1])
+    return None if best is None else (best[1], best[2])
+
+
+@dataclass(frozen=True, slots=True)
+class _Write:
+    user: str
+    section: str
+    bullets: list[_Bullet]
+    mode: ProfileMode
+    sensitivity: str
+    source: str
+    chat: str | None
+    actor: str
+
+
+def _update(tx: Tx, write: _Write) -> ProfileChange:
+    now = time.time()
+    changes = _Changes()
+    # a public write (from a group) sees, and so touches, only the public bullets
+    active = tx.profiles.of_section(write.user, write.section, write.sensitivity == "public")
+    if write.mode == "overwrite":
+        for old in active:
+            _archive(tx, old.entry, write.actor, "overwritten", now)
+            changes.archived.append(old.entry.id)
+        active = []
+    for bullet in write.bullets:
+        same = next((a.entry for a in active if normalised(a.entry.text) == bullet.key), None)
+        if same is not None:
+            changes.unchanged.append(same.id)
+            continue
+        entry = _add(tx, write, bullet, now)
+        closest = _closest(active, bullet) if write.mode == "merge" else None
+        if closest is None:
+            tx.events.add(entry.id, "create", write.actor, None, _snapshot(entry), None, now)
+            changes.added.append(entry.id)
+        else:
+            old, why = closest
+            _archive(tx, old.entry, write.actor, f"replaced by {entry.id}: {why}", now)
+            tx.events.add(
+                entry.id,
+                "replace",
+                write.actor,
+                _snapshot(old.entry),
+                _snapshot(entry),
+                f"replaces {old.entry.id}: {why}",
+                now,
+            )
+            changes.replaced.append((old.entry.id, entry.id))
+            active.remove(old)
+        active.append(SectionEntry(entry, bullet.tokens))
+    for old in active[: max(0, len(active) - MAX_SECTION_ENTRIES)]:  # the oldest first
+        reason = f"the section keeps at most {MAX_SECTION_ENTRIES} bullets"
+        _archive(tx, old.entry, write.actor, reason, now)
+        changes.archived.append(old.entry.id)
+    return changes.done(write.section)
+
+
+def _add(tx: Tx, write: _Write, bullet: _Bullet, now: float) -> ProfileEntry:
+    while True:  # an id taken meanwhile (another process) is simply drawn again
+        entry = ProfileEntry(
+            id=new_id("p"),
+            user=write.user,
+            section=write.section,
+            text=bullet.text,
+            sensitivity=write.sensitivity,
+            source=write.source,
+            chat=write.chat,
+            created_at=now,
+            updated_at=now,
+        )
+        if tx.profiles.add(entry, bullet.tokens):
+            return entry
+
+
+def _forget(tx: Tx, user: str, section: str, actor: str, public_only: bool) -> int:
+    now = time.time()
+    found = tx.profiles.of_section(user, section, public_only)
+    for old in found:
+        _archive(tx, old.entry, actor, "forgotten", now)
+    return len(found)
+
+
+# the card ----------------------------------------------------------------------------------------
+
+
+def _in_order(entries: list[ProfileEntry]) -> list[ProfileEntry]:
+    """Section order of `PROFILE_SECTIONS` (then oldest first, as the store gives them)."""
+    rank = {s: n for n, s in enumerate(PROFILE_SECTIONS)}
+    return sorted(entries, key=lambda e: rank.get(e.section, len(rank)))
+
+
+def left_out_line(n: int) -> str:
+    return f"({n} more profile bullets left out)"
+
+
+def render(entries: list[ProfileEntry], budget_tokens: int) -> str:
+    """`### section` headings with `- bullet` lines, within `budget_tokens`; when bullets are
+    cut, a last line says how many. A bullet that does not fit is left out, shorter ones after
+    it may still fit. Bullets saying the same thing (public and private twins) show once."""
+    seen: set[str] = set()
+    unique = []
+    for entry in entries:
+        if (key := normalised(entry.text)) not in seen:
+            seen.add(key)
+            unique.append(entry)
+    full, _ = _lines(unique, None)
+    if estimate_tokens("\n".join(full)) <= budget_tokens:
+        return "\n".join(full)
+    room = budget_tokens - estimate_tokens("\n" + left_out_line(len(unique)))
+    lines, shown = _lines(unique, room)
+    return "\n".join([*lines, left_out_line(len(unique) - shown)])
+
+
+def _lines(entries: list[ProfileEntry], room: int | None) -> tuple[list[str], int]:
+    """The card's lines (within `room` tokens, if given) and how many bullets they hold."""
+    lines: list[str] = []
+    used = shown = 0
+    section = None
+    for entry in entries:
+        new = [f"### {entry.section}"] if entry.section != section else []
+        if new and lines:
+            new.insert(0, "")
+        new.append(f"- {entry.text}")
+        cost = estimate_tokens("\n" + "\n".join(new))
+        if room is not None and used + cost > room:
+            continue
+        lines.extend(new)
+        used += cost
+        shown += 1
+        section = entry.section
+    return lines, shown
 
 
 class Profiles:
@@ -26,8 +344,48 @@ class Profiles:
         chat: str | None = None,
         actor: str,
         inferred: bool = False,
-    ) -> object:
-        raise NotImplementedError  # the profiles work
+    ) -> ProfileChange:
+        """Write bullets into a section of a person's profile (see the module docstring).
+
+        Raises ValueError with a reason the model can act on (unknown section, empty text, a
+        bullet too long, an inferred `基础特征`) and `SecretRefused` for a secret; nothing is
+        written then."""
+        if mode not in get_args(ProfileMode):
+            raise ValueError(f"unknown mode {mode!r}; use append, overwrite or merge")
+        if sensitivity not in SENSITIVITIES:
+            raise ValueError(f"sensitivity is public or private, not {sensitivity!r}")
+        person = str(UserKey.parse(str(user)))
+        bullets = await run_cpu(_prepare, text, section, inferred, size=len(text))
+        write = _Write(person, section, bullets, mode, sensitivity, source, chat, actor)
+        return await self.store.write(_update, write)
+
+    async def entries(self, user: UserKey | str, *, public_only: bool) -> list[ProfileEntry]:
+        """The person's active bullets in section order, then oldest first."""
+        found = await self.store.read(lambda tx: tx.profiles.of_user(str(user), public_only))
+        return _in_order(found)
 
     async def card(self, viewer: Viewer, *, budget_tokens: int = 400) -> str | None:
-        raise NotImplementedError  # the profiles work
+        """The profile of `viewer.person` as Markdown for the system prompt, as the viewer may
+        see it: in a group only its public bullets, in the person's private chat all of them;
+        None when there is nothing (or nobody) to show."""
+        person = viewer.person
+        if person is None:
+            return None
+        visibility = viewer.visibility()
+        scope = user_scope(person)
+        if scope not in visibility.full and scope not in visibility.public_only:
+            return None
+        entries = await self.entries(person, public_only=scope not in visibility.full)
+        return render(entries, budget_tokens) if entries else None
+
+    async def forget_section(
+        self, user: UserKey | str, section: str, *, actor: str, public_only: bool = False
+    ) -> int:
+        """Archive the section's active bullets (only the public ones: `public_only`), audited;
+        returns how many. Raises ValueError for an unknown section."""
+        check_section(section)
+        return await self.store.write(_forget, str(user), section, actor, public_only)
+
+    async def users(self) -> list[str]:
+        """The people with an active profile bullet."""
+        return await self.store.read(lambda tx: tx.profiles.users())

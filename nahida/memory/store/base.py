@@ -357,11 +357,33 @@ class SummaryRows(Protocol):
         """Unhidden user/assistant turns of the session after turn `after`, oldest first."""
 
 
+class SectionEntry(NamedTuple):
+    """An active profile bullet with its stored tokens (space-separated), for comparing bullets."""
+
+    entry: ProfileEntry
+    tokens: str
+
+
 class ProfileRows(Protocol):
-    """Profile bullets (the Ethan layer 3), one row each; filled in by the profiles work."""
+    """Profile bullets (the Ethan layer 3), one row each; archived, never deleted."""
+
+    def add(self, entry: ProfileEntry, tokens: str) -> bool:
+        """Store a bullet with its tokens; False (nothing written) when the id is taken."""
+
+    def get(self, entry_id: str) -> ProfileEntry | None:
+        """A bullet of any status."""
+
+    def set_status(self, entry_id: str, status: str, at: float) -> bool:
+        """Change a bullet's status (`updated_at` becomes `at`); False when there is none."""
 
     def of_user(self, user: str, public_only: bool) -> list[ProfileEntry]:
-        """The person's active bullets (only the public ones: `public_only`), in order."""
+        """The person's active bullets (only the public ones: `public_only`), oldest first."""
+
+    def of_section(self, user: str, section: str, public_only: bool) -> list[SectionEntry]:
+        """The active bullets of one section of the person's profile, oldest first."""
+
+    def users(self) -> list[str]:
+        """The people with at least one active bullet, in order."""
 
 
 class EpisodeRows(Protocol):

@@ -196,9 +196,24 @@ CREATE INDEX session_summaries_by_chat ON session_summaries (chat, updated_at);
 CREATE INDEX session_summaries_failing ON session_summaries (failures) WHERE failures > 0
 """
 
-# Profiles (DESIGN §3, the Ethan layer 3): filled in by the profiles work.
+# Profiles (DESIGN §3, the Ethan layer 3): one row per bullet of a person's profile. `tokens` are
+# the bullet's jieba tokens (space-separated), kept so that a merge compares bullets without
+# tokenizing on the database thread. Nothing is deleted: a changed or forgotten bullet is archived.
 PROFILES = """
-SELECT 1
+CREATE TABLE profile_entries (
+    id           TEXT PRIMARY KEY,
+    user         TEXT NOT NULL,
+    section      TEXT NOT NULL,
+    text         TEXT NOT NULL,
+    tokens       TEXT NOT NULL DEFAULT '',
+    sensitivity  TEXT NOT NULL DEFAULT 'private' CHECK (sensitivity IN ('public', 'private')),
+    source       TEXT NOT NULL,
+    chat         TEXT,
+    status       TEXT NOT NULL DEFAULT 'active' CHECK (status IN ('active', 'archived')),
+    created_at   REAL NOT NULL,
+    updated_at   REAL NOT NULL
+);
+CREATE INDEX profile_entries_by_user ON profile_entries (user, status, section)
 """
 
 # Episodes (DESIGN §3, the Ethan layer 4): filled in by the episodes work.
