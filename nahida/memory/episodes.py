@@ -44,9 +44,10 @@ def put(tx: Tx, episode: Episode, tokens: str) -> Episode:
         raise LookupError(episode.session_id)
     if session.chat != episode.chat:
         raise ValueError(f"session {episode.session_id} is of {session.chat}, not {episode.chat}")
-    if tx.episodes.of_session(episode.session_id) is None:
-        while tx.episodes.get(episode.id) is not None:
-            episode = replace(episode, id=new_id("e"))
+    while (taken := tx.episodes.get(episode.id)) is not None:
+        if taken.session_id == episode.session_id:
+            break
+        episode = replace(episode, id=new_id("e"))
     return tx.episodes.put(episode, tokens)
 
 

@@ -209,3 +209,18 @@ async def test_without_episodes_recall_is_what_it_was(memory: MemoryService) -> 
         without = await ask(memory, question, at=T0 + DAY, episodes=False)
         assert with_lists == without, question
     assert await ask(memory, "杭州爬山", at=T0 + DAY)  # the turns are found
+
+
+async def test_a_new_id_taken_by_another_episode_is_drawn_again(
+    memory: MemoryService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from nahida.memory import episodes
+
+    ids = iter(["e_aaaaaa", "e_aaaaaa", "e_bbbbbb", "e_aaaaaa"])
+    monkeypatch.setattr(episodes, "new_id", lambda prefix: next(ids))
+    first = await session_of(memory, GROUP, "oolong tea tasting")
+    second = await session_of(memory, OTHER, "espresso machines compared")
+    assert (await episode_of(memory, first, "Tasted oolong")).id == "e_aaaaaa"
+    assert (await episode_of(memory, second, "Compared espresso", chat=OTHER)).id == "e_bbbbbb"
+    again = await episode_of(memory, first, "Tasted oolong again")  # its own id: a rewrite
+    assert again.id == "e_aaaaaa" and again.summary == "Tasted oolong again"
