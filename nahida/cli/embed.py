@@ -2,11 +2,11 @@
 
     nahida memory embed [--rebuild] [--json]
 
-Embeds the turns and items never embedded, and those whose text has no vector from the current
-embedder (after an import or a model change), on every core; `--rebuild` drops every vector and
-embeds everything again. A terminal shows a bar with the count, the rate and the time left. Ends
-with `embedded N, cached M, skipped K in T s (R texts/s)`: cached texts already had a vector (the
-same text elsewhere), skipped ones are too short to mean anything ("好的").
+Embeds the turns, items and episodes never embedded, and those whose text has no vector from the
+current embedder (after an import or a model change), on every core; `--rebuild` drops every
+vector and embeds everything again. A terminal shows a bar with the count, the rate and the time
+left. Ends with `embedded N, cached M, skipped K in T s (R texts/s)`: cached texts already had a
+vector (the same text elsewhere), skipped ones are too short to mean anything ("好的").
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def embed(
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the counts as JSON.")] = False,
 ) -> None:
-    """Embed turns and items that have no vector yet, with progress."""
+    """Embed turns, items and episodes that have no vector yet, with progress."""
     state = state_of(ctx)
     with state.memory(foreground=True) as memory:
         embeddings = memory.embeddings

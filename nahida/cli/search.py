@@ -43,6 +43,7 @@ from nahida.memory import (
 
 TEXT_WIDTH = 72  # terminal columns of the text
 WHO_WIDTH = 32
+KIND_WIDTH = 7  # turn, item, episode
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,19 +97,20 @@ def _when(epoch: float, at: datetime | None, tz: tzinfo | None = None) -> str:
 
 
 def table(hits: list[Hit], at: datetime | None, tz: tzinfo | None = None) -> list[str]:
-    """A readable table: rank, score, id, time, who (or scope) and the text."""
+    """A readable table: rank, score, id, time, kind, who (or scope) and the text."""
     if not hits:
         return ["no hits"]
     whos = [(hit.speaker or "") if hit.kind == "turn" else hit.scope for hit in hits]
     who_width = min(max([width("who / scope"), *map(width, whos)]), WHO_WIDTH)
     lines = [
-        f"{'#':>2}  {'score':>8}  {'id':<10}  {'time':<16}  {fit('who / scope', who_width)}  text"
+        f"{'#':>2}  {'score':>8}  {'id':<10}  {'time':<16}  {'kind':<{KIND_WIDTH}}"
+        f"  {fit('who / scope', who_width)}  text"
     ]
     for rank, (hit, who) in enumerate(zip(hits, whos, strict=True), start=1):
         text = fit(" ".join(hit.text.split()), TEXT_WIDTH).rstrip()
         lines.append(
             f"{rank:>2}  {hit.score:>8.4f}  {hit.id:<10}  {_when(hit.time, at, tz):<16}"
-            f"  {fit(who, who_width)}  {text}"
+            f"  {hit.kind:<{KIND_WIDTH}}  {fit(who, who_width)}  {text}"
         )
     return lines
 
@@ -159,7 +161,7 @@ def search(
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="JSON output.")] = False,
 ) -> None:
-    """Search memory items and history as a question asked in a chat."""
+    """Search memory items, history and episodes as a question asked in a chat."""
     if (query is None) == (queries is None):
         raise fail("give a QUERY with --chat, or --queries FILE", 2, as_json=as_json)
     if mode is not None and mode not in MODES:

@@ -10,8 +10,9 @@ are embedded in the background, never on a chat's worker:
   current space (`catch_up`: after an import, a model change, a crash), and drops vectors no row
   names any more.
 
-Very short turns ("好的", "哈哈") get no vector. Only a search embeds on the message path: its
-query, with a bounded wait (`query`), after which the search goes on lexically.
+Rows are active items, unhidden turns and episodes (whose text is `keywords: summary`). Very short
+turns ("好的", "哈哈") get no vector. Only a search embeds on the message path: its query, with a
+bounded wait (`query`), after which the search goes on lexically.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger(__name__)
 
-KINDS: tuple[Embedded, ...] = ("item", "turn")
+KINDS: tuple[Embedded, ...] = ("item", "turn", "episode")
 MIN_CHARS = 3  # letters or digits: below this a text gets no vector
 LOOK_AHEAD = 512  # rows read per round of upkeep
 QUERY_TIMEOUT = 1.0

@@ -238,7 +238,7 @@ class NewTurn:
 
 @dataclass(frozen=True, slots=True)
 class Hit:
-    """One recalled line: a memory item or an older history turn."""
+    """One recalled line: a memory item, an older history turn or an episode."""
 
     kind: Literal["turn", "item", "episode"]
     id: str

@@ -280,3 +280,53 @@ async def test_an_embedder_that_cannot_load_leaves_recall_lexical(tmp_path: Path
         assert [h.text for h in hits] == ["我们周末去爬山"]
     finally:
         memory.close()
+
+
+async def test_upkeep_embeds_episodes_and_vector_search_finds_them_in_their_chat(
+    tmp_path: Path, openai_server: FakeOpenAIServer
+) -> None:
+    from nahida.memory import EmbeddingUpkeep
+    from nahida.scheduler import JobContext
+
+    async with served(openai_server, tmp_path / "m.db") as memory:
+        await say(memory, CHAT, "周末我们去爬山吧")
+        await say(memory, OTHER, "西湖边的龙井茶")
+        session = await memory.sessions.current(CHAT)
+        assert session is not None
+        episode = await memory.episodes.add(
+            session_id=session,
+            chat=CHAT,
+            summary="约好了去西湖喝龙井茶",
+            keywords=("西湖", "龙井茶"),
+            started_at=time.time() - 1000,
+            ended_at=time.time() - 900,
+            turn_count=2,
+        )
+        ctx = JobContext(asyncio.Event())
+        await EmbeddingUpkeep(memory).run(ctx)  # what `nahida memory embed` runs too
+        assert "西湖, 龙井茶: 约好了去西湖喝龙井茶" in inputs(openai_server)
+        assert ctx.counts["embedded"] == 3
+        assert (await memory.embeddings.counts()).pending == 0
+        hits = await memory.recall.search(Query("西湖龙井茶", viewer_for(CHAT, "7"), mode="vector"))
+        assert (hits[0].kind, hits[0].id) == ("episode", episode.id)
+        elsewhere = await memory.recall.search(
+            Query("西湖龙井茶", viewer_for(OTHER, "7"), mode="vector")
+        )
+        assert [h.kind for h in elsewhere] == ["turn"]  # that chat's turn, never the episode
+        hybrid = await memory.recall.search(Query("龙井", viewer_for(CHAT, "7")))
+        assert hybrid[0].id == episode.id  # hybrid (the default): by words and by meaning
+        rewritten = await memory.episodes.add(
+            session_id=session,
+            chat=CHAT,
+            summary="改成去灵隐寺看银杏",
+            keywords=("灵隐寺",),
+            started_at=time.time() - 1000,
+            ended_at=time.time() - 800,
+            turn_count=4,
+        )
+        assert rewritten.id == episode.id
+        report = await memory.embeddings.catch_up()
+        assert (report.embedded, report.swept) == (1, 1)  # the new text; the old one's vector
+        hits = await memory.recall.search(Query("灵隐寺银杏", viewer_for(CHAT, "7"), mode="vector"))
+        assert hits[0].text == "改成去灵隐寺看银杏"
+        assert "约好了去西湖喝龙井茶" not in [h.text for h in hits]

@@ -133,6 +133,40 @@ def test_search_finds_items_with_their_evidence(imported: Any, tmp_path: Path) -
     assert search(imported, "corgi Biscuit", "--chat", G2)["hits"] == []
 
 
+def test_search_finds_an_episode_only_in_its_chat(imported: Any, tmp_path: Path) -> None:
+    db = History(tmp_path / "data" / "nahida.db")
+    (session,) = db.sessions(G1, 1)
+    stored = asyncio.run(
+        MemoryService(db.store).episodes.add(
+            session_id=session.id,
+            chat=G1,
+            summary="Alice told the group about her new corgi and his love of the sea",
+            keywords=("puppy adoption", "corgi"),
+            started_at=session.created_at.timestamp(),
+            ended_at=session.updated_at.timestamp(),
+            turn_count=session.turn_count,
+        )
+    )
+    db.close()
+    found = search(imported, "puppy adoption", "--chat", G1, "--user", "alice")
+    episodes = [h for h in found["hits"] if h["kind"] == "episode"]
+    assert [(h["id"], h["scope"], h["message_ids"]) for h in episodes] == [
+        (stored.id, f"chat:{G1}", [])
+    ]
+    assert episodes[0]["text"] == stored.summary
+    elsewhere = search(imported, "puppy adoption", "--chat", G2)
+    assert "episode" not in {h["kind"] for h in elsewhere["hits"]}
+    assert elsewhere["hits"]  # G2's own turn is found, not G1's episode
+    table = imported("memory", "search", "corgi", "--chat", G1)
+    assert table.exit_code == 0
+    header, *rows = table.stdout.splitlines()
+    assert header.split()[:5] == ["#", "score", "id", "time", "kind"]
+    (row,) = [r for r in rows if stored.id in r]
+    assert row.split()[5] == "episode" and f"chat:{G1}" in row  # the time is two words
+    last = search(imported, "what did we talk about last time", "--chat", G1)
+    assert last["hits"][0]["id"] == stored.id
+
+
 def test_queries_file_gives_one_line_per_input(imported: Any, tmp_path: Path) -> None:
     queries = [
         {"id": "q1", "chat": G1, "user": "alice", "q": "What breed?"},

@@ -1,12 +1,13 @@
-"""Scope isolation (DESIGN §4): no query from one context returns an item or turn it may not see.
+"""Scope isolation (DESIGN §4): no query from one context returns an item, turn or episode it may
+not see.
 
 | context             | sees                                                   |
 |---------------------|--------------------------------------------------------|
 | private chat with U | global · user:U · chat:(that chat)                     |
 | group G, speaker U  | global · chat:G · user:U items marked public           |
 
-History turns are seen only in the chat they were said in. The expected visibility is computed
-here from the table, never by asking `Viewer`.
+History turns and episodes are seen only in the chat they were said in. The expected visibility
+is computed here from the table, never by asking `Viewer`.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from hypothesis import strategies as st
 from nahida.envelope import ChatKey, UserKey
 from nahida.memory import (
     Candidate,
+    Episode,
     Evidence,
     MemoryService,
     NewTurn,
@@ -97,6 +99,7 @@ items = st.lists(
     max_size=14,
 )
 turns = st.lists(st.tuples(st.sampled_from(CHATS), word_sets), max_size=10)
+episodes = st.lists(st.tuples(st.sampled_from(CHATS), word_sets), max_size=6)
 queries = st.lists(st.tuples(contexts, word_sets), min_size=1, max_size=4)
 
 
@@ -141,6 +144,19 @@ def record_turns(tx: Tx, specs: list[tuple[str, list[str]]]) -> dict[str, tuple[
     return recorded
 
 
+def store_episodes(tx: Tx, specs: list[tuple[str, list[str]]]) -> dict[str, tuple[str, set[str]]]:
+    """One episode per spec, each of a session of its own in its chat."""
+    summarised = {}
+    now = time.time()
+    for n, (chat, words) in enumerate(specs):
+        summary = " ".join([*words, f"e{n}"])
+        tx.sessions.create(f"s_e{n}", chat, "t", now - 200)
+        episode = Episode(f"e_{n:06d}", f"s_e{n}", chat, summary, (), now - 200, now - 150 + n, 2)
+        tx.episodes.put(episode, index_text(summary))
+        summarised[episode.id] = (chat, set(words))
+    return summarised
+
+
 def check(
     db: SqliteStore,
     stored: list[Stored],
@@ -154,6 +170,9 @@ def check(
     may_see = {s.id for s in stored if ctx.sees_item(s.scope, s.sensitivity)}
     may_see |= {tid for tid, (chat, _) in said.items() if ctx.sees_turn(chat)}
     assert found <= may_see, f"{ctx} saw {found - may_see}"
+    last_time = Query("上次 " + " ".join(words), ctx.viewer, limit=200)  # the latest episode first
+    hits = db.read_sync(recall.search, last_time, recall.plan(last_time))
+    assert {h.id for h in hits} <= may_see, f"{ctx} saw {({h.id for h in hits}) - may_see}"
     # not vacuous: what is visible, active and has every word of the query is found
     wanted = set(words)
     full = {s.id for s in stored if s.status == "active" and wanted <= s.words}
@@ -176,16 +195,18 @@ def test_vocabulary_words_are_single_tokens() -> None:
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(items, turns, queries)
+@given(items, turns, queries, episodes)
 def test_every_retrieval_path_respects_scopes(
     item_specs: list[tuple[str, str, str, list[str]]],
     turn_specs: list[tuple[str, list[str]]],
     query_specs: list[tuple[Context, list[str]]],
+    episode_specs: list[tuple[str, list[str]]],
 ) -> None:
     db = SqliteStore(":memory:")
     try:
         stored = db.write_sync(store_items, item_specs)
         said = db.write_sync(record_turns, turn_specs)
+        said |= db.write_sync(store_episodes, episode_specs)  # seen, like turns, in their chat
         for ctx, words in query_specs:
             check(db, stored, said, ctx, words)
     finally:

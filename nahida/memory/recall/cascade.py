@@ -1,14 +1,19 @@
-"""One search (DESIGN §5, steps 3–5): the lexical and vector lists of items and turns, by the
-query's mode. A unit of work: it runs on the store's thread with a `Plan` made before (tokens
+"""One search (DESIGN §5, steps 3–5): the lexical and vector lists of items, turns and episodes,
+by the query's mode. A unit of work: it runs on the store's thread with a `Plan` made before (tokens
 and, for hybrid and vector search, the query vector).
 
-Each kind is fused on its own first (items and turns by reciprocal rank, then boosts): the
+Each kind is fused on its own first (items, turns and episodes by reciprocal rank, then
+boosts): the
 lexical ranking is exactly what lexical search returns. Hybrid search then fuses the two
 rankings once more (`fuse.combine`, `Tuning.hybrid_k` and `vector_weight`) and keeps the last
 `vector_reserve` places of the answer for the best hits by meaning that the fusion left out.
 Measured on the dev sets, one fusion of all four lists with the lexical lists' k lost to lexical
 search alone: the lexical ranking is tuned much further, and its flat RRF scores let vector
 ranks reorder it.
+
+A question about the last conversation (`Plan.last_time`) gets the chat's latest episode first,
+found or not: "上次我们聊到哪了" has no words an episode would match. Without episodes (none
+stored, or `Query.episodes` off) every list and ranking is what it was without them.
 """
 
 from __future__ import annotations
@@ -19,41 +24,57 @@ from nahida.memory.models import Hit
 from nahida.memory.recall import lexical, vector
 from nahida.memory.recall.fuse import combine, fuse, text_key, unique_texts
 from nahida.memory.recall.plan import TUNING, Plan, Query, Tuning
-from nahida.memory.store.base import Tx
+from nahida.memory.store.base import TextSearch, Tx
 
 Lists = Callable[[Tx, Query, Plan, int, Tuning], list[Hit]]
-LEXICAL: tuple[Lists, Lists] = (lexical.item_hits, lexical.turn_hits)
-VECTOR: tuple[Lists, Lists] = (vector.item_hits, vector.turn_hits)
+Searches = tuple[Lists, Lists, Lists]  # items, turns, episodes
+LEXICAL: Searches = (lexical.item_hits, lexical.turn_hits, lexical.episode_hits)
+VECTOR: Searches = (vector.item_hits, vector.turn_hits, vector.episode_hits)
 
 
-def _ranking(
-    tx: Tx, query: Query, found: Plan, tuning: Tuning, kind: tuple[Lists, Lists]
-) -> list[Hit]:
-    """Items and turns of one kind of search, fused and boosted."""
+def _ranking(tx: Tx, query: Query, found: Plan, tuning: Tuning, kind: Searches) -> list[Hit]:
+    """Items, turns and episodes of one kind of search, fused and boosted."""
     depth = max(query.limit * 3, 20)
-    items, turns = kind
+    items, turns, episodes = kind
     lists: list[list[Hit]] = []
     if query.items:
         lists.append(items(tx, query, found, depth, tuning))
     if query.turns:
         lists.append(turns(tx, query, found, depth, tuning))
+    if query.episodes:
+        lists.append(episodes(tx, query, found, depth, tuning))
     return fuse(lists, found.now, tuning.rrf_k)
 
 
 def search(tx: Tx, query: Query, found: Plan, tuning: Tuning = TUNING) -> list[Hit]:
-    """Items and turns for `query` (read as `found`), best first. Hybrid without a query vector
-    is lexical; vector without one finds nothing."""
+    """Items, turns and episodes for `query` (read as `found`), best first. Hybrid without a
+    query vector is lexical; vector without one finds nothing."""
     has_vector = found.vector is not None
     if query.mode == "lexical" or (query.mode == "hybrid" and not has_vector):
-        return _ranking(tx, query, found, tuning, LEXICAL)[: query.limit]
-    if not has_vector:
+        hits = _ranking(tx, query, found, tuning, LEXICAL)
+    elif not has_vector:
         return []
-    by_meaning = _ranking(tx, query, found, tuning, VECTOR)
-    if query.mode == "vector":
-        return by_meaning[: query.limit]
-    by_words = _ranking(tx, query, found, tuning, LEXICAL)
-    fused = unique_texts(combine(by_words, by_meaning, tuning.hybrid_k, tuning.vector_weight))
-    return _with_room_for_meaning(fused, by_meaning, query.limit, tuning.vector_reserve)
+    elif query.mode == "vector":
+        hits = _ranking(tx, query, found, tuning, VECTOR)
+    else:
+        by_meaning = _ranking(tx, query, found, tuning, VECTOR)
+        by_words = _ranking(tx, query, found, tuning, LEXICAL)
+        fused = unique_texts(combine(by_words, by_meaning, tuning.hybrid_k, tuning.vector_weight))
+        hits = _with_room_for_meaning(fused, by_meaning, query.limit, tuning.vector_reserve)
+    if found.last_time and query.episodes:
+        hits = _latest_episode_first(tx, query, hits)
+    return hits[: query.limit]
+
+
+def _latest_episode_first(tx: Tx, query: Query, hits: list[Hit]) -> list[Hit]:
+    """`hits` with the latest episode of the viewer's chat (ended by the question's moment) in
+    first place, scored as the best hit; unchanged when the chat has none."""
+    latest = tx.episodes.search(query.viewer.turn_chats(), TextSearch(None, 1, query.at))
+    if not latest:
+        return hits
+    best = max((h.score for h in hits), default=1.0)
+    top = lexical.episode_hit(latest[0].episode, best)
+    return [top, *(h for h in hits if h.id != top.id)]
 
 
 def _with_room_for_meaning(

@@ -1,8 +1,10 @@
-"""The lexical retrieval cascade (DESIGN §5, steps 3 and 5): items and history turns, fused.
+"""The lexical retrieval cascade (DESIGN §5, steps 3 and 5): items, history turns and episodes,
+fused.
 
-Both searches pass the viewer's visibility to the store, which applies it inside its query, so
-nothing the viewer may not see is ever ranked. Nothing said (turns) or stored (items) after the
-moment of the question is returned, nor turns the prompt already shows verbatim (the hot window).
+Every search passes the viewer's visibility to the store, which applies it inside its query, so
+nothing the viewer may not see is ever ranked (turns and episodes: only the chat's own). Nothing
+said (turns), stored (items) or ended (episodes) after the moment of the question is returned,
+nor turns the prompt already shows verbatim (the hot window).
 
 How a question is read and ranked (each step measured by scripts/eval_recall.py; see `Tuning`):
 
@@ -24,8 +26,9 @@ How a question is read and ranked (each step measured by scripts/eval_recall.py;
 5. Items and turns are fused by reciprocal rank, boosted (confidence, importance, recency, use),
    and deduplicated by text (`fuse`).
 
-`item_hits` and `turn_hits` run inside a unit of work (`cascade.search`) with a `Plan` made
-before.
+Episodes are matched on their keywords and summary, with the same window preference as items.
+`item_hits`, `turn_hits` and `episode_hits` run inside a unit of work (`cascade.search`) with a
+`Plan` made before.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
-from nahida.memory.models import Hit, MemoryItem
+from nahida.memory.models import Episode, Hit, MemoryItem
 from nahida.memory.recall.plan import TUNING, Plan, Query, Tuning
 from nahida.memory.store.base import TextSearch, TurnMatch, Tx
 from nahida.memory.timeparse import TimeWindow
@@ -184,4 +187,30 @@ def turn_hit(turn: TurnMatch, score: float) -> Hit:
         turn.time,
         speaker=turn.speaker_name or turn.speaker,
         earlier=turn.earlier_for is not None,
+    )
+
+
+def episode_hits(
+    tx: Tx, query: Query, found: Plan, depth: int, tuning: Tuning = TUNING
+) -> list[Hit]:
+    chats = query.viewer.turn_chats()
+
+    def fetch(
+        terms: tuple[str, ...] | None, window: TimeWindow | None
+    ) -> list[tuple[Any, float, Any]]:
+        matches = tx.episodes.search(chats, _search(query, terms, depth, window))
+        return [(m.episode.id, m.score, m.episode) for m in matches]
+
+    terms = None if found.text is None else query_terms(found.tokens, max_terms=tuning.max_terms)
+    lexical = fetch(terms, None) if terms is not None else []
+    records, scores, inside = _gather(fetch, lexical, found, terms, tuning)
+    final = _prefer_window(scores, inside, tuning)
+    ranked = sorted(final, key=lambda i: (-final[i], -records[i].ended_at, i))[:depth]
+    return [episode_hit(records[i], final[i]) for i in ranked]
+
+
+def episode_hit(episode: Episode, score: float) -> Hit:
+    """An episode as a recalled line: its summary (the keywords only help it be found)."""
+    return Hit(
+        "episode", episode.id, episode.summary, score, f"chat:{episode.chat}", [], episode.ended_at
     )

@@ -23,6 +23,8 @@ def line(hit: Hit) -> str:
     scope = hit.scope.split(":", 1)[0]
     if hit.item is not None:
         return f"- [{hit.id}] {hit.item.kind} · {scope} · {_date(hit.time)}: {text}"
+    if hit.kind == "episode":  # a finished conversation of this chat, summarised
+        return f"- [episode · {_date(hit.time)}] {text}"
     who = f" {hit.speaker}" if hit.speaker else ""
     earlier = "earlier, since changed · " if hit.earlier else ""
     return f"- [history · {earlier}{_date(hit.time)}{who}] {text}"

@@ -2,11 +2,15 @@
 
 `plan()` reads a question before the store is asked (DESIGN §1: no jieba on the database
 thread): its time expressions ("昨天", "last week"; `timeparse`) come out of the lexical part and
-name a window relative to the question's moment; the rest is cut into tokens once.
+name a window relative to the question's moment; the rest is cut into tokens once. A question
+about the last conversation ("上次我们聊到哪了", "what did we talk about last time") is marked
+`last_time`: the chat's latest episode then comes first (`cascade`). The words stay in the
+lexical query, so nothing but the episodes changes.
 """
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, replace
 from datetime import datetime, tzinfo
@@ -24,6 +28,14 @@ if TYPE_CHECKING:
 RRF_K = 60.0
 Mode = Literal["hybrid", "lexical", "vector"]
 MODES: tuple[Mode, ...] = ("hybrid", "lexical", "vector")
+# Asking about the last conversation: 上次 / 上回 / 上一次, "last time", "our last conversation",
+# "where we left off" (not "last week": that is a time window).
+LAST_TIME = re.compile(
+    r"上一?次|(?<![马晚早])上一?回(?![来去家到复应头])"
+    r"|(?<![a-z])(?:last|previous) (?:time|conversation|session|chat|talk)(?![a-z])"
+    r"|(?<![a-z])(?:left|leave) off(?![a-z])",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +68,7 @@ class Query:
     exclude_turns: frozenset[int] = frozenset()
     items: bool = True
     turns: bool = True
+    episodes: bool = True
     tz: tzinfo | None = None  # where "today" is for time expressions; None: the local zone
     mode: Mode = "hybrid"  # lexical and vector lists fused; vector only where there is a vector
 
@@ -70,6 +83,7 @@ class Plan:
     now: float
     vector: Vector | None = None  # the query's embedding (None: lexical only)
     space: VectorSpace | None = None
+    last_time: bool = False  # it asks about the last conversation (`LAST_TIME`)
 
     def with_vector(self, vector: Vector, space: VectorSpace) -> Plan:
         return replace(self, vector=vector, space=space)
@@ -84,6 +98,8 @@ def plan(query: Query, tuning: Tuning = TUNING) -> Plan:
     parsed = timeparse.parse(query.text, moment)
     text: str | None = parsed.text if tuning.strip_time else query.text
     tokens = tuple(tokenize(text)) if text else ()
+    last_time = LAST_TIME.search(" ".join(query.text.split())) is not None
     if parsed.window is not None and not (text and has_content(tokens)):
-        return Plan(None, (), parsed.window, now)  # only a time expression: list the window
-    return Plan(text, tokens, parsed.window, now)
+        # only a time expression: list the window
+        return Plan(None, (), parsed.window, now, last_time=last_time)
+    return Plan(text, tokens, parsed.window, now, last_time=last_time)

@@ -1,6 +1,7 @@
-"""The vector lists of the retrieval cascade (DESIGN §5, step 4): items and turns nearest to the
-question's embedding, in the viewer's visibility (applied by the store inside its query), not
-said or stored after the question's moment, without the turns the prompt shows verbatim.
+"""The vector lists of the retrieval cascade (DESIGN §5, step 4): items, turns and episodes
+nearest to the question's embedding, in the viewer's visibility (applied by the store inside its
+query), not said, stored or ended after the question's moment, without the turns the prompt
+shows verbatim.
 
 Hits inside the question's time window weigh `1 + window` times more, as in the lexical lists.
 A nearest neighbour always exists, related or not, so a hit is kept only when its cosine
@@ -11,7 +12,7 @@ clearly nearer than the rest, not the padding of an unrelated question.
 from __future__ import annotations
 
 from nahida.memory.models import Hit
-from nahida.memory.recall.lexical import item_hit, turn_hit
+from nahida.memory.recall.lexical import episode_hit, item_hit, turn_hit
 from nahida.memory.recall.plan import TUNING, Plan, Query, Tuning
 from nahida.memory.store.base import Tx, VectorSearch
 
@@ -65,5 +66,21 @@ def turn_hits(tx: Tx, query: Query, found: Plan, depth: int, tuning: Tuning = TU
     least = _close([m.score for m in matches], tuning)
     hits = [
         turn_hit(m, m.score * _weight(m.time, found, tuning)) for m in matches if m.score >= least
+    ]
+    return _ranked(hits, depth)
+
+
+def episode_hits(
+    tx: Tx, query: Query, found: Plan, depth: int, tuning: Tuning = TUNING
+) -> list[Hit]:
+    search = _search(query, found, depth)
+    if search is None:
+        return []
+    matches = tx.vectors.episodes(query.viewer.turn_chats(), search)
+    least = _close([m.score for m in matches], tuning)
+    hits = [
+        episode_hit(m.episode, m.score * _weight(m.episode.ended_at, found, tuning))
+        for m in matches
+        if m.score >= least
     ]
     return _ranked(hits, depth)

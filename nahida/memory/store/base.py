@@ -86,12 +86,19 @@ class ItemMatch:
     body: str
 
 
+class EpisodeMatch(NamedTuple):
+    """An episode found by search; `score` higher is better."""
+
+    episode: Episode
+    score: float
+
+
 if TYPE_CHECKING:  # numpy loads only where vectors are used (not for `nahida --help`)
     import numpy as np
     import numpy.typing as npt
 
     Vector = npt.NDArray[np.float32]  # one L2-normalised float32 row
-Embedded = Literal["item", "turn"]  # what carries an embedding (episodes later)
+Embedded = Literal["item", "turn", "episode"]  # what carries an embedding
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,7 +125,7 @@ class VectorSearch:
 class Unembedded(NamedTuple):
     """A row whose text has no vector yet: `key` orders the rows of its kind. The text embedded
     is `title: content`; a turn's title is its speaker's name (measured on LoCoMo: vector
-    recall@10 0.16 without the name, 0.52 with it)."""
+    recall@10 0.16 without the name, 0.52 with it), an episode's its keywords."""
 
     key: int
     title: str
@@ -140,7 +147,8 @@ class VectorRows(Protocol):
     A backend without a vector extension computes the same answers with numpy."""
 
     def unhashed(self, kind: Embedded, limit: int) -> list[Unembedded]:
-        """Searchable rows (active items; unhidden user/assistant turns) not looked at yet."""
+        """Searchable rows (active items; unhidden user/assistant turns; episodes) not looked at
+        yet."""
 
     def missing(
         self, kind: Embedded, space: VectorSpace, after: int, limit: int
@@ -162,13 +170,17 @@ class VectorRows(Protocol):
         """Delete every vector and forget every row's hash (a rebuild); returns the vectors."""
 
     def sweep(self) -> int:
-        """Delete vectors no row names any more (deleted sessions, changed items)."""
+        """Delete vectors no row names any more (deleted sessions, changed items, rewritten
+        episodes)."""
 
     def items(self, visibility: Visibility, search: VectorSearch) -> list[ItemMatch]:
         """Active items the visibility allows, nearest first."""
 
     def turns(self, chats: Sequence[str] | None, search: VectorSearch) -> list[TurnMatch]:
         """Unhidden user/assistant turns of these chats (every chat: None), nearest first."""
+
+    def episodes(self, chats: Sequence[str] | None, search: VectorSearch) -> list[EpisodeMatch]:
+        """Episodes of these chats (every chat: None), nearest first (`time`: `ended_at`)."""
 
 
 class SessionRows(Protocol):
@@ -387,9 +399,24 @@ class ProfileRows(Protocol):
 
 
 class EpisodeRows(Protocol):
-    """Episodes of finished sessions (the Ethan layer 4); filled in by the episodes work."""
+    """Episodes of finished sessions (the Ethan layer 4), one per session. An episode is seen
+    only in its own chat, like the session's turns; its index text is computed before the call
+    (`tokenize.index_text` of its keywords and summary)."""
+
+    def put(self, episode: Episode, tokens: str) -> Episode:
+        """Store the session's episode, or rewrite the one it had (keeping that one's id and
+        creation time; a new text is looked at again for a vector). Returns what is stored."""
 
     def get(self, episode_id: str) -> Episode | None: ...
+
+    def of_session(self, session_id: str) -> Episode | None: ...
+
+    def of_chat(self, chat: str, limit: int) -> list[Episode]:
+        """The chat's episodes, the latest ended first."""
+
+    def search(self, chats: Sequence[str] | None, search: TextSearch) -> list[EpisodeMatch]:
+        """Episodes of these chats (every chat: None), best first; `time` is `ended_at` (without
+        terms: the latest ended)."""
 
 
 class Tx(Protocol):

@@ -1,10 +1,115 @@
-"""Episodes of finished sessions in SQLite (the Ethan layer 4); filled in by the episodes work."""
+"""Episodes of finished sessions in SQLite (the Ethan layer 4), with their FTS rows.
+
+An episode's FTS row (`episodes_fts`, keyed by the episode's `seq`) carries its chat's scope
+token only: like the session's turns, an episode is seen in its own chat and nowhere else, and
+that is decided inside the MATCH. Deleting a session removes its episode (a foreign key) and
+`SessionTable` removes the FTS row with it (`forget_sql`).
+"""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from nahida.memory.models import Episode
+from nahida.memory.scopes import chat_scope
+from nahida.memory.store.base import EpisodeMatch, TextSearch
+from nahida.memory.store.sqlite import fts
 from nahida.memory.store.sqlite.db import Connection
+
+_COLUMNS = "id, session_id, chat, summary, keywords, started_at, ended_at, turn_count, created_at"
+_MATCH_FROM = "episodes_fts", "e.*", "episodes e ON e.seq = f.rowid", "e.ended_at"
+
+# A session that ends again after a resume gets its episode rewritten: same id and creation
+# time; a new text drops the old vector's name (upkeep embeds the new one).
+_PUT = (
+    f"INSERT INTO episodes ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " ON CONFLICT (session_id) DO UPDATE SET chat = excluded.chat, summary = excluded.summary,"
+    " keywords = excluded.keywords, started_at = excluded.started_at,"
+    " ended_at = excluded.ended_at, turn_count = excluded.turn_count,"
+    " embed_hash = CASE WHEN summary = excluded.summary AND keywords = excluded.keywords"
+    " THEN embed_hash END"
+    " RETURNING *"
+)
+
+
+def episode_of(row: Any) -> Episode:
+    return Episode(
+        id=row["id"],
+        session_id=row["session_id"],
+        chat=row["chat"],
+        summary=row["summary"],
+        keywords=tuple(json.loads(row["keywords"])),
+        started_at=row["started_at"],
+        ended_at=row["ended_at"],
+        turn_count=row["turn_count"],
+        created_at=row["created_at"],
+    )
+
+
+def forget_sql(sessions: str) -> str:
+    """A statement deleting the FTS rows of the episodes of the sessions `sessions` selects
+    (a subquery of session ids); run it before the sessions are deleted."""
+    return (
+        "DELETE FROM episodes_fts WHERE rowid IN"
+        f" (SELECT seq FROM episodes WHERE session_id IN ({sessions}))"
+    )
 
 
 class EpisodeTable:
     def __init__(self, conn: Connection) -> None:
         self.conn = conn
+
+    def put(self, episode: Episode, tokens: str) -> Episode:
+        conn = self.conn
+        row = conn.execute(
+            _PUT,
+            (
+                episode.id,
+                episode.session_id,
+                episode.chat,
+                episode.summary,
+                json.dumps(list(episode.keywords), ensure_ascii=False),
+                episode.started_at,
+                episode.ended_at,
+                episode.turn_count,
+                episode.created_at,
+            ),
+        ).fetchone()
+        seq = int(row["seq"])
+        conn.execute("DELETE FROM episodes_fts WHERE rowid = ?", (seq,))
+        conn.execute(
+            "INSERT INTO episodes_fts (rowid, body, scopes) VALUES (?, ?, ?)",
+            (seq, tokens, fts.scope_token(chat_scope(episode.chat))),
+        )
+        return episode_of(row)
+
+    def get(self, episode_id: str) -> Episode | None:
+        row = self.conn.execute("SELECT * FROM episodes WHERE id = ?", (episode_id,)).fetchone()
+        return episode_of(row) if row else None
+
+    def of_session(self, session_id: str) -> Episode | None:
+        row = self.conn.execute(
+            "SELECT * FROM episodes WHERE session_id = ?", (session_id,)
+        ).fetchone()
+        return episode_of(row) if row else None
+
+    def of_chat(self, chat: str, limit: int) -> list[Episode]:
+        found = self.conn.execute(
+            "SELECT * FROM episodes WHERE chat = ? ORDER BY ended_at DESC, seq DESC LIMIT ?",
+            (chat, limit),
+        )
+        return [episode_of(r) for r in found]
+
+    def search(self, chats: Sequence[str] | None, search: TextSearch) -> list[EpisodeMatch]:
+        if chats is None:  # every chat (an admin's search)
+            if search.terms is None:
+                expression: str | None = fts.EVERY_ROW
+            else:
+                body = fts.match(search.terms)
+                expression = f"{fts.BODY_COLUMN} : ({body})" if body else None
+        else:
+            expression = fts.scoped_match(search.terms, [chat_scope(chat) for chat in chats])
+        found = fts.ranked(self.conn, *_MATCH_FROM, expression, search)
+        return [EpisodeMatch(episode_of(r), float(r["score"])) for r in found]

@@ -10,6 +10,7 @@ from nahida.memory.scopes import chat_scope
 from nahida.memory.store.base import TextSearch, TurnMatch
 from nahida.memory.store.sqlite import fts, rows
 from nahida.memory.store.sqlite.db import Connection
+from nahida.memory.store.sqlite.episodes import forget_sql
 from nahida.memory.store.sqlite.fts import like_escape
 
 _MATCH_FROM = "turns_fts", rows.TURN_MATCH_COLUMNS, "turns t ON t.id = f.rowid", "t.time"
@@ -79,14 +80,13 @@ class SessionTable:
             "DELETE FROM turns_fts WHERE rowid IN (SELECT id FROM turns WHERE session_id = ?)",
             (session_id,),
         )
+        self.conn.execute(forget_sql("?"), (session_id,))  # its episode goes by foreign key
         return self.conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,)).rowcount > 0
 
     def delete_empty(self) -> int:
-        cursor = self.conn.execute(
-            "DELETE FROM sessions"
-            " WHERE NOT EXISTS (SELECT 1 FROM turns WHERE session_id = sessions.id)"
-        )
-        return cursor.rowcount
+        empty = "NOT EXISTS (SELECT 1 FROM turns WHERE session_id = sessions.id)"
+        self.conn.execute(forget_sql(f"SELECT id FROM sessions WHERE {empty}"))
+        return self.conn.execute(f"DELETE FROM sessions WHERE {empty}").rowcount
 
     def current(self, chat: str) -> tuple[str | None, float] | None:
         row = self.conn.execute(

@@ -216,7 +216,27 @@ CREATE TABLE profile_entries (
 CREATE INDEX profile_entries_by_user ON profile_entries (user, status, section)
 """
 
-# Episodes (DESIGN §3, the Ethan layer 4): filled in by the episodes work.
+# Episodes (DESIGN §3, the Ethan layer 4): one row per finished session (a session that ends
+# again after a resume has its row rewritten). `id` is shown to people; `seq` is the row's key in
+# `episodes_fts` (body: the keywords' and summary's tokens; scopes: the chat's scope token) and
+# in vector upkeep. `keywords` is a JSON array; `embed_hash` names the text `keywords: summary`.
 EPISODES = """
-SELECT 1
+CREATE TABLE episodes (
+    seq         INTEGER PRIMARY KEY,
+    id          TEXT NOT NULL UNIQUE,
+    session_id  TEXT NOT NULL UNIQUE REFERENCES sessions (id) ON DELETE CASCADE,
+    chat        TEXT NOT NULL,
+    summary     TEXT NOT NULL,
+    keywords    TEXT NOT NULL DEFAULT '[]',
+    started_at  REAL NOT NULL,
+    ended_at    REAL NOT NULL,
+    turn_count  INTEGER NOT NULL,
+    created_at  REAL NOT NULL,
+    embed_hash  TEXT
+);
+CREATE INDEX episodes_by_chat ON episodes (chat, ended_at);
+CREATE INDEX episodes_by_embed_hash ON episodes (embed_hash);
+CREATE VIRTUAL TABLE episodes_fts USING fts5 (
+    body, scopes, tokenize = 'porter unicode61 remove_diacritics 0'
+)
 """

@@ -1,8 +1,8 @@
 """Embeddings and vector search in SQLite (DESIGN §5 step 4).
 
 Vectors live in a plain table, one per (space, text hash). A search starts from the rows the
-viewer may see (the chat index of turns, the scope index of items: visibility inside the query,
-before ranking), joins each to its vector in the query's space and orders by
+viewer may see (the chat index of turns and episodes, the scope index of items: visibility
+inside the query, before ranking), joins each to its vector in the query's space and orders by
 `vec_distance_cosine` when sqlite-vec is loaded. Without the extension the same rows come back
 with their vectors and numpy ranks them: the same answers, slower. (Not vec0 virtual tables:
 their partitions bloat the file with many small chats.)
@@ -18,6 +18,7 @@ import numpy as np
 from nahida.memory.scopes import Visibility
 from nahida.memory.store.base import (
     Embedded,
+    EpisodeMatch,
     ItemMatch,
     TurnMatch,
     Unembedded,
@@ -27,6 +28,7 @@ from nahida.memory.store.base import (
 )
 from nahida.memory.store.sqlite import fts, rows
 from nahida.memory.store.sqlite.db import Connection
+from nahida.memory.store.sqlite.episodes import episode_of
 from nahida.memory.store.sqlite.items import visibility_sql
 
 if TYPE_CHECKING:
@@ -41,6 +43,14 @@ _ROWS: dict[str, tuple[str, str, str, str]] = {
         "hidden_by IS NULL AND role IN ('user', 'assistant')",
     ),
     "item": ("memory_items", "rowid", "title, content", "status = 'active'"),
+    "episode": (
+        "episodes",
+        "seq",
+        # "keywords: summary" (the keywords, a JSON array, joined with commas)
+        "coalesce((SELECT group_concat(k.value, ', ') FROM json_each(r.keywords) k), '')"
+        " AS title, summary",
+        "1",
+    ),
 }
 _TURN_COLUMNS = rows.TURN_MATCH_COLUMNS.replace("t.", "r.")
 _SPACE = "e.provider = ? AND e.model = ? AND e.dimension = ?"
@@ -66,7 +76,7 @@ class VectorTable:
     def unhashed(self, kind: Embedded, limit: int) -> list[Unembedded]:
         table, key, text, searchable = _ROWS[kind]
         found = self.conn.execute(
-            f"SELECT {key}, {text} FROM {table} WHERE embed_hash IS NULL AND {searchable}"
+            f"SELECT {key}, {text} FROM {table} r WHERE embed_hash IS NULL AND {searchable}"
             f" ORDER BY {key} LIMIT ?",
             (limit,),
         )
@@ -150,19 +160,16 @@ class VectorTable:
 
     def clear(self) -> int:
         deleted = self.conn.execute("DELETE FROM embeddings").rowcount
-        self.conn.execute("UPDATE turns SET embed_hash = NULL WHERE embed_hash IS NOT NULL")
-        self.conn.execute("UPDATE memory_items SET embed_hash = NULL WHERE embed_hash IS NOT NULL")
+        for table, _, _, _ in _ROWS.values():
+            self.conn.execute(f"UPDATE {table} SET embed_hash = NULL WHERE embed_hash IS NOT NULL")
         return int(deleted)
 
     def sweep(self) -> int:
-        return int(
-            self.conn.execute(
-                "DELETE FROM embeddings WHERE NOT EXISTS"
-                " (SELECT 1 FROM turns t WHERE t.embed_hash = embeddings.hash)"
-                " AND NOT EXISTS"
-                " (SELECT 1 FROM memory_items m WHERE m.embed_hash = embeddings.hash)"
-            ).rowcount
+        named = " AND ".join(
+            f"NOT EXISTS (SELECT 1 FROM {table} r WHERE r.embed_hash = embeddings.hash)"
+            for table, _, _, _ in _ROWS.values()
         )
+        return int(self.conn.execute(f"DELETE FROM embeddings WHERE {named}").rowcount)
 
     def _nearest(
         self,
@@ -239,3 +246,15 @@ class VectorTable:
             return []
         found = self._rows(_TURN_COLUMNS, "turns", "r.id", [k for k, _ in nearest])
         return [TurnMatch._make((*found[k][1:], score)) for k, score in nearest]
+
+    def episodes(self, chats: Sequence[str] | None, search: VectorSearch) -> list[EpisodeMatch]:
+        where, params = "1", list[Any]()
+        if chats is not None:
+            if not chats:
+                return []
+            where, params = f"r.chat IN ({', '.join('?' * len(chats))})", list(chats)
+        nearest = self._nearest("episodes r", "seq", where, params, "r.ended_at", search)
+        if not nearest:
+            return []
+        found = self._rows("r.*", "episodes", "r.seq", [k for k, _ in nearest])
+        return [EpisodeMatch(episode_of(found[k]), score) for k, score in nearest]
