@@ -28,6 +28,7 @@ from nahida.background import BackgroundWork
 from nahida.bus import EventBus
 from nahida.commands import memory as memory_commands
 from nahida.commands import profile as profile_commands
+from nahida.commands import rules as rules_commands
 from nahida.commands import session as session_commands
 from nahida.commands.router import CommandRouter
 from nahida.config import Config, ProviderConfig
@@ -39,6 +40,7 @@ from nahida.memory import (
     EmbeddingUpkeep,
     LLMReranker,
     MemoryService,
+    MemoryTools,
     Store,
     StoreCapabilities,
     WorkingSettings,
@@ -55,6 +57,7 @@ from nahida.ratelimit import RateLimiter
 from nahida.runner import RunnerSettings, SessionRunner
 from nahida.scheduler import Scheduler
 from nahida.server import InboundServer
+from nahida.tools import ToolRegistry
 from nahida.workspace import Persona, ensure_workspace
 
 log = structlog.get_logger(__name__)
@@ -228,6 +231,7 @@ class App:
         commands = CommandRouter()
         session_commands.register(commands)
         memory_commands.register(commands)
+        rules_commands.register(commands)
         profile_commands.register(commands)
         admins = frozenset([*config.bot.admins, str(CONSOLE_USER)])
         self.plugins: list[LoadedPlugin] = (
@@ -241,6 +245,8 @@ class App:
             else []
         )
         parts = turn_parts(self.memory)
+        self.tools = ToolRegistry()
+        MemoryTools(self.memory).register(self.tools)
         self.background = BackgroundWork(
             concurrency=config.bus.concurrency, queue_size=config.bus.queue_size
         )
@@ -263,6 +269,7 @@ class App:
             ),
             persona=Persona(paths.workspace),
             memory=self.memory,
+            tools=self.tools,
             sources=parts.sources,
             limiter=RateLimiter(config.bot.rate_limit.per_chat_per_minute),
             hooks=parts.inline,

@@ -129,6 +129,7 @@ MESSAGES: dict[str, dict[Language, str]] = {
         "en": "Nothing found for “{query}”.",
     },
     "memory_bot_speaker": {"zh": "机器人", "en": "bot"},
+    "memory_episode": {"zh": "上次对话", "en": "earlier conversation"},
     "memory_search_header": {"zh": "“{query}”的搜索结果：", "en": "Found for “{query}”:"},
     "memory_list_usage": {
         "zh": "用法：/memory list [种类]，种类可以是：{kinds}",
@@ -211,6 +212,27 @@ MESSAGES: dict[str, dict[Language, str]] = {
         "en": "No pending candidate {id} here.",
     },
     # /profile ------------------------------------------------------------------------------
+    "cmd_rules": {
+        "zh": "查看在此生效的行为规则：/rules；移除一条：/rules forget <编号>",
+        "en": "see the behaviour rules in force here: /rules; remove one: /rules forget <id>",
+    },
+    "rules_none": {
+        "zh": "这里还没有生效的行为规则（比如说“以后回答我都用英文”）。",
+        "en": "No behaviour rules are in force here yet (e.g. 'answer me in English from now on').",
+    },
+    "rules_header": {
+        "zh": "在此生效的行为规则（{n} 条）：",
+        "en": "Behaviour rules in force here ({n}):",
+    },
+    "rules_not_found": {"zh": "这里没有行为规则 {id}。", "en": "No behaviour rule {id} here."},
+    "rules_forgotten": {
+        "zh": "已移除规则 {id}（已归档，可用 /memory why {id} 查看）。",
+        "en": "Removed rule {id} (archived: /memory why {id}).",
+    },
+    "rules_usage": {
+        "zh": "用法：/rules 或 /rules forget <编号>",
+        "en": "Usage: /rules or /rules forget <id>",
+    },
     "cmd_profile": {
         "zh": "查看你的画像：/profile；归档其中一个分区：/profile forget <分区>",
         "en": "see your profile: /profile; archive one of its sections: /profile forget <section>",

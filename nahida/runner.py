@@ -11,6 +11,7 @@ waits for them (they keep the chat's order among themselves).
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -199,13 +200,14 @@ class SessionRunner:
 
     async def _complete(self, ctx: TurnContext, hot: list[Turn], summary: str) -> Completion:
         slots: dict[str, str] = {"summary": summary} if summary else {}
-        for source in self.sources:
-            try:
-                text = await source.gather(ctx)
-            except Exception:
-                log.exception("context_source_failed", slot=source.slot)
-                continue
-            if text:
+        # at once: their reads share one batch of the database thread
+        gathered = await asyncio.gather(
+            *(source.gather(ctx) for source in self.sources), return_exceptions=True
+        )
+        for source, text in zip(self.sources, gathered, strict=True):
+            if isinstance(text, BaseException):
+                log.error("context_source_failed", slot=source.slot, exc_info=text)
+            elif text:
                 slots[source.slot] = text
         envelope = ctx.envelope
         prompt = build_prompt(

@@ -118,3 +118,31 @@ class History:
     def __exit__(self, *exc: object) -> None:
         if self.owned:
             self.store.close()
+
+
+MEMORY_LABELS = ("[长期记忆]\n", "[Long-term memory]\n")
+
+
+def _content(message: dict[str, Any]) -> str:
+    content = message.get("content", "")
+    if isinstance(content, list):  # Anthropic blocks
+        return "".join(b.get("text", "") for b in content if isinstance(b, dict))
+    return str(content)
+
+
+def memory_block(body: dict[str, Any]) -> str | None:
+    """The recalled memory a chat request carries: the `[长期记忆]` message's text (DESIGN §7)."""
+    for message in body["messages"]:
+        text = _content(message)
+        for label in MEMORY_LABELS:
+            if message.get("role") == "user" and text.startswith(label):
+                return text[len(label) :]
+    return None
+
+
+def conversation(body: dict[str, Any]) -> list[str]:
+    """The texts of a chat request after its system prompt and its memory/summary pairs."""
+    texts = [_content(m) for m in body["messages"] if m.get("role") != "system"]
+    while len(texts) >= 2 and texts[0].startswith(("[", "（")) and texts[1] in ("好的。", "OK."):
+        texts = texts[2:]
+    return texts

@@ -73,9 +73,13 @@ def item_line(item: MemoryItem, tz: tzinfo | None = None) -> str:
 
 
 def hit_line(hit: Hit, lang: Language, tz: tzinfo | None = None) -> str:
-    """An item as `item_line`; a turn as time, speaker (the bot's own turns have none) and text."""
+    """An item as `item_line`; an episode as its id, end and summary; a turn as time, speaker
+    (the bot's own turns have none) and text."""
     if hit.item is not None:
         return item_line(hit.item, tz)
+    if hit.kind == "episode":
+        label = t("memory_episode", lang)
+        return f"{hit.id} · {label} · {when(hit.time, tz=tz)} · {snippet(hit.text)}"
     speaker = hit.speaker or t("memory_bot_speaker", lang)
     earlier = t("memory_earlier", lang) if hit.earlier else ""
     return f"{when(hit.time, tz=tz)} · {speaker} · {earlier}{snippet(hit.text)}"

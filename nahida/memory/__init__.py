@@ -38,7 +38,7 @@ from nahida.memory.scopes import GLOBAL, Viewer, admin_viewer, validate_scope, v
 from nahida.memory.service import TOO_LONG, MemoryService
 from nahida.memory.store.base import Store, StoreCapabilities, VectorCounts
 from nahida.memory.tokenize import index_text, warm_up
-from nahida.memory.turn import TurnParts, turn_parts
+from nahida.memory.turn import MemoryTools, TurnParts, turn_parts
 from nahida.memory.working import WorkingSettings
 
 __all__ = [
@@ -70,6 +70,7 @@ __all__ = [
     "MemoryItem",
     "MemoryPermissionError",
     "MemoryService",
+    "MemoryTools",
     "Mode",
     "NewTurn",
     "ProfileChange",

@@ -231,6 +231,84 @@ def from_plugin(
     )
 
 
+PROACTIVE_CONFIDENCE = 0.95
+CATEGORIES = {
+    "preference": "preference",
+    "decision": "decision",
+    "knowledge": "fact",
+    "correction": "fact",
+}
+
+
+def proactive(
+    content: str,
+    category: str,
+    *,
+    chat: ChatKey,
+    user: UserKey,
+    message_id: str | None = None,
+    at: float | None = None,
+) -> Candidate:
+    """The model's `memory_write` for the person speaking: where `/memory remember` would put it
+    (a private chat: about them; a group: the group's, public), read with the same rules, so a
+    correction supersedes the value it corrects."""
+    if category not in CATEGORIES:
+        raise ValueError(f"category is one of {', '.join(CATEGORIES)}, not {category!r}")
+    scope, sensitivity, subject = explicit_scope(chat, user)
+    kind, slot = _read(content, CATEGORIES[category])
+    return Candidate(
+        scope=scope,
+        kind=kind,
+        slot=slot,
+        content=content.strip(),
+        source="agent_proactive",
+        confidence=PROACTIVE_CONFIDENCE,
+        importance=0.7,
+        sensitivity=sensitivity,
+        subject_user=subject,
+        speaker_user=str(user),
+        evidence=(Evidence(chat=str(chat), message_id=message_id, time=_now(at)),),
+    )
+
+
+def procedure(
+    rule: str,
+    *,
+    context: str = "",
+    chat: ChatKey,
+    user: UserKey,
+    for_chat: bool,
+    source: str = "agent_proactive",
+    message_id: str | None = None,
+    at: float | None = None,
+) -> Candidate:
+    """A behavioural rule: for answering the person (`user:` scope; public in a group, where it
+    was said) or, `for_chat`, for everyone in the chat. `context` says when it applies (its
+    title). A rule about the answer's language or style has the slot extraction gives it, so a
+    newer one supersedes."""
+    if for_chat:
+        scope, sensitivity, subject = chat_scope(chat), "public", None
+    else:
+        scope, subject = user_scope(user), str(user)
+        sensitivity = "public" if chat.is_group else "private"
+    read = statements(rule)
+    slot = read[0].slot if len(read) == 1 and read[0].kind == "procedure" else None
+    return Candidate(
+        scope=scope,
+        kind="procedure",
+        slot=slot,
+        title=context.strip(),
+        content=rule.strip(),
+        source=source,
+        confidence=PROACTIVE_CONFIDENCE,
+        importance=0.8,
+        sensitivity=sensitivity,
+        subject_user=subject,
+        speaker_user=str(user),
+        evidence=(Evidence(chat=str(chat), message_id=message_id, time=_now(at)),),
+    )
+
+
 COMPRESSED_CONFIDENCE = 0.8
 COMPRESSED_EXPLICIT = 0.9  # a person asked to remember it, corrected something, stated a preference
 

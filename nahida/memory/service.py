@@ -8,6 +8,7 @@ The runner, chat commands, CLI, background jobs and plugins all go through it, b
     memory.runs       background job runs and their leases
     memory.embeddings vectors for recall by meaning: upkeep in the background, query vectors
     memory.profiles   one profile per person, in fixed sections (`profiles.py`)
+    memory.procedures behavioural rules in force where they are visible (`procedures.py`)
     memory.episodes   one summary per finished session, recallable (`episodes.py`)
     memory.working    warm summaries and episodes, written by the compress model (`working.py`)
 
@@ -40,6 +41,7 @@ from nahida.memory.models import (
     MemoryItem,
     WriteResult,
 )
+from nahida.memory.procedures import Procedures
 from nahida.memory.profiles import Profiles
 from nahida.memory.recall import TUNING, Mode, Query, Tuning, pack, plan, search
 from nahida.memory.recall.rerank import rerank
@@ -343,6 +345,7 @@ class MemoryService:
         )
         self.runs = Runs(store)
         self.profiles = Profiles(store)
+        self.procedures = Procedures(store, self.items.propose, self.items.forget)
         self.episodes = Episodes(store, changed=self.embeddings.nudge)
         self.working = WorkingMemory(
             store,

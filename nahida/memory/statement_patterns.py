@@ -41,6 +41,27 @@ REPLY_EN = (
     r"(?:\s+(?:to|with))?\s+me\s+(?:only\s+)?in\s+(?P<v>english|chinese|mandarin|japanese|korean"
     rf"|french|german|spanish|cantonese)(?:\s+(?:{LASTING_EN}|please))*"
 )
+REPLY_RULE_ZH = (  # "以后回复都用英文", "以后都用中文回答" (no "我": the chat's)
+    rf"{LASTING_ZH}{LATER_ZH}(?:你的?)?(?:回复|回答|答复|说话|聊天|交流)?{ALWAYS_ZH}(?:要|请|得)?"
+    rf"(?:用|说|讲)(?P<v>{LANGS_ZH})(?:来?(?:回答|回复|回|说|讲|交流|聊天|说话))?"
+    r"(?:吧|就行|就好|就可以|谢谢)?"
+)
+AVOID_ZH = (  # "不要用韩语", "以后别再用日语回复了"
+    rf"{LATER_ZH}(?:不要|别|不准|不许|禁止|不能)(?:再)?(?:用|说|讲)(?P<v>{LANGS_ZH})"
+    r"(?:来?(?:回答|回复|回|说话|讲话|交流|聊天))?了?"
+)
+_LANGS_EN = r"english|chinese|mandarin|japanese|korean|french|german|spanish|cantonese"
+REPLY_RULE_EN = (  # "From now on, answer in English", "always reply in Chinese"
+    rf"(?=.*\b{LASTING_EN}\b)(?:(?:from now on|going forward|from today on|from here on)[,\s]+)?"
+    r"(?:please\s+)?(?:(?:always|only)\s+)?(?:answer|reply|respond|talk|speak|write)"
+    rf"\s+(?:only\s+)?in\s+(?P<v>{_LANGS_EN})(?:\s+(?:{LASTING_EN}|please))*"
+)
+AVOID_EN = (  # "don't answer in Korean", "never reply to me in Japanese again"
+    r"(?:please\s+)?(?:don'?t|do not|never|stop)\s+(?:answer|repl(?:y|ying)|respond|speak|write"
+    r"|talk|us(?:e|ing)|answering|responding|speaking|writing|talking)"
+    rf"(?:\s+(?:to|with)\s+me)?\s+(?:in\s+)?(?P<v>{_LANGS_EN})"
+    r"(?:\s+(?:anymore|any more|again|please))*"
+)
 NICK_ZH = (  # "叫我小北就行", "你可以叫我阿杰", "以后叫我老王" (not "叫我起床")
     r"(?=.*(?:以后|今后|可以|就好|就行|就可以|好了))(?:(?:以后|今后)[，,\s]*)?(?:你们?|大家)?都?"
     r"(?:可以|就)?(?:直接)?(?:叫|喊|称呼)我\s*(?!起床|吃饭|一声|一下|过去|回来|出去|起来|出来)"

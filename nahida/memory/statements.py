@@ -24,11 +24,12 @@ Slots say what a later statement replaces: `pref:<object>` for likes, dislikes a
 drops a leading 吃/喝… before two or more characters, so "我不吃香菜" and "我喜欢吃香菜" share
 `pref:香菜`, "我不能吃辣" and "我喜欢吃辣" `pref:吃辣`), `allergy:<object>`, `fav:<what>`,
 `pet:<animal>`, `petname:<animal>`, `learning:<subject>`, and one value each for name, nickname,
-home, hometown, birthday, age, job, workplace, diet, `reply:language` and `reply:style`. How the
-speaker wants to be answered ("以后回答我都用英文", "from now on answer me in English") is a
-preference about the speaker, not a procedure: preferences commit at once in the default
-`auto_safe` mode, procedures would wait for `/memory review`. "从现在起，用英文回答我" and "From now
-on, answer in English" (no lasting word after the trigger, or no "me") stay decisions of the chat.
+home, hometown, birthday, age, job, workplace, diet, `reply:language`, `reply:style` and
+`reply:avoid:<language>`. How the speaker wants to be answered ("以后回答我都用英文", "from now on
+answer me in English") is a behavioural rule (kind `procedure`) of the speaker; said without "me"
+("以后回复都用英文", "不要用韩语", "From now on, answer in English") a rule of the chat, which
+extraction keeps with the speaker unless a group's owner or admin said it. "从现在起，用英文回答我"
+(no lasting word after the trigger) stays a decision of the chat.
 """
 
 from __future__ import annotations
@@ -157,17 +158,29 @@ def _reply_en(values: Values, whole: str) -> str:
     return f"wants answers in {values['v'].capitalize()}"
 
 
+def _answer_en(values: Values, whole: str) -> str:
+    return f"answer in {values['v'].capitalize()}"
+
+
+def _avoid_en(values: Values, whole: str) -> str:
+    return f"do not answer in {values['v'].capitalize()}"
+
+
 # Tried in this order; the first rule that reads a clause wins. `carry=True`: the speaker's, so
 # a following clause without a subject is the speaker's too.
 RULES: tuple[Rule, ...] = (
     # explicit: 0.95; what is remembered is read again for its kind and slot
     Rule(p.REMEMBER_ZH, "fact", 0.95, None, "{v}", SENTENCE, "said", "explicit"),
     Rule(p.REMEMBER_EN, "fact", 0.95, None, "{v}", SENTENCE, "said", "explicit"),
-    # how to answer me and what to call me: the speaker's preference (also when asked for),
-    # before "以后…" reads them as a decision of the chat
-    Rule(p.REPLY_ZH, "preference", 0.8, "reply:language", "希望用{v}回答", asked=True),
-    Rule(p.REPLY_STYLE_ZH, "preference", 0.8, "reply:style", "希望回答{v}", asked=True),
-    Rule(p.REPLY_EN, "preference", 0.8, "reply:language", _reply_en, asked=True),
+    # how to answer: behavioural rules (procedures) of the speaker ("…我…", also when asked for)
+    # or, said without "me", of the chat; before "以后…" reads them as a decision of the chat
+    Rule(p.REPLY_ZH, "procedure", 0.8, "reply:language", "希望用{v}回答", asked=True),
+    Rule(p.REPLY_STYLE_ZH, "procedure", 0.8, "reply:style", "希望回答{v}", asked=True),
+    Rule(p.REPLY_EN, "procedure", 0.8, "reply:language", _reply_en, asked=True),
+    Rule(p.REPLY_RULE_ZH, "procedure", 0.8, "reply:language", "用{v}回答", about="chat"),
+    Rule(p.AVOID_ZH, "procedure", 0.8, "reply:avoid:{v}", "不要用{v}回答", about="chat"),
+    Rule(p.REPLY_RULE_EN, "procedure", 0.8, "reply:language", _answer_en, about="chat"),
+    Rule(p.AVOID_EN, "procedure", 0.8, "reply:avoid:{v}", _avoid_en, about="chat"),
     Rule(p.NICK_ZH, "preference", 0.8, "nickname", "希望被叫作{v}", asked=True),
     Rule(p.NICK_EN, "preference", 0.8, "nickname", "wants to be called {v}", asked=True),
     # decisions: the words as said, trigger included; "I decided" stays with the speaker

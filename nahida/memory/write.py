@@ -29,6 +29,9 @@ from nahida.memory.tokenize import query_terms, tokenize
 EXPLICIT_SOURCES = ("user_explicit", "human_edit")
 TRUSTED_SOURCES = (*EXPLICIT_SOURCES, "import")
 SAFE_KINDS = ("fact", "preference", "decision", "task")
+# a behavioural rule commits at once when it is what the person said or asked for in the chat;
+# one a model inferred (dreaming, compaction) waits for review
+RULE_SOURCES = ("rule_extract", "agent_proactive")
 SAFE_CONFIDENCE = 0.7
 NEAR_DUPLICATE = 0.8  # token Jaccard at or above which two memories are the same memory
 MAX_EVIDENCE = 20
@@ -57,6 +60,8 @@ def commits_now(candidate: Candidate, mode: CommitMode) -> bool:
         return True
     if mode == "manual_review":
         return False
+    if candidate.kind == "procedure" and candidate.source in RULE_SOURCES:
+        return candidate.confidence >= SAFE_CONFIDENCE
     return candidate.kind in SAFE_KINDS and candidate.confidence >= SAFE_CONFIDENCE
 
 
@@ -215,8 +220,12 @@ def _evidence_turns(
 
 def hide_evidence(tx: Tx, item: MemoryItem) -> int:
     """Keep the turns a forgotten item was learned from out of recall (they would bring it
-    back); they stay in the history."""
-    return tx.turns.hide(*_evidence_turns(item, ()), item.id)
+    back); they stay in the history. The warm summaries and episodes of their sessions, which
+    may tell it too, are dropped (a summary is made again from the turns left)."""
+    hidden = tx.turns.hide(*_evidence_turns(item, ()), item.id)
+    tx.summaries.drop_told(item.id)
+    tx.episodes.drop_told(item.id)
+    return hidden
 
 
 def mark_evidence_earlier(tx: Tx, item: MemoryItem, keep: Sequence[Evidence]) -> int:

@@ -21,9 +21,8 @@ from nahida.providers.echo import EchoProvider
 from nahida.providers.router import ModelRouter, resolve_routes
 from nahida.server import InboundServer
 from tests.fakes.llm_server import FakeOpenAIServer
-from tests.helpers import History, config, envelope, openai_provider
+from tests.helpers import History, config, conversation, envelope, memory_block, openai_provider
 
-SECTION = "## Relevant memory\n"
 ITEM_LINE = re.compile(r"- \[(m_[0-9a-f]{6})\] (\w+) · (\w+) · \d{4}-\d{2}-\d{2}: (.+)")
 
 
@@ -47,12 +46,7 @@ async def chat(tmp_path: Path, lines: list[str], cfg: Config) -> str:
 
 
 def memory_section(body: dict[str, object]) -> str | None:
-    messages = body["messages"]
-    assert isinstance(messages, list)
-    system = messages[0]["content"]
-    if SECTION not in system:
-        return None
-    return str(system.split(SECTION, 1)[1].split("\n## ", 1)[0])
+    return memory_block(body)
 
 
 def items_in(section: str | None) -> dict[str, tuple[str, str, str]]:
@@ -76,7 +70,7 @@ async def test_a_preference_said_once_is_in_the_next_sessions_prompt(
     assert list(found.values()) == [("preference", "user", "喜欢乌龙茶")]
     (item_id,) = found
     # the model saw the question, not an earlier session's turns verbatim
-    assert [m["content"] for m in second["messages"][1:]] == ["我喜欢喝什么茶？"]
+    assert conversation(second) == ["我喜欢喝什么茶？"]
 
     with History(tmp_path / "data" / "nahida.db") as db:
         item = db.item(item_id)

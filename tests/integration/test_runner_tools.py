@@ -36,8 +36,15 @@ async def test_tool_call_round_trip_is_answered_and_recorded(
     out, _ = await chat_through_console(tmp_path, ["杭州天气怎么样？"], cfg, setup=register)
     assert out.strip() == "杭州今天晴，21 度。"
     assert calls == [{"city": "杭州"}]
-    first, second = (r.body for r in openai_server.requests)
-    assert [t["function"]["name"] for t in first["tools"]] == ["weather"]
+    first, second = (r.body for r in openai_server.chat_requests)
+    names = [t["function"]["name"] for t in first["tools"]]
+    assert names == [
+        "memory_write",
+        "procedure_write",
+        "profile_update",
+        "memory_search",
+        "weather",
+    ]
     tool_message = second["messages"][-1]
     assert tool_message == {"role": "tool", "content": "杭州: 晴, 21°C", "tool_call_id": "call_w"}
     with History(tmp_path / "data" / "nahida.db") as db:
@@ -63,7 +70,7 @@ async def test_a_failing_tool_is_reported_to_the_model_not_the_user(
 
     out, _ = await chat_through_console(tmp_path, ["天气？"], cfg, setup=register)
     assert out.strip() == "暂时查不到天气。"
-    assert openai_server.requests[1].body["messages"][-1]["content"] == "error: service down"
+    assert openai_server.chat_requests[1].body["messages"][-1]["content"] == "error: service down"
 
 
 async def test_tool_rounds_are_bounded(tmp_path: Path, openai_server: FakeOpenAIServer) -> None:
@@ -79,6 +86,6 @@ async def test_tool_rounds_are_bounded(tmp_path: Path, openai_server: FakeOpenAI
         app.runner.tools.register(WEATHER, weather)
 
     await chat_through_console(tmp_path, ["loop?"], cfg, setup=register)
-    bodies = [r.body for r in openai_server.requests]
+    bodies = [r.body for r in openai_server.chat_requests]
     assert len(bodies) == 3  # two rounds with tools, then one without
     assert "tools" not in bodies[-1]

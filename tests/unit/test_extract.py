@@ -69,7 +69,7 @@ def read(text: str) -> list[tuple[str, str, str | None, float]]:
         ("我们决定周五去爬山吧", ("decision", "我们决定周五去爬山", None, 0.8)),
         (
             "From now on, answer in English.",
-            ("decision", "From now on, answer in English", None, 0.8),
+            ("procedure", "answer in English", "reply:language", 0.8),
         ),
         ("we decided to meet on Fridays", ("decision", "we decided to meet on Fridays", None, 0.8)),
         ("let's always use metric units", ("decision", "let's always use metric units", None, 0.8)),

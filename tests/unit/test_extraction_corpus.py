@@ -90,16 +90,16 @@ def test_precision_and_recall_stay_above_their_floors() -> None:
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("以后回答我都用英文", [("preference", "希望用英文回答", "reply:language")]),
-        ("以后用中文回答我就行", [("preference", "希望用中文回答", "reply:language")]),
-        ("能不能以后都用中文回答我？", [("preference", "希望用中文回答", "reply:language")]),
+        ("以后回答我都用英文", [("procedure", "希望用英文回答", "reply:language")]),
+        ("以后用中文回答我就行", [("procedure", "希望用中文回答", "reply:language")]),
+        ("能不能以后都用中文回答我？", [("procedure", "希望用中文回答", "reply:language")]),
         (
             "from now on answer me in English",
-            [("preference", "wants answers in English", "reply:language")],
+            [("procedure", "wants answers in English", "reply:language")],
         ),
         (
             "From now on, answer me in English.",
-            [("preference", "wants answers in English", "reply:language")],
+            [("procedure", "wants answers in English", "reply:language")],
         ),
         ("我对花生过敏", [("fact", "对花生过敏", "allergy:花生")]),
         ("我海鲜过敏", [("fact", "对海鲜过敏", "allergy:海鲜")]),
@@ -160,11 +160,14 @@ def test_a_clause_after_a_pet_is_about_the_pet() -> None:
 
 
 def test_the_decisions_of_the_chat_stay_decisions() -> None:
-    """Without a lasting word after the trigger, or without "me", it stays the chat's rule."""
+    """Without a lasting word after the trigger it stays a decision; without "me" a rule of
+    how to answer is the chat's behavioural rule."""
     assert read("从现在起，用英文回答我") == [("decision", "从现在起，用英文回答我", None)]
     assert read("From now on, answer in English.") == [
-        ("decision", "From now on, answer in English", None)
+        ("procedure", "answer in English", "reply:language")
     ]
+    assert read("以后回复都用英文") == [("procedure", "用英文回答", "reply:language")]
+    assert read("不要用韩语") == [("procedure", "不要用韩语回答", "reply:avoid:韩语")]
     assert read("以后我们每周五开会") == [("decision", "以后我们每周五开会", None)]
 
 

@@ -47,21 +47,60 @@ def test_prompt_keeps_newest_turns_within_budget_and_fills_slots() -> None:
         persona="You are Nahida.",
         language="zh",
         now=datetime(2026, 1, 1, tzinfo=UTC),
-        slots={"memory": "- [m_1] likes tea", "unknown": "ignored"},
+        slots={
+            "memory": "- [m_1] likes tea",
+            "summary": "聊了茶。",
+            "profile": "### 身份与背景\n- 是护士",
+            "rules": "- [m_2] 用英文回答",
+            "unknown": "ignored",
+        },
         hot=hot,
         current="现在几点？",
         current_name="Bob",
         is_group=True,
-        budget=300,
+        budget=400,
     )
     system = prompt.messages[0].content
-    assert "You are Nahida." in system and "likes tea" in system and "ignored" not in system
+    assert "You are Nahida." in system and "ignored" not in system
+    assert "## About the person you are talking to\n### 身份与背景\n- 是护士" in system
+    assert (
+        "<behavioral_guidelines>" in system
+        and "- [m_2] 用英文回答\n</behavioral_guidelines>" in system
+    )
+    assert "likes tea" not in system and "聊了茶" not in system  # not system text: context (§7)
+    pairs = [(m.role, m.content) for m in prompt.messages[1:5]]
+    assert pairs == [
+        ("user", "[长期记忆]\n- [m_1] likes tea"),
+        ("assistant", "好的。"),
+        ("user", "[对话摘要]\n聊了茶。"),
+        ("assistant", "好的。"),
+    ]
     assert prompt.messages[-1].content == "Bob: 现在几点？"
-    kept = prompt.messages[1:-1]
+    kept = prompt.messages[5:-1]
     assert 0 < len(kept) < 10
     assert prompt.dropped_turns == 10 - len(kept)
     assert kept[-1].content.endswith(hot[-1].content)  # the newest turns survive
-    assert prompt.tokens <= 300
+    assert prompt.tokens <= 400
+
+
+def test_english_context_pairs_and_no_empty_slots() -> None:
+    prompt = build_prompt(
+        persona="P",
+        language="en",
+        now=datetime(2026, 1, 1, tzinfo=UTC),
+        slots={"summary": "talked about tea", "memory": "  "},
+        hot=[],
+        current="hi",
+        current_name=None,
+        is_group=False,
+        budget=1000,
+    )
+    assert [m.content for m in prompt.messages[1:]] == [
+        "[Conversation summary]\ntalked about tea",
+        "OK.",
+        "hi",
+    ]
+    assert "<behavioral_guidelines>" not in prompt.messages[0].content
 
 
 def test_token_estimate_counts_cjk_per_character() -> None:

@@ -97,7 +97,9 @@ def dump(store: SqliteStore) -> str:
         ("auto_safe", {"kind": "preference", "confidence": 0.8}, "created"),
         ("auto_safe", {"kind": "task", "confidence": 0.7}, "created"),
         ("auto_safe", {"kind": "preference", "confidence": 0.6}, "pending"),
-        ("auto_safe", {"kind": "procedure", "confidence": 0.9}, "pending"),
+        ("auto_safe", {"kind": "procedure", "confidence": 0.8}, "created"),  # what was said
+        ("auto_safe", {"kind": "procedure", "confidence": 0.6}, "pending"),
+        ("auto_safe", {"source": "compress", "kind": "procedure", "confidence": 0.9}, "pending"),
         ("auto_safe", {"source": "llm_dream", "kind": "warning", "confidence": 0.9}, "pending"),
         ("manual_review", {"kind": "fact", "confidence": 0.95}, "pending"),
         ("manual_review", {"source": "user_explicit"}, "created"),

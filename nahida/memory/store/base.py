@@ -362,6 +362,10 @@ class SummaryRows(Protocol):
     def failed(self, session_id: str, chat: str, error: str, at: float) -> int:
         """Count a failed compaction of the session; returns the failures in a row."""
 
+    def drop_told(self, item_id: str) -> int:
+        """Delete the summaries of the sessions with turns hidden because of the forgotten item
+        (they would tell it again); the next compaction summarises what is left."""
+
     def failing(self, limit: int) -> list[WarmSummary]:
         """Summaries whose last compaction failed, most failures first."""
 
@@ -408,6 +412,10 @@ class EpisodeRows(Protocol):
         creation time; a new text is looked at again for a vector). Returns what is stored."""
 
     def get(self, episode_id: str) -> Episode | None: ...
+
+    def drop_told(self, item_id: str) -> int:
+        """Delete the episodes of the sessions with turns hidden because of the forgotten item
+        (they would tell it again)."""
 
     def of_session(self, session_id: str) -> Episode | None: ...
 

@@ -10,8 +10,14 @@ from dataclasses import dataclass
 
 from nahida.hooks import ContextSource, PostTurnHook
 from nahida.memory.service import MemoryService
-from nahida.memory.turn.context import MemoryInjection, is_greeting
+from nahida.memory.turn.context import (
+    MemoryInjection,
+    ProfileInjection,
+    RulesInjection,
+    is_greeting,
+)
 from nahida.memory.turn.post_turn import CompactionHook, ExtractionHook
+from nahida.memory.turn.tools import MemoryTools
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,15 +29,15 @@ class TurnParts:
 
 def turn_parts(memory: MemoryService) -> TurnParts:
     background = (CompactionHook(memory),) if memory.working.enabled else ()
-    return TurnParts(
-        sources=(MemoryInjection(memory),), inline=(ExtractionHook(memory),), background=background
-    )
+    sources = (ProfileInjection(memory), RulesInjection(memory), MemoryInjection(memory))
+    return TurnParts(sources=sources, inline=(ExtractionHook(memory),), background=background)
 
 
 __all__ = [
     "CompactionHook",
     "ExtractionHook",
     "MemoryInjection",
+    "MemoryTools",
     "TurnParts",
     "is_greeting",
     "turn_parts",

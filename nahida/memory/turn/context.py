@@ -1,4 +1,5 @@
-"""The `memory` prompt slot (DESIGN §5): what long-term memory and older history say about now.
+"""The prompt slots memory fills (DESIGN §5): `memory` (what long-term memory and older history
+say about now), `profile` (the speaker's profile card) and `rules` (behavioural rules in force).
 
 `MemoryInjection` is a `ContextSource`. For each addressed turn it recalls, for the current
 message, what the speaker may see where they are speaking — `Viewer(chat, user)`, so a group never
@@ -25,6 +26,7 @@ import re
 import structlog
 
 from nahida.hooks import TurnContext
+from nahida.memory.procedures import guidelines
 from nahida.memory.recall import Mode
 from nahida.memory.scopes import Viewer
 from nahida.memory.service import MemoryService
@@ -92,3 +94,33 @@ class MemoryInjection:
             lines=0 if block is None else block.count("\n"),
         )
         return block
+
+
+class ProfileInjection:
+    """The `profile` slot: the speaker's profile card, bounded; in a group only what they said
+    in public (`Profiles.card` decides by the viewer, DESIGN §4)."""
+
+    slot = "profile"
+
+    def __init__(self, memory: MemoryService, *, budget_tokens: int = 400) -> None:
+        self.memory = memory
+        self.budget_tokens = budget_tokens
+
+    async def gather(self, turn: TurnContext) -> str | None:
+        envelope = turn.envelope
+        viewer = Viewer(chat=envelope.chat, user=envelope.sender.user)
+        return await self.memory.profiles.card(viewer, budget_tokens=self.budget_tokens)
+
+
+class RulesInjection:
+    """The `rules` slot: the behavioural rules in force for the speaker here, every turn."""
+
+    slot = "rules"
+
+    def __init__(self, memory: MemoryService) -> None:
+        self.memory = memory
+
+    async def gather(self, turn: TurnContext) -> str | None:
+        envelope = turn.envelope
+        viewer = Viewer(chat=envelope.chat, user=envelope.sender.user)
+        return guidelines(await self.memory.procedures.in_force(viewer))

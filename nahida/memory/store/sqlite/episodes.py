@@ -85,6 +85,13 @@ class EpisodeTable:
         )
         return episode_of(row)
 
+    def drop_told(self, item_id: str) -> int:
+        sessions = "SELECT DISTINCT session_id FROM turns WHERE hidden_by = ?"
+        self.conn.execute(forget_sql(sessions), (item_id,))
+        return self.conn.execute(
+            f"DELETE FROM episodes WHERE session_id IN ({sessions})", (item_id,)
+        ).rowcount
+
     def get(self, episode_id: str) -> Episode | None:
         row = self.conn.execute("SELECT * FROM episodes WHERE id = ?", (episode_id,)).fetchone()
         return episode_of(row) if row else None

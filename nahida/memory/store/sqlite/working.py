@@ -46,6 +46,13 @@ class SummaryTable:
             ),
         )
 
+    def drop_told(self, item_id: str) -> int:
+        return self.conn.execute(
+            "DELETE FROM session_summaries WHERE session_id IN"
+            " (SELECT DISTINCT session_id FROM turns WHERE hidden_by = ?)",
+            (item_id,),
+        ).rowcount
+
     def failed(self, session_id: str, chat: str, error: str, at: float) -> int:
         row = self.conn.execute(
             "INSERT INTO session_summaries (session_id, chat, failures, last_error, updated_at)"

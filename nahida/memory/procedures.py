@@ -1,0 +1,101 @@
+"""Behavioural rules (procedures): items of kind `procedure`, in force where they are visible.
+
+A rule comes from rule extraction ("以后回答我都用英文", "不要用韩语"), from the model's
+`procedure_write`, or from an admin; it is an item like any other (candidate, commit mode, audit,
+`/memory why`), in `user:` scope (how to answer that person; public when said in a group) or
+`chat:` scope (for everyone there: only a group's owner or admin, or a bot admin, sets those). A
+newer rule for the same slot (the answer's language, its style) supersedes the older one.
+
+Every turn the rules the speaker's viewer sees are injected in `<behavioral_guidelines>`, newest
+first, those of confidence ≥ 0.3 only, within a small budget; `/rules` lists them, `/rules forget
+<id>` archives one (the permissions of `/memory forget`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from nahida.envelope import ChatKey, UserKey
+from nahida.errors import MemoryPermissionError
+from nahida.memory import candidates
+from nahida.memory.access import Actor
+from nahida.memory.models import Candidate, MemoryItem, WriteResult
+from nahida.memory.scopes import Viewer
+from nahida.memory.store.base import Store
+from nahida.providers.base import estimate_tokens
+
+KIND = "procedure"
+MIN_CONFIDENCE = 0.3
+IN_FORCE = 12  # rules injected at most
+BUDGET_TOKENS = 300
+Propose = Callable[[Candidate, str], Awaitable[WriteResult]]
+Forget = Callable[[str, Actor, str], Awaitable[MemoryItem]]
+
+
+def guideline(item: MemoryItem) -> str:
+    """One rule as the prompt shows it: `- [m_x] rule (when: context)`."""
+    when = f" (when: {item.title})" if item.title else ""
+    return f"- [{item.id}] {' '.join(item.content.split())}{when}"
+
+
+def guidelines(rules: list[MemoryItem], budget_tokens: int = BUDGET_TOKENS) -> str | None:
+    """The rules' lines within the budget (the newest first), or None."""
+    lines: list[str] = []
+    used = 0
+    for rule in rules:
+        text = guideline(rule)
+        used += estimate_tokens(text)
+        if used > budget_tokens:
+            break
+        lines.append(text)
+    return "\n".join(lines) or None
+
+
+@dataclass(frozen=True, slots=True)
+class Procedures:
+    """`memory.procedures`: the rules in force for a viewer, written through `Items`."""
+
+    store: Store
+    propose: Propose  # `Items.propose`
+    forget_item: Forget  # `Items.forget`
+
+    async def in_force(self, viewer: Viewer, limit: int = IN_FORCE) -> list[MemoryItem]:
+        """The active rules the viewer sees (newest first), confidence ≥ 0.3."""
+        visibility = viewer.visibility()
+        found = await self.store.read(
+            lambda tx: tx.items.listed(visibility, kind=KIND, status="active", limit=limit)
+        )
+        return [item for item in found if item.confidence >= MIN_CONFIDENCE]
+
+    async def write(
+        self,
+        rule: str,
+        *,
+        chat: ChatKey,
+        user: UserKey,
+        context: str = "",
+        for_chat: bool = False,
+        may_set_chat_rules: bool = False,
+        message_id: str | None = None,
+    ) -> WriteResult:
+        """Store a rule (`procedure_write`). A rule for the whole chat needs a group's owner or
+        admin, or a bot admin (MemoryPermissionError); in a private chat it is the person's."""
+        if not rule.strip():
+            raise ValueError("the rule is empty")
+        for_chat = for_chat and chat.is_group
+        if for_chat and not may_set_chat_rules:
+            raise MemoryPermissionError("only the group's owner or admins set rules for the chat")
+        candidate = candidates.procedure(
+            rule, context=context, chat=chat, user=user, for_chat=for_chat, message_id=message_id
+        )
+        return await self.propose(candidate, str(user))
+
+    async def forget(self, item_id: str, viewer: Viewer, actor: Actor) -> MemoryItem:
+        """Archive a rule the viewer sees; LookupError when there is none by that id,
+        MemoryPermissionError when the actor may not."""
+        visibility = viewer.visibility()
+        found = await self.store.read(lambda tx: tx.items.visible(item_id, visibility))
+        if found is None or found.kind != KIND or found.status != "active":
+            raise LookupError(item_id)
+        return await self.forget_item(item_id, actor, "rule forgotten")
