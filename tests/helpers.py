@@ -146,3 +146,22 @@ def conversation(body: dict[str, Any]) -> list[str]:
     while len(texts) >= 2 and texts[0].startswith(("[", "（")) and texts[1] in ("好的。", "OK."):
         texts = texts[2:]
     return texts
+
+
+def system_of(body: dict[str, Any]) -> str:
+    """A chat request's system prompt (OpenAI: the first message; Anthropic: `system`)."""
+    if "system" in body:
+        system = body["system"]
+        return system if isinstance(system, str) else "".join(b["text"] for b in system)
+    first = body["messages"][0]
+    return _content(first) if first.get("role") == "system" else ""
+
+
+def summary_block(body: dict[str, Any]) -> str | None:
+    """The warm summary a chat request carries: the `[对话摘要]` message's text (DESIGN §7)."""
+    for message in body["messages"]:
+        text = _content(message)
+        for label in ("[对话摘要]\n", "[Conversation summary]\n"):
+            if message.get("role") == "user" and text.startswith(label):
+                return text[len(label) :]
+    return None

@@ -120,7 +120,9 @@ class WorkingMemory:
         after = state.through_turn
         turns = await self.store.read(lambda tx: tx.summaries.since(session_id, after, SINCE_LIMIT))
         outside = turns[: max(0, len(turns) - self.settings.hot_turns)]
-        if len(outside) < self.settings.batch_turns:
+        if outside and outside[-1].role == "user":  # whole rounds: its reply is still hot
+            outside.pop()
+        if rounds(outside) < self.settings.compress_batch:
             return None
         bound = log.bind(session=session_id, chat=chat)
         try:

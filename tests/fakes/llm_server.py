@@ -93,6 +93,7 @@ class FakeLLMServer(LoopbackServer, abc.ABC):
     def __init__(self) -> None:
         self.requests: list[RecordedRequest] = []
         self._script: list[Behaviour] = []
+        self.memory_failures = 0  # the next memory requests that answer 500
         self._ids = itertools.count(1)
         self._closing = asyncio.Event()
         app = web.Application()
@@ -159,6 +160,9 @@ class FakeLLMServer(LoopbackServer, abc.ABC):
         headers = {name.lower(): value for name, value in request.headers.items()}
         self.requests.append(RecordedRequest(request.path, headers, body))
         memory_answer = memory_model.answer(body)
+        if memory_answer is not None and self.memory_failures > 0:
+            self.memory_failures -= 1
+            return web.json_response(self.error_body(500, "scripted memory failure"), status=500)
         if memory_answer is not None:
             return web.json_response(self.reply_body(Text(memory_answer), body, next(self._ids)))
         behaviour = self._script.pop(0) if self._script else None

@@ -4,7 +4,7 @@ input, deterministically, so a test can tell what each answer was made of; chat 
 to the server's script.
 
 - summary: `摘要：` + the new turns' texts joined by `；` (after the summary so far, if any).
-- roll: every transcript clause with 记住/remember becomes an explicit fact, every `喜欢…` clause a
+- roll: every summary clause with 记住 or 重要 becomes an explicit fact, every `喜欢…` clause a
   preference fact and a 工作与沟通方式 profile bullet; the summary becomes `（滚动）` + its tail.
 - episode: `上次聊了：` + the first user texts; keywords: the first words of them.
 """
@@ -46,7 +46,9 @@ def answer(body: dict[str, Any]) -> str | None:
         summary = text.split("Summary:\n", 1)[-1]
         clauses = [c for c in re.split(r"[；;。\n]", summary) if c.strip()]
         facts = [
-            {"content": c.strip(), "kind": "fact", "explicit": True} for c in clauses if "记住" in c
+            {"content": c.strip(), "kind": "fact", "explicit": True}
+            for c in clauses
+            if "记住" in c or "重要" in c
         ]
         likes = [c.strip() for c in clauses if "喜欢" in c and "记住" not in c]
         facts += [{"content": c, "kind": "preference"} for c in likes]
