@@ -36,6 +36,7 @@ from nahida.envelope import Reply
 from nahida.errors import AdapterError, ConfigError
 from nahida.memory import (
     CleanupEmptySessions,
+    ConfidenceDecay,
     EmbeddingSettings,
     EmbeddingUpkeep,
     LLMReranker,
@@ -289,6 +290,7 @@ class App:
         self.scheduler = Scheduler(self.memory.runs)
         self.scheduler.add(CleanupEmptySessions(self.memory))
         self.scheduler.add(EmbeddingUpkeep(self.memory))
+        self.scheduler.add(ConfidenceDecay(self.memory))
         self._stop_when_adapters_done = stop_when_adapters_done
         self._stop: asyncio.Event | None = None
 

@@ -9,7 +9,7 @@ from nahida.memory import candidates
 from nahida.memory.access import Actor
 from nahida.memory.embedding import EmbeddingSettings, EmbedReport
 from nahida.memory.importer import ITEM_STATUSES, BadLine, ImportReport, export_lines, parse_moment
-from nahida.memory.jobs import CleanupEmptySessions, EmbeddingUpkeep
+from nahida.memory.jobs import CleanupEmptySessions, ConfidenceDecay, EmbeddingUpkeep
 from nahida.memory.models import (
     KINDS,
     PROFILE_SECTIONS,
@@ -55,6 +55,7 @@ __all__ = [
     "Candidate",
     "CleanupEmptySessions",
     "CommitMode",
+    "ConfidenceDecay",
     "EmbedReport",
     "EmbeddingSettings",
     "EmbeddingUpkeep",

@@ -1,5 +1,5 @@
-"""Memory's background jobs (run by `nahida.scheduler`): the cleanup of empty sessions and the
-upkeep of embeddings."""
+"""Memory's background jobs (run by `nahida.scheduler`): the cleanup of empty sessions, the
+upkeep of embeddings and the slow decay of unused memories' confidence."""
 
 from __future__ import annotations
 
@@ -41,3 +41,33 @@ class EmbeddingUpkeep:
         ctx.count("cached", report.cached)
         ctx.count("skipped", report.skipped)
         ctx.count("swept", report.swept)
+
+
+class ConfidenceDecay:
+    """Items nobody has used (injected, merged, changed) for `idle_days` lose `step` of their
+    confidence at each daily run, never below `floor`: what was once inferred and never needed
+    sinks below what is injected (0.3, DESIGN §5.7) and is archived first when a scope is full;
+    the next use or repeat reinforces it again. What people said explicitly (`user_explicit`,
+    `human_edit`) keeps its confidence. One bulk update per run, counted in the run record (not
+    an audit row per item: the audit keeps what people and models changed)."""
+
+    name = "confidence_decay"
+
+    def __init__(
+        self,
+        memory: MemoryService,
+        *,
+        every: float = 86400.0,
+        first: float = 600.0,
+        idle_days: float = 30.0,
+        step: float = 0.01,
+        floor: float = 0.1,
+    ) -> None:
+        self.memory = memory
+        self.schedule: Schedule = Schedule(every=every, first=first)
+        self.idle = idle_days * 86400.0
+        self.step = step
+        self.floor = floor
+
+    async def run(self, ctx: JobContext) -> None:
+        ctx.count("decayed", await self.memory.items.decay(self.idle, self.step, self.floor))

@@ -23,6 +23,7 @@ KINDS: tuple[str, ...] = (
 Status = Literal["active", "archived", "superseded", "rejected"]
 Sensitivity = Literal["public", "private"]
 CommitMode = Literal["auto_safe", "manual_review", "auto_full"]
+INJECTED_CONFIDENCE = 0.3  # an item less sure than this is never injected (DESIGN §5.7)
 
 
 def new_id(prefix: str) -> str:

@@ -20,13 +20,12 @@ from nahida.envelope import ChatKey, UserKey
 from nahida.errors import MemoryPermissionError
 from nahida.memory import candidates
 from nahida.memory.access import Actor
-from nahida.memory.models import Candidate, MemoryItem, WriteResult
+from nahida.memory.models import INJECTED_CONFIDENCE, Candidate, MemoryItem, WriteResult
 from nahida.memory.scopes import Viewer
 from nahida.memory.store.base import Store
 from nahida.providers.base import estimate_tokens
 
 KIND = "procedure"
-MIN_CONFIDENCE = 0.3
 IN_FORCE = 12  # rules injected at most
 BUDGET_TOKENS = 300
 Propose = Callable[[Candidate, str], Awaitable[WriteResult]]
@@ -66,7 +65,7 @@ class Procedures:
         found = await self.store.read(
             lambda tx: tx.items.listed(visibility, kind=KIND, status="active", limit=limit)
         )
-        return [item for item in found if item.confidence >= MIN_CONFIDENCE]
+        return [item for item in found if item.confidence >= INJECTED_CONFIDENCE]
 
     async def write(
         self,

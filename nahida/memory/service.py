@@ -33,6 +33,7 @@ from nahida.memory.embedding import Embeddings, EmbeddingSettings
 from nahida.memory.episodes import Episodes
 from nahida.memory.importer import BadLine, ImportReport
 from nahida.memory.models import (
+    INJECTED_CONFIDENCE,
     Candidate,
     CommitMode,
     Explanation,
@@ -139,6 +140,13 @@ class Items:
 
     async def get(self, item_id: str) -> MemoryItem | None:
         return await self.store.read(lambda tx: tx.items.get(item_id))
+
+    async def decay(self, idle: float, step: float, floor: float) -> int:
+        """Lower by `step` (not below `floor`) the confidence of active items unused for `idle`
+        seconds, but those people stated explicitly; returns how many."""
+        before = time.time() - idle
+        keep = write.EXPLICIT_SOURCES
+        return await self.store.write(lambda tx: tx.items.decay(before, step, floor, keep))
 
     async def visible(self, item_id: str, viewer: Viewer) -> MemoryItem | None:
         """The item when the viewer may see it (any status), else None."""
@@ -256,7 +264,8 @@ class Recall:
         if mode is not None:
             fields["mode"] = mode
         hits = await self.search(self.query(text, viewer, **fields))
-        block, kept = pack(hits, self.budget_tokens)
+        trusted = [h for h in hits if h.item is None or h.item.confidence >= INJECTED_CONFIDENCE]
+        block, kept = pack(trusted, self.budget_tokens)
         used = [h.item.id for h in kept if h.item is not None]
         if used:
             now = time.time()

@@ -105,7 +105,7 @@ async def test_a_long_chat_keeps_summary_profile_rules_and_cold_facts_in_place(
     assert [r.content for r in rules] == ["希望用英文回答"]
 
     # the next run resumes the session: its summary, profile, rules and the cold fact return
-    resumed, _ = await chat_through_console(
+    _resumed, _ = await chat_through_console(
         tmp_path, ["/resume last", "项目代号是什么？上次我们聊到哪了？"], cfg
     )
     body = server.chat_requests[-1].body

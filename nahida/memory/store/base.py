@@ -267,6 +267,10 @@ class ItemRows(Protocol):
     def touch(self, ids: Sequence[str], at: float) -> None:
         """Count an injection: last accessed and access count."""
 
+    def decay(self, before: float, step: float, floor: float, keep: Sequence[str]) -> int:
+        """Lower by `step`, not below `floor`, the confidence of active items last used (accessed,
+        else changed) before `before`, but those of the sources `keep`; returns how many."""
+
     def listed(
         self, visibility: Visibility | None, *, kind: str | None, status: str | None, limit: int
     ) -> list[MemoryItem]:

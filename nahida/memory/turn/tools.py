@@ -18,6 +18,7 @@ from nahida.hooks import TurnContext
 from nahida.memory import candidates
 from nahida.memory.models import PROFILE_SECTIONS, ProfileMode, WriteResult
 from nahida.memory.recall import pack
+from nahida.memory.safety import contains_secret
 from nahida.memory.scopes import Viewer
 from nahida.memory.service import MemoryService
 from nahida.providers.base import ToolSpec
@@ -89,10 +90,15 @@ MEMORY_SEARCH = ToolSpec(
 )
 
 
+SECRET = "error: it holds a secret (a key, token or password); secrets are never saved"
+
+
 def _text(args: dict[str, Any], name: str, *, required: bool = True) -> str:
     value = args.get(name, "")
     if not isinstance(value, str) or (required and not value.strip()):
         raise ValueError(f"`{name}` must be a non-empty string")
+    if contains_secret(value):  # refused, as `/memory remember` refuses it: not stored redacted
+        raise SecretRefused(name)
     return value.strip()
 
 
@@ -119,28 +125,30 @@ class MemoryTools:
 
     async def memory_write(self, args: dict[str, Any], turn: TurnContext) -> str:
         envelope = turn.envelope
-        candidate = candidates.proactive(
-            _text(args, "content"),
-            _text(args, "category"),
-            chat=envelope.chat,
-            user=envelope.sender.user,
-            message_id=envelope.message_id,
-        )
         try:
+            candidate = candidates.proactive(
+                _text(args, "content"),
+                _text(args, "category"),
+                chat=envelope.chat,
+                user=envelope.sender.user,
+                message_id=envelope.message_id,
+            )
             return _saved(await self.memory.items.propose(candidate, "agent_proactive"))
         except SecretRefused:
-            return "error: it holds a secret (a key, token or password); secrets are never saved"
+            return SECRET
 
     async def procedure_write(self, args: dict[str, Any], turn: TurnContext) -> str:
         envelope = turn.envelope
         for_chat = args.get("for_chat") is True
         admin = turn.is_bot_admin or envelope.sender.role in (Role.OWNER, Role.ADMIN)
         try:
+            rule = _text(args, "rule")
+            context = _text(args, "context", required=False)
             result = await self.memory.procedures.write(
-                _text(args, "rule"),
+                rule,
                 chat=envelope.chat,
                 user=envelope.sender.user,
-                context=_text(args, "context", required=False),
+                context=context,
                 for_chat=for_chat,
                 may_set_chat_rules=admin,
                 message_id=envelope.message_id,
@@ -148,7 +156,7 @@ class MemoryTools:
         except MemoryPermissionError as exc:
             return f"error: {exc}; save it without for_chat (a rule for answering this person)"
         except SecretRefused:
-            return "error: it holds a secret; secrets are never saved"
+            return SECRET
         return _saved(result)
 
     async def profile_update(self, args: dict[str, Any], turn: TurnContext) -> str:
@@ -157,10 +165,11 @@ class MemoryTools:
         if mode is None:
             raise ValueError("`mode` is append, merge or overwrite")
         try:
+            section, content = _text(args, "section"), _text(args, "content")
             change = await self.memory.profiles.update(
                 envelope.sender.user,
-                _text(args, "section"),
-                _text(args, "content"),
+                section,
+                content,
                 mode=mode,
                 sensitivity="public" if envelope.chat.is_group else "private",
                 source="agent_proactive",
@@ -168,7 +177,7 @@ class MemoryTools:
                 actor=str(envelope.sender.user),
             )
         except SecretRefused:
-            return "error: it holds a secret; secrets are never saved"
+            return SECRET
         return change.summary()
 
     async def memory_search(self, args: dict[str, Any], turn: TurnContext) -> str:

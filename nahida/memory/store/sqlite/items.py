@@ -115,6 +115,16 @@ class ItemTable:
             [(at, i) for i in ids],
         )
 
+    def decay(self, before: float, step: float, floor: float, keep: Sequence[str]) -> int:
+        marks = ", ".join("?" * len(keep)) or "''"
+        return self.conn.execute(
+            "UPDATE memory_items SET confidence = max(?, confidence - ?)"
+            " WHERE status = 'active' AND confidence > ?"
+            " AND coalesce(last_accessed, updated_at) < ?"
+            f" AND source NOT IN ({marks})",
+            (floor, step, floor, before, *keep),
+        ).rowcount
+
     def listed(
         self, visibility: Visibility | None, *, kind: str | None, status: str | None, limit: int
     ) -> list[MemoryItem]:
