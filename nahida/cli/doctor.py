@@ -20,7 +20,7 @@ from nahida.app import Paths, build_provider, choose_embedder, open_memory, stor
 from nahida.cli.state import echo_json, state_of
 from nahida.config import Config, masked_dump
 from nahida.errors import ConfigError, NahidaError
-from nahida.memory import index_text, warm_up
+from nahida.memory import index_text, iso, warm_up
 from nahida.providers.router import resolve_routes
 
 PING_TIMEOUT = 5.0
@@ -48,12 +48,13 @@ async def _providers(config: Config) -> list[dict[str, Any]]:
 
 async def _memory_state(
     config: Config, paths: Paths
-) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """The latest run of each job, and the embedder with its vectors stored and pending."""
+) -> tuple[list[dict[str, Any]], dict[str, Any], list[dict[str, Any]]]:
+    """The latest run of each job, the embedder with its vectors stored and pending, and the
+    sessions whose last compaction failed."""
     try:
         choice = choose_embedder(config)
     except ConfigError as exc:
-        return [], {"backend": config.memory.embedding.backend, "error": str(exc)}
+        return [], {"backend": config.memory.embedding.backend, "error": str(exc)}, []
     embedder = choice.embedder
     embedding: dict[str, Any] = {
         "backend": config.memory.embedding.backend,
@@ -64,7 +65,7 @@ async def _memory_state(
         "dimension": embedder.dimension if embedder is not None else None,
     }
     if not paths.database.exists():
-        return [], embedding
+        return [], embedding, []
     memory = open_memory(config, paths, choice=choice)  # counts only: no model is loaded
     try:
         runs = [run.to_json() for run in await memory.runs.latest()]
@@ -76,7 +77,17 @@ async def _memory_state(
                 skipped=counts.skipped,
                 other_models=counts.other,
             )
-        return runs, embedding
+        failing = [
+            {
+                "session": f.session_id,
+                "chat": f.chat,
+                "failures": f.failures,
+                "last_error": f.last_error,
+                "at": iso(f.updated_at),
+            }
+            for f in await memory.working.failing()
+        ]
+        return runs, embedding, failing
     finally:
         memory.close()
         if embedder is not None:
@@ -91,7 +102,7 @@ async def diagnose(config: Config, paths: Paths) -> dict[str, Any]:
     jieba_ms = round((time.perf_counter() - started) * 1000, 1)
     routes = resolve_routes(config.models, {n: p.model for n, p in config.providers.items()})
     providers = await _providers(config)
-    jobs, embedding = await _memory_state(config, paths)
+    jobs, embedding, failing = await _memory_state(config, paths)
     report: dict[str, Any] = {
         "python": sys.version.split()[0],
         "platform": platform.platform(),
@@ -108,10 +119,15 @@ async def diagnose(config: Config, paths: Paths) -> dict[str, Any]:
             "database": str(paths.database),
             "workspace": str(paths.workspace),
         },
-        "models": {t: f"{r.provider}/{r.model}" for t, r in routes.items()} or None,
+        "models": {
+            t: f"{r.provider}/{r.model}" + (" (derived)" if r.derived else "")
+            for t, r in routes.items()
+        }
+        or None,
         "providers": providers,
         "jobs": jobs,
         "embedding": embedding,
+        "compaction_failing": failing,
         "config": masked_dump(config),
     }
     report["ok"] = caps.fts and jieba_ok and all(p["reachable"] for p in providers)
@@ -143,6 +159,12 @@ def render(report: dict[str, Any]) -> str:
     models = report["models"] or {}
     lines.append("models: " + (", ".join(f"{t}={m}" for t, m in models.items()) or "none"))
     lines.append(_embedding_line(report["embedding"]))
+    for f in report["compaction_failing"]:
+        lines.append(
+            f"-- working memory: compaction of session {f['session']} ({f['chat']}) failed"
+            f" {f['failures']}× (last at {f['at']}: {f['last_error']}); its turns are kept and"
+            " it is retried"
+        )
     lines.append("paths: " + ", ".join(f"{k}={v}" for k, v in report["paths"].items()))
     if not report["jobs"]:
         lines.append("jobs: no run recorded yet")
