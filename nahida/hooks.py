@@ -6,6 +6,7 @@ The runner knows only these protocols. Memory retrieval registers `ContextSource
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -34,8 +35,9 @@ class TurnContext:
 class ContextSource(Protocol):
     slot: str
 
-    async def gather(self, turn: TurnContext) -> str | None:
-        """Text for this source's slot in the system prompt, already within its budget."""
+    async def gather(self, turn: TurnContext) -> str | Mapping[str, str] | None:
+        """Text for this source's slot, already within its budget; or texts by slot, for a
+        source that fills several in one go (`slot` then only names it in the log)."""
 
 
 class PostTurnHook(Protocol):

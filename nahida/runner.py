@@ -207,8 +207,11 @@ class SessionRunner:
         for source, text in zip(self.sources, gathered, strict=True):
             if isinstance(text, BaseException):
                 log.error("context_source_failed", slot=source.slot, exc_info=text)
+            elif isinstance(text, str):
+                if text:
+                    slots[source.slot] = text
             elif text:
-                slots[source.slot] = text
+                slots.update(text)
         envelope = ctx.envelope
         prompt = build_prompt(
             persona=self.persona(),

@@ -338,6 +338,15 @@ class ProfileEntry:
 
 
 @dataclass(frozen=True, slots=True)
+class Pinned:
+    """What every prompt of a viewer carries: the profile card and the rules in force (each
+    None when there is nothing)."""
+
+    profile: str | None
+    rules: str | None
+
+
+@dataclass(frozen=True, slots=True)
 class Episode:
     """One finished session, summarised (the Ethan layer 4): recallable in its chat."""
 

@@ -21,8 +21,8 @@ from nahida.errors import MemoryPermissionError
 from nahida.memory import candidates
 from nahida.memory.access import Actor
 from nahida.memory.models import INJECTED_CONFIDENCE, Candidate, MemoryItem, WriteResult
-from nahida.memory.scopes import Viewer
-from nahida.memory.store.base import Store
+from nahida.memory.scopes import Viewer, Visibility
+from nahida.memory.store.base import Store, Tx
 from nahida.providers.base import estimate_tokens
 
 KIND = "procedure"
@@ -51,6 +51,12 @@ def guidelines(rules: list[MemoryItem], budget_tokens: int = BUDGET_TOKENS) -> s
     return "\n".join(lines) or None
 
 
+def rules_in_force(tx: Tx, visibility: Visibility, limit: int = IN_FORCE) -> list[MemoryItem]:
+    """A unit: the active rules the visibility allows (newest first), confidence ≥ 0.3."""
+    found = tx.items.listed(visibility, kind=KIND, status="active", limit=limit)
+    return [item for item in found if item.confidence >= INJECTED_CONFIDENCE]
+
+
 @dataclass(frozen=True, slots=True)
 class Procedures:
     """`memory.procedures`: the rules in force for a viewer, written through `Items`."""
@@ -62,10 +68,7 @@ class Procedures:
     async def in_force(self, viewer: Viewer, limit: int = IN_FORCE) -> list[MemoryItem]:
         """The active rules the viewer sees (newest first), confidence ≥ 0.3."""
         visibility = viewer.visibility()
-        found = await self.store.read(
-            lambda tx: tx.items.listed(visibility, kind=KIND, status="active", limit=limit)
-        )
-        return [item for item in found if item.confidence >= INJECTED_CONFIDENCE]
+        return await self.store.read(rules_in_force, visibility, limit)
 
     async def write(
         self,

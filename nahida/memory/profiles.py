@@ -326,6 +326,24 @@ def _lines(entries: list[ProfileEntry], room: int | None) -> tuple[list[str], in
     return lines, shown
 
 
+def card_of(viewer: Viewer) -> tuple[str, bool] | None:
+    """Whose profile the viewer's card shows, and whether only its public bullets: the person of
+    `viewer.person` as far as the viewer sees their scope; None for nobody."""
+    person = viewer.person
+    if person is None:
+        return None
+    visibility = viewer.visibility()
+    scope = user_scope(person)
+    if scope not in visibility.full and scope not in visibility.public_only:
+        return None
+    return str(person), scope not in visibility.full
+
+
+def card_text(entries: list[ProfileEntry], budget_tokens: int) -> str | None:
+    """`render` of a person's bullets as the store gives them, or None when there are none."""
+    return render(_in_order(entries), budget_tokens) if entries else None
+
+
 class Profiles:
     """`memory.profiles`."""
 
@@ -368,14 +386,10 @@ class Profiles:
         """The profile of `viewer.person` as Markdown for the system prompt, as the viewer may
         see it: in a group only its public bullets, in the person's private chat all of them;
         None when there is nothing (or nobody) to show."""
-        person = viewer.person
-        if person is None:
+        shown = card_of(viewer)
+        if shown is None:
             return None
-        visibility = viewer.visibility()
-        scope = user_scope(person)
-        if scope not in visibility.full and scope not in visibility.public_only:
-            return None
-        entries = await self.entries(person, public_only=scope not in visibility.full)
+        entries = await self.entries(shown[0], public_only=shown[1])
         return render(entries, budget_tokens) if entries else None
 
     async def forget_section(

@@ -40,10 +40,12 @@ from nahida.memory.models import (
     Hit,
     JobRun,
     MemoryItem,
+    Pinned,
+    ProfileEntry,
     WriteResult,
 )
-from nahida.memory.procedures import Procedures
-from nahida.memory.profiles import Profiles
+from nahida.memory.procedures import Procedures, guidelines, rules_in_force
+from nahida.memory.profiles import Profiles, card_of, card_text
 from nahida.memory.recall import TUNING, Mode, Query, Tuning, pack, plan, search
 from nahida.memory.recall.rerank import rerank
 from nahida.memory.scopes import Viewer
@@ -365,6 +367,19 @@ class MemoryService:
             episodes=self.episodes,
             tz=tz,
         )
+
+    async def pinned(self, viewer: Viewer, *, profile_tokens: int = 400) -> Pinned:
+        """What every prompt of this viewer carries (DESIGN §5 step 2): the speaker's profile
+        card and the behavioural rules in force, in one read."""
+        person = card_of(viewer)
+        visibility = viewer.visibility()
+
+        def run(tx: Tx) -> tuple[list[ProfileEntry], list[MemoryItem]]:
+            entries = tx.profiles.of_user(*person) if person is not None else []
+            return entries, rules_in_force(tx, visibility)
+
+        entries, rules = await self.store.read(run)
+        return Pinned(card_text(entries, profile_tokens), guidelines(rules))
 
     @property
     def capabilities(self) -> StoreCapabilities:

@@ -17,6 +17,7 @@ that grows with the failures) and is counted on the session's row, which `doctor
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
@@ -49,6 +50,7 @@ COMPANION_ONLY = "心理与情绪"  # filled by background extraction only in co
 MAX_BACKOFF = 3600.0
 EPISODE_TURNS = 60  # the last turns an episode request shows (the summary covers the rest)
 SINCE_LIMIT = 400  # unsummarised turns read at once
+PENDING_SESSIONS = 10_000  # sessions whose unsummarised rounds are counted in memory
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +97,7 @@ class WorkingMemory:
         self.episodes = episodes
         self.tz = tz
         self.schedule: Schedule | None = None  # the app's work queue; None: run in place
+        self._pending: dict[str, int] = {}  # session → rounds no summary covers (most recent last)
 
     @property
     def enabled(self) -> bool:
@@ -112,7 +115,7 @@ class WorkingMemory:
     async def compact(self, session_id: str, chat: str) -> WarmSummary | None:
         """Summarise the rounds that left the hot window, if a batch of them has; the new
         summary, or None when nothing was due (or the model failed: logged and counted)."""
-        if not self.enabled:
+        if not self.enabled or not await self._due(session_id):
             return None
         state = await self.summary(session_id) or WarmSummary(session_id, chat)
         if state.failures and time.time() < state.updated_at + _backoff(state.failures):
@@ -147,8 +150,43 @@ class WorkingMemory:
             await self._failed(state, exc)
             return None
         await self.store.write(lambda tx: tx.summaries.put(state))
+        self._pending[session_id] = rounds(turns) - rounds(outside)
         bound.info("warm_summary_updated", rounds=state.rounds, through=state.through_turn)
         return state
+
+    def after_turn(self, session_id: str, chat: str) -> Callable[[], Awaitable[None]] | None:
+        """Count a user turn of the session (on the chat's worker: no I/O); the compaction to
+        run in the background when one may be due (always for a session this process has not
+        counted yet: the compaction asks the database), else None."""
+        if not self.enabled:
+            return None
+        known = self._pending.pop(session_id, None)
+        if known is not None:
+            self._pending[session_id] = known + 1  # most recently active last
+            self._trim()
+            if known + 1 < self.settings.hot_size + self.settings.compress_batch:
+                return None
+        return functools.partial(self._compact_logged, session_id, chat)
+
+    async def _compact_logged(self, session_id: str, chat: str) -> None:
+        try:
+            await self.compact(session_id, chat)
+        except Exception:  # a bug, not a model failure (those are counted): logged, turns kept
+            log.exception("compaction_crashed", session=session_id, chat=chat)
+
+    async def _due(self, session_id: str) -> bool:
+        """Whether enough rounds may have left the hot window for a compaction (the database
+        is asked once per session and process; `after_turn` counts the rest)."""
+        known = self._pending.get(session_id)
+        if known is None:
+            counted: int = await self.store.read(lambda tx: tx.summaries.rounds_after(session_id))
+            self._pending[session_id] = known = counted
+            self._trim()
+        return known >= self.settings.hot_size + self.settings.compress_batch
+
+    def _trim(self) -> None:
+        while len(self._pending) > PENDING_SESSIONS:
+            self._pending.pop(next(iter(self._pending)))  # the least recently active
 
     async def _roll(self, state: WarmSummary) -> WarmSummary:
         """Cold facts and profile bullets out of a full summary, and a shorter one instead."""

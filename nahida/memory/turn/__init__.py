@@ -12,8 +12,7 @@ from nahida.hooks import ContextSource, PostTurnHook
 from nahida.memory.service import MemoryService
 from nahida.memory.turn.context import (
     MemoryInjection,
-    ProfileInjection,
-    RulesInjection,
+    PinnedInjection,
     is_greeting,
 )
 from nahida.memory.turn.post_turn import CompactionHook, ExtractionHook
@@ -28,9 +27,8 @@ class TurnParts:
 
 
 def turn_parts(memory: MemoryService) -> TurnParts:
-    background = (CompactionHook(memory),) if memory.working.enabled else ()
-    sources = (ProfileInjection(memory), RulesInjection(memory), MemoryInjection(memory))
-    return TurnParts(sources=sources, inline=(ExtractionHook(memory),), background=background)
+    sources = (PinnedInjection(memory), MemoryInjection(memory))
+    return TurnParts(sources=sources, inline=(ExtractionHook(memory), CompactionHook(memory)))
 
 
 __all__ = [

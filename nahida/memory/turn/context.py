@@ -26,7 +26,6 @@ import re
 import structlog
 
 from nahida.hooks import TurnContext
-from nahida.memory.procedures import guidelines
 from nahida.memory.recall import Mode
 from nahida.memory.scopes import Viewer
 from nahida.memory.service import MemoryService
@@ -96,31 +95,20 @@ class MemoryInjection:
         return block
 
 
-class ProfileInjection:
-    """The `profile` slot: the speaker's profile card, bounded; in a group only what they said
-    in public (`Profiles.card` decides by the viewer, DESIGN §4)."""
+class PinnedInjection:
+    """The `profile` and `rules` slots, in one read: the speaker's profile card (bounded; in a
+    group only what they said in public, DESIGN §4) and the behavioural rules in force for them
+    here, every turn."""
 
-    slot = "profile"
+    slot = "pinned"  # fills `profile` and `rules`
 
-    def __init__(self, memory: MemoryService, *, budget_tokens: int = 400) -> None:
+    def __init__(self, memory: MemoryService, *, profile_tokens: int = 400) -> None:
         self.memory = memory
-        self.budget_tokens = budget_tokens
+        self.profile_tokens = profile_tokens
 
-    async def gather(self, turn: TurnContext) -> str | None:
+    async def gather(self, turn: TurnContext) -> dict[str, str]:
         envelope = turn.envelope
         viewer = Viewer(chat=envelope.chat, user=envelope.sender.user)
-        return await self.memory.profiles.card(viewer, budget_tokens=self.budget_tokens)
-
-
-class RulesInjection:
-    """The `rules` slot: the behavioural rules in force for the speaker here, every turn."""
-
-    slot = "rules"
-
-    def __init__(self, memory: MemoryService) -> None:
-        self.memory = memory
-
-    async def gather(self, turn: TurnContext) -> str | None:
-        envelope = turn.envelope
-        viewer = Viewer(chat=envelope.chat, user=envelope.sender.user)
-        return guidelines(await self.memory.procedures.in_force(viewer))
+        pinned = await self.memory.pinned(viewer, profile_tokens=self.profile_tokens)
+        slots = {"profile": pinned.profile, "rules": pinned.rules}
+        return {slot: text for slot, text in slots.items() if text}

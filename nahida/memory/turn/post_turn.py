@@ -62,8 +62,9 @@ class ExtractionHook:
 
 
 class CompactionHook:
-    """The background post-turn hook "compact": the session's warm summary, when a batch of
-    rounds has left the hot window (`WorkingMemory.compact`; it logs its own failures)."""
+    """The post-turn hook "compact" (inline: it only counts the turn, `WorkingMemory.after_turn`):
+    when a batch of rounds may have left the hot window, the compaction of the session's warm
+    summary is handed to the background work, keyed by chat (it logs its own failures)."""
 
     name = "compact"
 
@@ -71,4 +72,10 @@ class CompactionHook:
         self.memory = memory
 
     async def after_turn(self, turn: TurnContext, reply: str | None) -> None:
-        await self.memory.working.compact(turn.session_id, str(turn.envelope.chat))
+        chat = str(turn.envelope.chat)
+        work = self.memory.working.after_turn(turn.session_id, chat)
+        if work is None:
+            return
+        schedule = self.memory.working.schedule
+        if schedule is None or not await schedule(chat, self.name, work):
+            await work()
