@@ -106,7 +106,12 @@ async def main() -> None:
     configure_logging("WARNING", "console")
     provider = Recording()
     model = ModelRouter({"rec": provider}, resolve_routes({}, {"rec": "m"}))
-    config = Config.model_validate({"memory": {"embedding": {"backend": "none"}}})
+    config = Config.model_validate(
+        {
+            "memory": {"embedding": {"backend": "none"}},
+            "bot": {"rate_limit": {"per_chat_per_minute": 0}},
+        }
+    )
     with tempfile.TemporaryDirectory() as tmp:
         paths = Paths(None, Path(tmp) / "data", Path(tmp) / "ws")
         app = App(config, paths, adapters=[Quiet()], model=model)  # type: ignore[list-item]

@@ -54,7 +54,7 @@ From the summary, return JSON only, of this shape:
   short sentence in the conversation's language; "explicit": true only when a person asked to
   remember it, corrected something or stated a preference outright.
 - profile: what the summary shows about {who} (may be empty), each bullet under one of these
-  sections: {sections}. Never guess 基础特征 (name, age, birthday, gender): only what they stated.
+  sections only: {sections}.
 - summary: a shorter summary of the same conversation for what follows (at most {chars} chars).
 Never include passwords, keys or tokens."""
 

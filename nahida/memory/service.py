@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from datetime import tzinfo
-from typing import Any
+from typing import Any, TypeVar
 
 from nahida.envelope import ChatKey, UserKey
 from nahida.errors import MemoryPermissionError
@@ -55,6 +55,7 @@ from nahida.memory.tokenize import run_cpu
 from nahida.memory.working import WorkingMemory, WorkingSettings
 from nahida.providers.base import ChatModel, Embedder, Reranker
 
+T = TypeVar("T")
 MAX_ITEM_CHARS = 1000  # the default `limits.item_chars`
 TOO_LONG = "too_long"
 
@@ -240,6 +241,14 @@ class Recall:
     async def search(self, query: Query, tuning: Tuning = TUNING) -> list[Hit]:
         """Ranked hits. For hybrid and vector search the query is embedded first, waiting at
         most the embedder's bounded time; without a vector, hybrid is lexical."""
+        hits, _ = await self.search_with(query, _nothing, tuning)
+        return hits
+
+    async def search_with(
+        self, query: Query, also: Callable[[Tx], T], tuning: Tuning = TUNING
+    ) -> tuple[list[Hit], T]:
+        """`search`, and the read unit `also` in the same read (one round trip for a prompt's
+        recalled memory and its pinned context)."""
         if query.tz is None and self.tz is not None:
             query = replace(query, tz=self.tz)
         found = await run_cpu(plan, query, tuning, size=len(query.text))
@@ -247,10 +256,10 @@ class Recall:
             embedded = await self.embeddings.query(found.text)
             if embedded is not None:
                 found = found.with_vector(*embedded)
-        hits = await self.store.read(search, query, found, tuning)
+        hits, extra = await self.store.read(lambda tx: (search(tx, query, found, tuning), also(tx)))
         if self.reranker is not None and len(hits) > 1:
             hits = await rerank(self.reranker, query.text, hits)
-        return hits
+        return hits, extra
 
     async def block(
         self,
@@ -262,21 +271,62 @@ class Recall:
         mode: Mode | None = None,
     ) -> str | None:
         """The memory slot for a prompt; injected items get their access recorded."""
+        block, _ = await self.block_with(
+            text, viewer, exclude_turns, _nothing, limit=limit, mode=mode
+        )
+        return block
+
+    async def block_with(
+        self,
+        text: str,
+        viewer: Viewer,
+        exclude_turns: frozenset[int],
+        also: Callable[[Tx], T],
+        *,
+        limit: int,
+        mode: Mode | None = None,
+    ) -> tuple[str | None, T]:
+        """`block`, and the read unit `also` in the same read."""
         fields: dict[str, Any] = {"limit": limit, "exclude_turns": exclude_turns}
         if mode is not None:
             fields["mode"] = mode
-        hits = await self.search(self.query(text, viewer, **fields))
+        hits, extra = await self.search_with(self.query(text, viewer, **fields), also)
         trusted = [h for h in hits if h.item is None or h.item.confidence >= INJECTED_CONFIDENCE]
         block, kept = pack(trusted, self.budget_tokens)
         used = [h.item.id for h in kept if h.item is not None]
         if used:
             now = time.time()
             await self.store.write(lambda tx: tx.items.touch(used, now))
-        return block
+        return block, extra
 
     def query(self, text: str, viewer: Viewer, **fields: Any) -> Query:
         """A `Query` in the configured mode unless `fields` name one."""
         return Query(text, viewer, **{"mode": self.mode, **fields})
+
+
+def _nothing(tx: Tx) -> None:
+    return None
+
+
+Raw = tuple[list[ProfileEntry], list[MemoryItem]]
+
+
+def pinned_unit(viewer: Viewer) -> Callable[[Tx], Raw]:
+    """The read unit of a viewer's pinned context: the profile bullets and the rules in force
+    it sees (rendered after the read, off the database thread: `pin`)."""
+    person = card_of(viewer)
+    visibility = viewer.visibility()
+
+    def run(tx: Tx) -> Raw:
+        entries: list[ProfileEntry] = tx.profiles.of_user(*person) if person is not None else []
+        return entries, rules_in_force(tx, visibility)
+
+    return run
+
+
+def pin(raw: Raw, profile_tokens: int) -> Pinned:
+    entries, rules = raw
+    return Pinned(card_text(entries, profile_tokens), guidelines(rules))
 
 
 class Runs:
@@ -371,15 +421,27 @@ class MemoryService:
     async def pinned(self, viewer: Viewer, *, profile_tokens: int = 400) -> Pinned:
         """What every prompt of this viewer carries (DESIGN §5 step 2): the speaker's profile
         card and the behavioural rules in force, in one read."""
-        person = card_of(viewer)
-        visibility = viewer.visibility()
+        return pin(await self.store.read(pinned_unit(viewer)), profile_tokens)
 
-        def run(tx: Tx) -> tuple[list[ProfileEntry], list[MemoryItem]]:
-            entries = tx.profiles.of_user(*person) if person is not None else []
-            return entries, rules_in_force(tx, visibility)
-
-        entries, rules = await self.store.read(run)
-        return Pinned(card_text(entries, profile_tokens), guidelines(rules))
+    async def context(
+        self,
+        text: str,
+        viewer: Viewer,
+        exclude_turns: frozenset[int],
+        *,
+        limit: int,
+        mode: Mode | None = None,
+        profile_tokens: int = 400,
+    ) -> tuple[str | None, Pinned]:
+        """A prompt's memory from one read: the recalled block (`Recall.block`) and the pinned
+        profile card and rules; a message with nothing to search gets the pinned part only."""
+        unit = pinned_unit(viewer)
+        if not text.strip():
+            return None, pin(await self.store.read(unit), profile_tokens)
+        block, raw = await self.recall.block_with(
+            text, viewer, exclude_turns, unit, limit=limit, mode=mode
+        )
+        return block, pin(raw, profile_tokens)
 
     @property
     def capabilities(self) -> StoreCapabilities:

@@ -115,7 +115,7 @@ class WorkingMemory:
     async def compact(self, session_id: str, chat: str) -> WarmSummary | None:
         """Summarise the rounds that left the hot window, if a batch of them has; the new
         summary, or None when nothing was due (or the model failed: logged and counted)."""
-        if not self.enabled or not await self._due(session_id):
+        if not self.enabled:
             return None
         state = await self.summary(session_id) or WarmSummary(session_id, chat)
         if state.failures and time.time() < state.updated_at + _backoff(state.failures):
@@ -126,6 +126,7 @@ class WorkingMemory:
         if outside and outside[-1].role == "user":  # whole rounds: its reply is still hot
             outside.pop()
         if rounds(outside) < self.settings.compress_batch:
+            self._pending[session_id] = rounds(turns)
             return None
         bound = log.bind(session=session_id, chat=chat)
         try:
@@ -144,28 +145,35 @@ class WorkingMemory:
                 last_error=None,
                 updated_at=time.time(),
             )
-            if state.rounds >= self.settings.warm_capacity:
-                state = await self._roll(state)
         except (NahidaError, _Unusable) as exc:
             await self._failed(state, exc)
             return None
+        if state.rounds >= self.settings.warm_capacity:
+            try:
+                state = await self._roll(state)
+            except (NahidaError, _Unusable) as exc:  # the new summary stays; the roll is retried
+                await self.store.write(lambda tx: tx.summaries.put(state))
+                await self._failed(state, exc)
+                return None
         await self.store.write(lambda tx: tx.summaries.put(state))
         self._pending[session_id] = rounds(turns) - rounds(outside)
         bound.info("warm_summary_updated", rounds=state.rounds, through=state.through_turn)
         return state
 
     def after_turn(self, session_id: str, chat: str) -> Callable[[], Awaitable[None]] | None:
-        """Count a user turn of the session (on the chat's worker: no I/O); the compaction to
-        run in the background when one may be due (always for a session this process has not
-        counted yet: the compaction asks the database), else None."""
+        """Count a user turn of the session (on the chat's worker: no I/O) and return the
+        compaction to run in the background once enough rounds may have left the hot window,
+        else None. A session this process has not seen counts from this turn: after a restart
+        a long session is compacted `hot_size + compress_batch` rounds later than it could be
+        (the compaction itself reads what is really there), instead of every chat's first
+        message costing a read."""
         if not self.enabled:
             return None
-        known = self._pending.pop(session_id, None)
-        if known is not None:
-            self._pending[session_id] = known + 1  # most recently active last
-            self._trim()
-            if known + 1 < self.settings.hot_size + self.settings.compress_batch:
-                return None
+        pending = self._pending.pop(session_id, 0) + 1
+        self._pending[session_id] = pending  # most recently active last
+        self._trim()
+        if pending < self.settings.hot_size + self.settings.compress_batch:
+            return None
         return functools.partial(self._compact_logged, session_id, chat)
 
     async def _compact_logged(self, session_id: str, chat: str) -> None:
@@ -173,16 +181,6 @@ class WorkingMemory:
             await self.compact(session_id, chat)
         except Exception:  # a bug, not a model failure (those are counted): logged, turns kept
             log.exception("compaction_crashed", session=session_id, chat=chat)
-
-    async def _due(self, session_id: str) -> bool:
-        """Whether enough rounds may have left the hot window for a compaction (the database
-        is asked once per session and process; `after_turn` counts the rest)."""
-        known = self._pending.get(session_id)
-        if known is None:
-            counted: int = await self.store.read(lambda tx: tx.summaries.rounds_after(session_id))
-            self._pending[session_id] = known = counted
-            self._trim()
-        return known >= self.settings.hot_size + self.settings.compress_batch
 
     def _trim(self) -> None:
         while len(self._pending) > PENDING_SESSIONS:

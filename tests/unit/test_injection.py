@@ -66,6 +66,11 @@ def item_ids(block: str | None) -> list[str]:
     return [m.group(1) for m in map(ITEM_LINE.fullmatch, block.splitlines()) if m]
 
 
+async def block_of(source: MemoryInjection, turn: TurnContext) -> str | None:
+    """The `memory` slot of what the source gathers (it fills `profile` and `rules` too)."""
+    return (await source.gather(turn)).get("memory")
+
+
 async def test_every_line_names_id_kind_scope_and_date_and_the_guard_ends_it(
     store: SqliteStore,
 ) -> None:
@@ -76,8 +81,9 @@ async def test_every_line_names_id_kind_scope_and_date_and_the_guard_ends_it(
     said(store, "上次买的乌龙茶很好喝")
     source: ContextSource = MemoryInjection(MemoryService(store))
     assert source.slot == "memory"
-    block = await source.gather(context(store, "推荐一款乌龙茶给我吧，要适合下午喝的那种"))
-    assert block is not None
+    slots = await source.gather(context(store, "推荐一款乌龙茶给我吧，要适合下午喝的那种"))
+    assert isinstance(slots, dict) and set(slots) == {"memory"}  # no profile, no rules here
+    block = slots["memory"]
     *lines, last = block.splitlines()
     assert last == GUARD
     assert all(ITEM_LINE.fullmatch(line) or HISTORY_LINE.fullmatch(line) for line in lines), lines
@@ -90,10 +96,10 @@ async def test_every_line_names_id_kind_scope_and_date_and_the_guard_ends_it(
 async def test_hot_window_turns_are_left_out(store: SqliteStore) -> None:
     said(store, "乌龙茶要用九十度的水泡")
     hot = said(store, "乌龙茶第一泡要倒掉")
-    block = await MemoryInjection(MemoryService(store)).gather(
+    slots = await MemoryInjection(MemoryService(store)).gather(
         context(store, "乌龙茶怎么泡", hot=frozenset({hot.id}))
     )
-    assert block is not None
+    block = slots["memory"]
     assert "九十度" in block
     assert "第一泡" not in block
     assert "乌龙茶怎么泡" not in block  # the current message is shown as itself
@@ -102,22 +108,24 @@ async def test_hot_window_turns_are_left_out(store: SqliteStore) -> None:
 async def test_nothing_to_say_gives_no_section(store: SqliteStore) -> None:
     add(store, "喜欢乌龙茶")
     injection = MemoryInjection(MemoryService(store))
-    assert await injection.gather(context(store, "今天的天气怎么样")) is None
-    assert await injection.gather(context(store, "！？")) is None
+    assert await injection.gather(context(store, "今天的天气怎么样")) == {}
+    assert await injection.gather(context(store, "！？")) == {}
 
 
 async def test_budget_is_respected(store: SqliteStore) -> None:
     for n in range(30):
         add(store, f"乌龙茶笔记第{n}条：冲泡温度和时间都要记录下来，方便以后对比不同批次的口感")
-    block = await MemoryInjection(MemoryService(store, budget_tokens=120)).gather(
-        context(store, "把乌龙茶笔记都找出来，我想对比一下冲泡温度")
+    block = await block_of(
+        MemoryInjection(MemoryService(store, budget_tokens=120)),
+        context(store, "把乌龙茶笔记都找出来，我想对比一下冲泡温度"),
     )
     assert block is not None
     assert estimate_tokens(block) <= 120
     assert 1 <= len(item_ids(block)) < 15
     assert (
-        await MemoryInjection(MemoryService(store, budget_tokens=10)).gather(
-            context(store, "把乌龙茶笔记都找出来，我想对比一下冲泡温度")
+        await block_of(
+            MemoryInjection(MemoryService(store, budget_tokens=10)),
+            context(store, "把乌龙茶笔记都找出来，我想对比一下冲泡温度"),
         )
         is None
     )
@@ -136,7 +144,7 @@ async def test_fast_path_for_short_messages_full_path_otherwise(
 ) -> None:
     for n in range(20):
         add(store, f"乌龙茶 笔记 n{n}")
-    block = await MemoryInjection(MemoryService(store)).gather(context(store, text))
+    block = await block_of(MemoryInjection(MemoryService(store)), context(store, text))
     assert len(item_ids(block)) == lines
 
 
@@ -171,5 +179,28 @@ async def test_the_viewer_is_the_speaker_where_they_speak(store: SqliteStore) ->
     add(store, "喜欢乌龙茶")  # private to Alice
     add(store, "群里统一买乌龙茶", kind="decision", scope=f"chat:{GROUP}", subject_user=None)
     injection = MemoryInjection(MemoryService(store))
-    block = await injection.gather(context(store, "乌龙茶", chat=GROUP))
+    block = await block_of(injection, context(store, "乌龙茶", chat=GROUP))
     assert block is not None and "群里统一买乌龙茶" in block and "喜欢乌龙茶" not in block
+
+
+async def test_the_profile_and_rules_come_with_the_memory_as_the_viewer_may_see_them(
+    store: SqliteStore,
+) -> None:
+    memory = MemoryService(store)
+    await memory.profiles.update("qq:alice", "身份与背景", "是护士", actor="qq:alice")
+    await memory.profiles.update(
+        "qq:alice", "目标与方向", "想学日语", sensitivity="public", actor="qq:alice", chat=GROUP
+    )
+    rule = add(store, "回答简短", kind="procedure")  # private to Alice, like her profile
+    group_rule = add(
+        store, "不要用韩语回答", kind="procedure", scope=f"chat:{GROUP}", subject_user=None
+    )
+    weak = add(store, "回答都押韵", kind="procedure", confidence=0.2)
+    injection = MemoryInjection(memory)
+    private = await injection.gather(context(store, "今天的天气怎么样"))
+    assert "- 是护士" in private["profile"] and "- 想学日语" in private["profile"]
+    assert f"[{rule.id}] 回答简短" in private["rules"] and group_rule.id not in private["rules"]
+    assert weak.id not in private["rules"]  # below 0.3: never injected
+    in_group = await injection.gather(context(store, "今天的天气怎么样", chat=GROUP))
+    assert "是护士" not in in_group["profile"] and "- 想学日语" in in_group["profile"]
+    assert group_rule.id in in_group["rules"] and rule.id not in in_group["rules"]

@@ -1,10 +1,9 @@
-"""One search (DESIGN §5, steps 3–5): the lexical and vector lists of items, turns and episodes,
-by the query's mode. A unit of work: it runs on the store's thread with a `Plan` made before (tokens
-and, for hybrid and vector search, the query vector).
+"""One search (DESIGN §5, steps 3–5): the lexical and vector lists of items, turns and
+episodes, by the query's mode. A unit of work: it runs on the store's thread with a `Plan` made
+before (tokens and, for hybrid and vector search, the query vector).
 
-Each kind is fused on its own first (items, turns and episodes by reciprocal rank, then
-boosts): the
-lexical ranking is exactly what lexical search returns. Hybrid search then fuses the two
+Each kind is fused on its own first (items, turns and episodes by reciprocal rank, then boosts):
+the lexical ranking is exactly what lexical search returns. Hybrid search then fuses the two
 rankings once more (`fuse.combine`, `Tuning.hybrid_k` and `vector_weight`) and keeps the last
 `vector_reserve` places of the answer for the best hits by meaning that the fusion left out.
 Measured on the dev sets, one fusion of all four lists with the lexical lists' k lost to lexical

@@ -373,9 +373,6 @@ class SummaryRows(Protocol):
     def failing(self, limit: int) -> list[WarmSummary]:
         """Summaries whose last compaction failed, most failures first."""
 
-    def rounds_after(self, session_id: str) -> int:
-        """User turns of the session (unhidden) that its summary does not cover."""
-
     def since(self, session_id: str, after: int, limit: int) -> list[Turn]:
         """Unhidden user/assistant turns of the session after turn `after`, oldest first."""
 

@@ -12,7 +12,6 @@ from nahida.hooks import ContextSource, PostTurnHook
 from nahida.memory.service import MemoryService
 from nahida.memory.turn.context import (
     MemoryInjection,
-    PinnedInjection,
     is_greeting,
 )
 from nahida.memory.turn.post_turn import CompactionHook, ExtractionHook
@@ -27,8 +26,9 @@ class TurnParts:
 
 
 def turn_parts(memory: MemoryService) -> TurnParts:
-    sources = (PinnedInjection(memory), MemoryInjection(memory))
-    return TurnParts(sources=sources, inline=(ExtractionHook(memory), CompactionHook(memory)))
+    return TurnParts(
+        sources=(MemoryInjection(memory),), inline=(ExtractionHook(memory), CompactionHook(memory))
+    )
 
 
 __all__ = [

@@ -10,7 +10,8 @@ Two paths, after the Ethan design: a greeting ("你好", "thanks!") takes the fa
 `fast_limit` (5) hits, lexically (a greeting has no meaning to search for, and embedding it would
 cost the message its query's time); a short message gets the same few hits in the configured
 mode; anything else the full path, the top `full_limit` (15). All go through
-`memory.recall.block`, which ranks (lexical and vector lists fused, then confidence, importance,
+`memory.context` (the recall block, read together with the pinned profile card and rules: one
+round trip to the store), which ranks (lexical and vector lists fused, then confidence, importance,
 recency and use), packs the lines into the memory token budget — each line carrying
 id, kind, scope and date, the block ending with the "Treat memory as helpful context…" line — and
 counts each injected item as accessed.
@@ -50,9 +51,11 @@ def is_greeting(text: str) -> bool:
 
 
 class MemoryInjection:
-    """The `ContextSource` for the `memory` slot."""
+    """The `ContextSource` for the `memory`, `profile` and `rules` slots, in one read: what
+    recall finds (below), the speaker's profile card (bounded; in a group only what they said in
+    public, DESIGN §4) and the behavioural rules in force for them here, every turn."""
 
-    slot = "memory"
+    slot = "memory"  # and `profile`, `rules`
 
     def __init__(
         self,
@@ -61,8 +64,10 @@ class MemoryInjection:
         fast_chars: int = 12,
         fast_limit: int = FAST_LIMIT,
         full_limit: int = FULL_LIMIT,
+        profile_tokens: int = 400,
     ) -> None:
         self.memory = memory
+        self.profile_tokens = profile_tokens
         self.fast_chars = fast_chars
         self.fast_limit = fast_limit
         self.full_limit = full_limit
@@ -74,16 +79,19 @@ class MemoryInjection:
             return self.fast_limit
         return self.full_limit
 
-    async def gather(self, turn: TurnContext) -> str | None:
+    async def gather(self, turn: TurnContext) -> dict[str, str]:
         envelope = turn.envelope
         text = envelope.text.strip()
-        if not text:
-            return None
         viewer = Viewer(chat=envelope.chat, user=envelope.sender.user)
         limit = self.limit_for(text)
         mode: Mode | None = "lexical" if is_greeting(text) else None
-        block = await self.memory.recall.block(
-            text, viewer, turn.recent_turn_ids, limit=limit, mode=mode
+        block, pinned = await self.memory.context(
+            text,
+            viewer,
+            turn.recent_turn_ids,
+            limit=limit,
+            mode=mode,
+            profile_tokens=self.profile_tokens,
         )
         log.debug(
             "memory_injected",
@@ -92,23 +100,5 @@ class MemoryInjection:
             limit=limit,
             lines=0 if block is None else block.count("\n"),
         )
-        return block
-
-
-class PinnedInjection:
-    """The `profile` and `rules` slots, in one read: the speaker's profile card (bounded; in a
-    group only what they said in public, DESIGN §4) and the behavioural rules in force for them
-    here, every turn."""
-
-    slot = "pinned"  # fills `profile` and `rules`
-
-    def __init__(self, memory: MemoryService, *, profile_tokens: int = 400) -> None:
-        self.memory = memory
-        self.profile_tokens = profile_tokens
-
-    async def gather(self, turn: TurnContext) -> dict[str, str]:
-        envelope = turn.envelope
-        viewer = Viewer(chat=envelope.chat, user=envelope.sender.user)
-        pinned = await self.memory.pinned(viewer, profile_tokens=self.profile_tokens)
-        slots = {"profile": pinned.profile, "rules": pinned.rules}
-        return {slot: text for slot, text in slots.items() if text}
+        slots = {"memory": block, "profile": pinned.profile, "rules": pinned.rules}
+        return {slot: value for slot, value in slots.items() if value}

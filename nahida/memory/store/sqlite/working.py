@@ -63,15 +63,6 @@ class SummaryTable:
         ).fetchone()
         return int(row[0])
 
-    def rounds_after(self, session_id: str) -> int:
-        row = self.conn.execute(
-            "SELECT count(*) FROM turns WHERE session_id = ? AND role = 'user'"
-            " AND hidden_by IS NULL AND id > coalesce("
-            "(SELECT through_turn FROM session_summaries WHERE session_id = ?), 0)",
-            (session_id, session_id),
-        ).fetchone()
-        return int(row[0])
-
     def failing(self, limit: int) -> list[WarmSummary]:
         found = self.conn.execute(
             f"SELECT {_FIELDS} FROM session_summaries WHERE failures > 0"
