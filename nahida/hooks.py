@@ -1,7 +1,8 @@
 """Where memory plugs into a turn: context sources fill prompt slots, post-turn hooks run after.
 
-The runner knows only these protocols. Memory retrieval registers `ContextSource`s for the slots
-`profile`, `rules`, `summary` and `memory`; extraction and compaction register `PostTurnHook`s.
+The runner knows only these protocols. Memory fills the slots `profile`, `rules` and `memory`
+through a `ContextSource` (the runner adds `summary`, read with the turn); extraction and
+compaction register `PostTurnHook`s. `prompt.build_prompt` decides where each slot goes.
 """
 
 from __future__ import annotations
@@ -15,8 +16,6 @@ from nahida.i18n import Language
 
 if TYPE_CHECKING:
     from nahida.memory import Turn
-
-SLOTS = ("profile", "rules", "summary", "memory")
 
 
 @dataclass(frozen=True, slots=True)

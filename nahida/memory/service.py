@@ -418,11 +418,6 @@ class MemoryService:
             tz=tz,
         )
 
-    async def pinned(self, viewer: Viewer, *, profile_tokens: int = 400) -> Pinned:
-        """What every prompt of this viewer carries (DESIGN §5 step 2): the speaker's profile
-        card and the behavioural rules in force, in one read."""
-        return pin(await self.store.read(pinned_unit(viewer)), profile_tokens)
-
     async def context(
         self,
         text: str,
