@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 
+from nahida.app import Paths
+from nahida.cli.doctor import diagnose, render
 from nahida.memory import Viewer
 from tests.fakes.llm_server import FakeAnthropicServer, FakeLLMServer, FakeOpenAIServer
 from tests.helpers import (
@@ -142,3 +144,7 @@ async def test_a_failed_compaction_keeps_the_turns_and_is_counted(
     assert openai_server.memory_requests("summary")
     summary, failures, last_error = row
     assert failures == 1 and "ProviderServerError" in last_error and summary == ""
+    report = await diagnose(cfg, Paths(None, tmp_path / "data", tmp_path / "workspace"))
+    (failing,) = report["compaction_failing"]
+    assert (failing["session"], failing["failures"]) == (session.id, 1)
+    assert f"compaction of session {session.id} (console:private:local) failed 1×" in render(report)

@@ -215,3 +215,22 @@ def test_empty_and_default_expansions(tmp_path: Path) -> None:
     config = load_config(path, {"NAME": "纳西妲", "NICK": "n", "SET": "s", "EMPTY": "e"})
     assert config.bot.name == "纳西妲"
     assert config.bot.nicknames == ["n", "s", "e"]
+
+
+def test_chat_modes_name_chats_and_modes(tmp_path: Path) -> None:
+    good = tmp_path / "good.yaml"
+    good.write_text(
+        "bot:\n  chat_modes:\n    'onebot:private:42': companion\n"
+        "    'lark:group:oc_1': assistant\n",
+        encoding="utf-8",
+    )
+    assert load_config(good, env={}).bot.companion_chats() == frozenset({"onebot:private:42"})
+    for bad, key in (
+        ("'onebot:42': companion", "bot.chat_modes"),
+        ("'onebot:private:42': pet", ""),
+    ):
+        path = tmp_path / "bad.yaml"
+        path.write_text(f"bot:\n  chat_modes:\n    {bad}\n", encoding="utf-8")
+        with pytest.raises(ConfigError) as caught:
+            load_config(path, env={})
+        assert "bot.chat_modes" in str(caught.value) and key in str(caught.value)
