@@ -245,6 +245,7 @@ MESSAGES: dict[str, dict[Language, str]] = {
     },
     "profile_header": {"zh": "你的画像：", "en": "Your profile:"},
     "profile_empty": {"zh": "还没有你的画像。", "en": "There is no profile of you yet."},
+    "profile_more": {"zh": "……还有 {n} 条未显示。", "en": "… and {n} more not shown."},
     "profile_private_hint": {
         "zh": "（这里只显示公开的部分；私密的部分请在私聊中用 /profile 查看。）",
         "en": "(Only the public part is shown here; see the private part with /profile in a"

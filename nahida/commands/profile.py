@@ -12,6 +12,7 @@ from nahida.i18n import t
 from nahida.memory import PROFILE_SECTIONS, ProfileEntry
 
 SECTION_LIST = "、".join(PROFILE_SECTIONS)
+SHOWN = 30  # bullets one `/profile` reply shows
 
 
 def section_named(name: str) -> str | None:
@@ -36,9 +37,10 @@ async def show(ctx: CommandContext) -> str:
     in_group = ctx.envelope.chat.is_group
     entries = await ctx.memory.profiles.entries(ctx.envelope.sender.user, public_only=in_group)
     lang = ctx.language
-    lines = (
-        [t("profile_header", lang), *lines_of(entries)] if entries else [t("profile_empty", lang)]
-    )
+    shown = entries[:SHOWN]
+    lines = [t("profile_header", lang), *lines_of(shown)] if entries else [t("profile_empty", lang)]
+    if len(entries) > SHOWN:  # a chat message stays readable; `/profile forget` still sees all
+        lines.append(t("profile_more", lang, n=len(entries) - SHOWN))
     if in_group:
         lines.append(t("profile_private_hint", lang))
     return "\n".join(lines)

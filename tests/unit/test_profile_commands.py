@@ -120,3 +120,12 @@ async def test_an_unknown_section_or_bad_usage_says_what_there_is(chat: Chat) ->
 
 async def test_help_lists_the_command(chat: Chat) -> None:
     assert f"/profile — {t('cmd_profile', 'en')}" in await chat("/help", lang="en")
+
+
+async def test_a_long_profile_is_shown_in_part(memory: MemoryService) -> None:
+    bullets = "\n".join(f"习惯{n}" for n in range(20))
+    for section in ("身份与背景", "目标与方向"):
+        await memory.profiles.update(ALICE, section, bullets, actor="a")
+    reply = await Chat(memory)("/profile")
+    assert sum(1 for line in reply.splitlines() if line.startswith("- ")) == 30
+    assert reply.endswith(t("profile_more", "zh", n=10))
