@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import sqlite3
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +19,7 @@ from nahida.app import Paths, console_app
 from nahida.config import Config
 from nahida.memory import MemoryService, Query, viewer_for
 from nahida.memory.store.sqlite import SqliteStore
+from nahida.memory.store.sqlite.db import driver
 from nahida.providers import local_embed
 
 pytestmark = [
@@ -61,9 +61,12 @@ class WaitForVectors:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             if self.database.exists():
+                # the app's own SQLite library: a second copy of SQLite in one process (the
+                # stdlib's beside sqlean) breaks the other's POSIX locks when it closes, and the
+                # WAL index can be reset under the app (seen once: SIGBUS in the app's COMMIT)
                 with (
-                    contextlib.suppress(sqlite3.OperationalError),
-                    sqlite3.connect(self.database) as conn,
+                    contextlib.suppress(driver.OperationalError),
+                    contextlib.closing(driver.connect(str(self.database))) as conn,
                 ):
                     embedded = conn.execute(
                         "SELECT count(*) FROM turns WHERE role = 'user' AND embed_hash != ''"
