@@ -57,6 +57,17 @@ class Episodes:
     def __init__(self, store: Store, changed: Callable[[], None] = lambda: None) -> None:
         self.store = store
         self.changed = changed  # told after a write (its text needs a vector)
+        self._chats: set[str] | None = None  # chats with an episode, read once (`in_any`)
+
+    async def in_any(self, chats: Sequence[str]) -> bool:
+        """Whether any of these chats may have an episode, so recall searches episodes only
+        where there are some (most chats have none: a statement or two per message saved).
+        Read once per process, kept in step by `add`; episodes are written by this process
+        only (a deleted one leaves a chat in the set: one search that finds nothing)."""
+        if self._chats is None:
+            found: list[str] = await self.store.read(lambda tx: tx.episodes.chats())
+            self._chats = set(found)
+        return any(chat in self._chats for chat in chats)
 
     async def add(
         self,
@@ -86,6 +97,8 @@ class Episodes:
             created_at=time.time(),
         )
         stored = await self.store.write(put, episode, tokens)
+        if self._chats is not None:
+            self._chats.add(chat)
         self.changed()
         return stored
 

@@ -230,8 +230,10 @@ class Recall:
         embeddings: Embeddings | None = None,
         mode: Mode = "hybrid",
         reranker: Reranker | None = None,
+        episodes: Episodes | None = None,
     ) -> None:
         self.store = store
+        self.episodes = episodes  # to leave episodes out of searches in chats without any
         self.budget_tokens = budget_tokens
         self.tz = tz  # where "昨天" is when a query names no zone
         self.embeddings = embeddings
@@ -251,6 +253,9 @@ class Recall:
         recalled memory and its pinned context)."""
         if query.tz is None and self.tz is not None:
             query = replace(query, tz=self.tz)
+        episodes = self.episodes
+        if query.episodes and episodes and not await episodes.in_any(query.viewer.turn_chats()):
+            query = replace(query, episodes=False)  # none where the viewer looks
         found = await run_cpu(plan, query, tuning, size=len(query.text))
         if query.mode != "lexical" and self.embeddings is not None and found.text:
             embedded = await self.embeddings.query(found.text)
@@ -396,6 +401,7 @@ class MemoryService:
             slack=work.batch_turns if model is not None else 0,
         )
         self.items = Items(store, mode, item_chars, tz, changed=self.embeddings.nudge)
+        self.episodes = Episodes(store, changed=self.embeddings.nudge)
         self.recall = Recall(
             store,
             budget_tokens,
@@ -403,11 +409,11 @@ class MemoryService:
             embeddings=self.embeddings,
             mode=search_mode if embedder is not None else "lexical",
             reranker=reranker,
+            episodes=self.episodes,
         )
         self.runs = Runs(store)
         self.profiles = Profiles(store)
         self.procedures = Procedures(store, self.items.propose, self.items.forget)
-        self.episodes = Episodes(store, changed=self.embeddings.nudge)
         self.working = WorkingMemory(
             store,
             model,

@@ -417,6 +417,9 @@ class EpisodeRows(Protocol):
 
     def get(self, episode_id: str) -> Episode | None: ...
 
+    def chats(self) -> list[str]:
+        """The chats that have an episode."""
+
     def drop_told(self, item_id: str) -> int:
         """Delete the episodes of the sessions with turns hidden because of the forgotten item
         (they would tell it again)."""

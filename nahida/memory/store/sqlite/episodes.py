@@ -102,6 +102,9 @@ class EpisodeTable:
         ).fetchone()
         return episode_of(row) if row else None
 
+    def chats(self) -> list[str]:
+        return [r[0] for r in self.conn.execute("SELECT DISTINCT chat FROM episodes")]
+
     def of_chat(self, chat: str, limit: int) -> list[Episode]:
         found = self.conn.execute(
             "SELECT * FROM episodes WHERE chat = ? ORDER BY ended_at DESC, seq DESC LIMIT ?",
