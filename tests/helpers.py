@@ -130,14 +130,19 @@ def _content(message: dict[str, Any]) -> str:
     return str(content)
 
 
-def memory_block(body: dict[str, Any]) -> str | None:
-    """The recalled memory a chat request carries: the `[长期记忆]` message's text (DESIGN §7)."""
+def _labelled(body: dict[str, Any], labels: tuple[str, ...]) -> str | None:
+    """The text after the label of the first user message that starts with one of them."""
     for message in body["messages"]:
         text = _content(message)
-        for label in MEMORY_LABELS:
+        for label in labels:
             if message.get("role") == "user" and text.startswith(label):
                 return text[len(label) :]
     return None
+
+
+def memory_block(body: dict[str, Any]) -> str | None:
+    """The recalled memory a chat request carries: the `[长期记忆]` message's text (DESIGN §7)."""
+    return _labelled(body, MEMORY_LABELS)
 
 
 def conversation(body: dict[str, Any]) -> list[str]:
@@ -159,9 +164,4 @@ def system_of(body: dict[str, Any]) -> str:
 
 def summary_block(body: dict[str, Any]) -> str | None:
     """The warm summary a chat request carries: the `[对话摘要]` message's text (DESIGN §7)."""
-    for message in body["messages"]:
-        text = _content(message)
-        for label in ("[对话摘要]\n", "[Conversation summary]\n"):
-            if message.get("role") == "user" and text.startswith(label):
-                return text[len(label) :]
-    return None
+    return _labelled(body, ("[对话摘要]\n", "[Conversation summary]\n"))

@@ -38,6 +38,7 @@ _REMEMBER = re.compile(
     re.IGNORECASE,
 )
 QUOTE_CHARS = 120
+ASKED_CONFIDENCE = 0.95  # what someone asked to keep, or the model wrote on purpose
 EXTRACTED_IMPORTANCE = {"fact": 0.7, "preference": 0.5, "decision": 0.7, "task": 0.6}
 
 
@@ -79,23 +80,37 @@ def remembered(
     tz: tzinfo | None = None,
 ) -> Candidate:
     """`/memory remember`: read with the same rules as extraction, so slots supersede alike."""
+    at = _now(at)
+    candidate = _said_here(text, kind, "user_explicit", chat, user, message_id, at)
+    return with_due(candidate, text, at, tz)
+
+
+def _said_here(
+    text: str,
+    kind: str,
+    source: str,
+    chat: ChatKey,
+    user: UserKey,
+    message_id: str | None,
+    at: float,
+) -> Candidate:
+    """What the speaker asked to keep, where they said it (`explicit_scope`), read for its kind
+    and slot."""
     scope, sensitivity, subject = explicit_scope(chat, user)
     kind, slot = _read(text, kind)
-    at = _now(at)
-    candidate = Candidate(
+    return Candidate(
         scope=scope,
         kind=kind,
         slot=slot,
         content=text.strip(),
-        source="user_explicit",
-        confidence=0.95,
+        source=source,
+        confidence=ASKED_CONFIDENCE,
         importance=0.7,
         sensitivity=sensitivity,
         subject_user=subject,
         speaker_user=str(user),
         evidence=(Evidence(chat=str(chat), message_id=message_id, time=at),),
     )
-    return with_due(candidate, text, at, tz)
 
 
 def _read(text: str, kind: str) -> tuple[str, str | None]:
@@ -231,7 +246,6 @@ def from_plugin(
     )
 
 
-PROACTIVE_CONFIDENCE = 0.95
 CATEGORIES = {
     "preference": "preference",
     "decision": "decision",
@@ -254,21 +268,8 @@ def proactive(
     correction supersedes the value it corrects."""
     if category not in CATEGORIES:
         raise ValueError(f"category is one of {', '.join(CATEGORIES)}, not {category!r}")
-    scope, sensitivity, subject = explicit_scope(chat, user)
-    kind, slot = _read(content, CATEGORIES[category])
-    return Candidate(
-        scope=scope,
-        kind=kind,
-        slot=slot,
-        content=content.strip(),
-        source="agent_proactive",
-        confidence=PROACTIVE_CONFIDENCE,
-        importance=0.7,
-        sensitivity=sensitivity,
-        subject_user=subject,
-        speaker_user=str(user),
-        evidence=(Evidence(chat=str(chat), message_id=message_id, time=_now(at)),),
-    )
+    kind = CATEGORIES[category]
+    return _said_here(content, kind, "agent_proactive", chat, user, message_id, _now(at))
 
 
 def procedure(
@@ -300,7 +301,7 @@ def procedure(
         title=context.strip(),
         content=rule.strip(),
         source=source,
-        confidence=PROACTIVE_CONFIDENCE,
+        confidence=ASKED_CONFIDENCE,
         importance=0.8,
         sensitivity=sensitivity,
         subject_user=subject,

@@ -121,7 +121,7 @@ class WorkingMemory:
         if state.failures and time.time() < state.updated_at + _backoff(state.failures):
             return None
         after = state.through_turn
-        turns = await self.store.read(lambda tx: tx.summaries.since(session_id, after, SINCE_LIMIT))
+        turns = await self.store.read(lambda tx: tx.turns.after(session_id, after, SINCE_LIMIT))
         outside = turns[: max(0, len(turns) - self.settings.hot_turns)]
         if outside and outside[-1].role == "user":  # whole rounds: its reply is still hot
             outside.pop()
@@ -275,7 +275,7 @@ class WorkingMemory:
         model gave nothing usable (logged)."""
         if not self.enabled:
             return None
-        turns = await self.store.read(lambda tx: tx.summaries.since(session_id, 0, 100_000))
+        turns = await self.store.read(lambda tx: tx.turns.after(session_id, 0, 100_000))
         if rounds(turns) < self.settings.episode_rounds:
             return None
         state = await self.summary(session_id)

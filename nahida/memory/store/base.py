@@ -224,6 +224,9 @@ class TurnRows(Protocol):
 
     def of_session(self, session_id: str) -> list[Turn]: ...
 
+    def after(self, session_id: str, after: int, limit: int) -> list[Turn]:
+        """Unhidden user/assistant turns of the session after turn `after`, oldest first."""
+
     def mark_error(self, turn_id: int, error: str) -> None: ...
 
     def hide(self, turn_ids: Sequence[int], messages: Sequence[tuple[str, str]], by: str) -> int:
@@ -372,9 +375,6 @@ class SummaryRows(Protocol):
 
     def failing(self, limit: int) -> list[WarmSummary]:
         """Summaries whose last compaction failed, most failures first."""
-
-    def since(self, session_id: str, after: int, limit: int) -> list[Turn]:
-        """Unhidden user/assistant turns of the session after turn `after`, oldest first."""
 
 
 class SectionEntry(NamedTuple):

@@ -113,13 +113,5 @@ class EpisodeTable:
         return [episode_of(r) for r in found]
 
     def search(self, chats: Sequence[str] | None, search: TextSearch) -> list[EpisodeMatch]:
-        if chats is None:  # every chat (an admin's search)
-            if search.terms is None:
-                expression: str | None = fts.EVERY_ROW
-            else:
-                body = fts.match(search.terms)
-                expression = f"{fts.BODY_COLUMN} : ({body})" if body else None
-        else:
-            expression = fts.scoped_match(search.terms, [chat_scope(chat) for chat in chats])
-        found = fts.ranked(self.conn, *_MATCH_FROM, expression, search)
+        found = fts.ranked(self.conn, *_MATCH_FROM, fts.chats_match(search.terms, chats), search)
         return [EpisodeMatch(episode_of(r), float(r["score"])) for r in found]

@@ -27,7 +27,7 @@ import hashlib
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from nahida.memory.scopes import Visibility
+from nahida.memory.scopes import Visibility, chat_scope
 from nahida.memory.store.base import TextSearch, VectorSearch
 from nahida.memory.store.sqlite.db import Connection
 
@@ -82,6 +82,17 @@ def scoped_match(terms: Sequence[str] | None, keys: Sequence[str]) -> str | None
     if body is None:
         return None
     return f"{expression} AND {BODY_COLUMN} : ({body})"
+
+
+def chats_match(terms: Sequence[str] | None, chats: Sequence[str] | None) -> str | None:
+    """`scoped_match` for rows indexed under their chat's scope (turns, episodes): of these
+    chats, or of every chat when `chats` is None (an admin's search)."""
+    if chats is not None:
+        return scoped_match(terms, [chat_scope(chat) for chat in chats])
+    if terms is None:
+        return EVERY_ROW
+    body = match(terms)
+    return f"{BODY_COLUMN} : ({body})" if body else None
 
 
 def _quote(token: str) -> str:

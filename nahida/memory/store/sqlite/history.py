@@ -163,6 +163,14 @@ class TurnTable:
         )
         return [rows.turn(r) for r in found]
 
+    def after(self, session_id: str, after: int, limit: int) -> list[Turn]:
+        found = self.conn.execute(
+            "SELECT * FROM turns WHERE session_id = ? AND id > ? AND hidden_by IS NULL"
+            " AND role IN ('user', 'assistant') ORDER BY id LIMIT ?",
+            (session_id, after, limit),
+        )
+        return [rows.turn(r) for r in found]
+
     def mark_error(self, turn_id: int, error: str) -> None:
         self.conn.execute("UPDATE turns SET error = ? WHERE id = ?", (error, turn_id))
 
@@ -215,15 +223,7 @@ class TurnTable:
         return [rows.turn(r) for r in found]
 
     def search(self, chats: Sequence[str] | None, search: TextSearch) -> list[TurnMatch]:
-        if chats is None:  # every chat (an admin's search)
-            if search.terms is None:
-                expression: str | None = fts.EVERY_ROW
-            else:
-                body = fts.match(search.terms)
-                expression = f"{fts.BODY_COLUMN} : ({body})" if body else None
-        else:
-            keys = [chat_scope(chat) for chat in chats]
-            expression = fts.scoped_match(search.terms, keys)
+        expression = fts.chats_match(search.terms, chats)
         return fts.ranked(self.conn, *_MATCH_FROM, expression, search, _turn_match)
 
     def containing(

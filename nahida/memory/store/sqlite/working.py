@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from nahida.memory.models import Turn, WarmSummary
-from nahida.memory.store.sqlite import rows
+from nahida.memory.models import WarmSummary
 from nahida.memory.store.sqlite.db import Connection
 
 _FIELDS = (
@@ -70,11 +69,3 @@ class SummaryTable:
             (limit,),
         )
         return [_summary(r) for r in found]
-
-    def since(self, session_id: str, after: int, limit: int) -> list[Turn]:
-        found = self.conn.execute(
-            "SELECT * FROM turns WHERE session_id = ? AND id > ? AND hidden_by IS NULL"
-            " AND role IN ('user', 'assistant') ORDER BY id LIMIT ?",
-            (session_id, after, limit),
-        )
-        return [rows.turn(r) for r in found]
