@@ -37,6 +37,8 @@ from nahida.errors import AdapterError, ConfigError
 from nahida.memory import (
     CleanupEmptySessions,
     ConfidenceDecay,
+    DreamJob,
+    DreamSettings,
     EmbeddingSettings,
     EmbeddingUpkeep,
     LLMReranker,
@@ -185,6 +187,24 @@ def open_memory(
             warm_capacity=config.session.warm_capacity,
             companion=config.bot.companion_chats(),
         ),
+        dreaming=dream_settings(config),
+        journal=paths.workspace / "DREAMS.md",
+    )
+
+
+def dream_settings(config: Config) -> DreamSettings:
+    d = config.memory.dreaming
+    return DreamSettings(
+        enabled=d.enabled,
+        interval=d.interval_seconds,
+        first=d.initial_delay_seconds,
+        max_chats=d.max_chats,
+        max_turns=d.max_turns,
+        batch_turns=d.batch_turns,
+        batch_tokens=d.batch_tokens,
+        min_new_turns=d.min_new_turns,
+        max_ops=d.max_ops,
+        timeout=d.timeout_seconds,
     )
 
 
@@ -291,6 +311,8 @@ class App:
         self.scheduler.add(CleanupEmptySessions(self.memory))
         self.scheduler.add(EmbeddingUpkeep(self.memory))
         self.scheduler.add(ConfidenceDecay(self.memory))
+        if config.memory.dreaming.enabled:
+            self.scheduler.add(DreamJob(self.memory))
         self._stop_when_adapters_done = stop_when_adapters_done
         self._stop: asyncio.Event | None = None
 

@@ -129,12 +129,28 @@ class EmbeddingConfig(_Model):
     background_threads: int = Field(1, ge=0, le=64)  # local model's cores in the background; 0: all
 
 
+class DreamingConfig(_Model):
+    """LLM consolidation in the background (DESIGN §8), on the `dream` route (else `chat`)."""
+
+    enabled: bool = True  # needs a model; without one each run is recorded as skipped
+    interval_seconds: float = Field(3600.0, ge=10)
+    initial_delay_seconds: float = Field(300.0, ge=0)
+    max_chats: int = Field(20, ge=1, le=10_000)  # chats per scheduled run
+    max_turns: int = Field(1000, ge=1, le=100_000)  # new turns of one chat per run
+    batch_turns: int = Field(200, ge=2, le=2000)  # turns per model call
+    batch_tokens: int = Field(8000, ge=500, le=200_000)  # what one call shows, about
+    min_new_turns: int = Field(4, ge=1)  # a scheduled run skips chats with fewer new turns
+    max_ops: int = Field(20, ge=1, le=200)  # ops applied per model answer; the rest rejected
+    timeout_seconds: float = Field(120.0, gt=0, le=3600)  # one model call
+
+
 class MemoryConfig(_Model):
     budget_tokens: int = Field(1500, ge=0)
     commit_mode: Literal["auto_safe", "manual_review", "auto_full"] = "auto_safe"
     search: Literal["hybrid", "lexical", "vector"] = "hybrid"  # with an embedder; else lexical
     rerank: bool = False  # reorder the best hits with the `rerank` route's model
     embedding: EmbeddingConfig = Field(default_factory=EmbeddingConfig)
+    dreaming: DreamingConfig = Field(default_factory=DreamingConfig)
 
 
 class LimitsConfig(_Model):

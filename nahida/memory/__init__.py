@@ -7,14 +7,17 @@ Code outside `nahida/memory/` imports from here only. The backends live under `s
 from nahida.errors import MemoryPermissionError, SecretRefused
 from nahida.memory import candidates
 from nahida.memory.access import Actor
+from nahida.memory.dream import DreamSettings
+from nahida.memory.dream.run import NoModel
 from nahida.memory.embedding import EmbeddingSettings, EmbedReport
 from nahida.memory.importer import ITEM_STATUSES, BadLine, ImportReport, export_lines, parse_moment
-from nahida.memory.jobs import CleanupEmptySessions, ConfidenceDecay, EmbeddingUpkeep
+from nahida.memory.jobs import CleanupEmptySessions, ConfidenceDecay, DreamJob, EmbeddingUpkeep
 from nahida.memory.models import (
     KINDS,
     PROFILE_SECTIONS,
     Candidate,
     CommitMode,
+    DreamRun,
     Episode,
     Evidence,
     Explanation,
@@ -25,6 +28,7 @@ from nahida.memory.models import (
     MemoryItem,
     NewTurn,
     ProfileEntry,
+    Proposal,
     Session,
     Turn,
     WriteResult,
@@ -56,6 +60,9 @@ __all__ = [
     "CleanupEmptySessions",
     "CommitMode",
     "ConfidenceDecay",
+    "DreamJob",
+    "DreamRun",
+    "DreamSettings",
     "EmbedReport",
     "EmbeddingSettings",
     "EmbeddingUpkeep",
@@ -74,9 +81,11 @@ __all__ = [
     "MemoryTools",
     "Mode",
     "NewTurn",
+    "NoModel",
     "ProfileChange",
     "ProfileEntry",
     "Profiles",
+    "Proposal",
     "Query",
     "SecretRefused",
     "Session",

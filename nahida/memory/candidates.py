@@ -10,6 +10,7 @@
   (private); in a group, the group's memory (public: it was said there).
 - `proactive` (`agent_proactive`, the model's `memory_write`) and `procedure` (`procedure_write`,
   and rules people state): where the speaker is, as `remembered` would put it.
+- `dreamed` (`llm_dream`, a dream run's op): the scope its guards allowed (`dream/guards.py`).
 
 Every builder returns a `Candidate`; the write path (`write.prepare` / `write.propose`) filters,
 deduplicates and commits it. A builder raises ValueError for a target that does not parse.
@@ -26,7 +27,7 @@ from typing import Literal
 
 from nahida.envelope import ChatKey, UserKey
 from nahida.memory import dates
-from nahida.memory.models import KINDS, Candidate, Evidence
+from nahida.memory.models import KINDS, Candidate, Evidence, MemoryItem, Turn
 from nahida.memory.safety import contains_secret, redact
 from nahida.memory.scopes import GLOBAL, chat_scope, user_scope, validate_scope, viewer_for
 from nahida.memory.statements import Statement, statements
@@ -341,3 +342,52 @@ def compressed(
 
 def _now(at: float | None) -> float:
     return time.time() if at is None else at
+
+
+DREAM_SOURCE = "llm_dream"
+DREAM_IMPORTANCE = 0.6
+
+
+def dreamed(
+    *,
+    op: str,
+    kind: str,
+    content: str,
+    scope: str,
+    sensitivity: str,
+    subject: str | None,
+    turns: Sequence[Turn],
+    run_id: str,
+    confidence: float,
+    reason: str,
+    target: MemoryItem | None = None,
+    at: float | None = None,
+) -> Candidate:
+    """An op a dream run proposed (after its guards): the turns it cites as evidence, with the
+    run's id; valid from the newest of them. An op on an item keeps its slot (and, rewriting
+    it, its title); a new memory is read for its slot as `/memory remember` reads it."""
+    at = _now(at)
+    cited = tuple(
+        Evidence(t.chat, t.message_id, t.id, t.time.timestamp(), quote=_quote(t.content))
+        for t in turns
+    )
+    speaker = next((t.speaker for t in turns if t.role == "user" and t.speaker), None)
+    slot = target.slot if target is not None else _read(content, kind)[1]
+    return Candidate(
+        scope=scope,
+        kind=kind,
+        content=content.strip(),
+        source=DREAM_SOURCE,
+        confidence=confidence,
+        importance=target.importance if target is not None else DREAM_IMPORTANCE,
+        sensitivity=sensitivity,
+        title=target.title if target is not None and op == "update" else "",
+        subject_user=subject,
+        speaker_user=speaker,
+        slot=slot,
+        evidence=(*cited, Evidence(ref=f"dream:{run_id}", time=at)),
+        valid_from=max((t.time.timestamp() for t in turns), default=at),
+        op=op,
+        target=target.id if target is not None else None,
+        note=reason.strip(),
+    )

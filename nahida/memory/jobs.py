@@ -1,5 +1,5 @@
 """Memory's background jobs (run by `nahida.scheduler`): the cleanup of empty sessions, the
-upkeep of embeddings and the slow decay of unused memories' confidence."""
+upkeep of embeddings, the slow decay of unused memories' confidence, and dreaming."""
 
 from __future__ import annotations
 
@@ -71,3 +71,35 @@ class ConfidenceDecay:
 
     async def run(self, ctx: JobContext) -> None:
         ctx.count("decayed", await self.memory.items.decay(self.idle, self.step, self.floor))
+
+
+class DreamJob:
+    """Dreaming on schedule (DESIGN §8): every `memory.dreaming.interval_seconds`, the chats with
+    at least `min_new_turns` new turns (at most `max_chats`, dreamed longest ago first) are
+    dreamed one after the other; an idle bot makes no model call. Skipped without a model."""
+
+    name = "dreaming"
+
+    def __init__(self, memory: MemoryService) -> None:
+        self.memory = memory
+        settings = memory.dreams.settings
+        self.schedule: Schedule = Schedule(every=settings.interval, first=settings.first)
+
+    async def run(self, ctx: JobContext) -> None:
+        dreams = self.memory.dreams
+        if not dreams.enabled:
+            ctx.skip("no model")
+            return
+        for due in await dreams.due():
+            if ctx.stopping:
+                break
+            run = await dreams.run(due.chat, "schedule", stopping=lambda: ctx.stopping)
+            if run is None:
+                ctx.count("busy")  # being dreamed elsewhere
+                continue
+            ctx.count("chats")
+            ctx.count(run.outcome)
+            ctx.count("turns", run.turns)
+            ctx.count("applied", run.applied)
+            ctx.count("pending", run.pending)
+            ctx.count("rejected", run.rejected)

@@ -122,6 +122,9 @@ class Candidate:
     evidence: tuple[Evidence, ...] = field(default_factory=tuple)
     valid_from: float | None = None
     valid_until: float | None = None
+    op: str = "add"  # or, from a dream, "update" / "supersede" / "archive" of `target`
+    target: str | None = None  # the item an op acts on
+    note: str = ""  # why it was proposed (a dream's reason), kept in the audit
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,7 +139,9 @@ class MemoryEvent:
     time: float
 
 
-WriteOutcome = Literal["created", "merged", "superseded", "pending", "refused", "rejected"]
+WriteOutcome = Literal[
+    "created", "merged", "superseded", "updated", "archived", "pending", "refused", "rejected"
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -284,6 +289,80 @@ class JobRun:
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
+        data["started_at"] = iso(self.started_at)
+        data["finished_at"] = iso(self.finished_at)
+        return data
+
+
+# dreaming ---------------------------------------------------------------------------------------
+
+DreamOutcome = Literal["running", "ok", "degraded", "failed", "skipped", "interrupted"]
+
+
+@dataclass(frozen=True, slots=True)
+class Proposal:
+    """One op a dream model proposed, and what became of it (`fate`): an outcome of the write
+    path (created, merged, superseded, updated, archived), pending (for `/memory review`), or
+    rejected (by `guard`, e.g. "evidence", with `detail`)."""
+
+    op: str
+    kind: str
+    content: str
+    scope: str
+    item: str | None = None  # the item it acts on
+    evidence: tuple[str, ...] = ()  # the turns it cites
+    confidence: float = 0.0
+    reason: str = ""
+    fate: str = "rejected"
+    guard: str | None = None
+    detail: str = ""
+    item_id: str | None = None  # the item it made or changed
+    candidate_id: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["evidence"] = list(self.evidence)
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Proposal:
+        values = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
+        values["evidence"] = tuple(data.get("evidence", ()))
+        return cls(**values)
+
+
+@dataclass(frozen=True, slots=True)
+class DreamRun:
+    """One dream run over one chat (`dream_runs`)."""
+
+    id: str
+    chat: str
+    trigger: str  # schedule | command | cli
+    started_at: float
+    holder: str = ""
+    from_turn: int = 0  # the first turn read
+    through_turn: int = 0  # the last turn read (the chat's cursor after the run)
+    turns: int = 0
+    model: str = ""
+    calls: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    proposals: int = 0
+    applied: int = 0
+    pending: int = 0
+    rejected: int = 0
+    outcome: DreamOutcome = "running"
+    error: str | None = None
+    report: tuple[Proposal, ...] = ()
+    finished_at: float | None = None
+
+    @property
+    def seconds(self) -> float:
+        return 0.0 if self.finished_at is None else self.finished_at - self.started_at
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["report"] = [p.to_json() for p in self.report]
         data["started_at"] = iso(self.started_at)
         data["finished_at"] = iso(self.finished_at)
         return data

@@ -11,6 +11,7 @@ The runner, chat commands, CLI, background jobs and plugins all go through it, b
     memory.procedures behavioural rules in force where they are visible (`procedures.py`)
     memory.episodes   one summary per finished session, recallable (`episodes.py`)
     memory.working    warm summaries and episodes, written by the compress model (`working.py`)
+    memory.dreams     dream runs: consolidation by the dream model, cursors, pauses (`dream/`)
 
 Each part prepares what needs CPU (jieba tokens, the safety filter) before it calls the store,
 and the store runs the unit of work in one transaction on its own thread.
@@ -23,12 +24,14 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from datetime import tzinfo
+from pathlib import Path
 from typing import Any, TypeVar
 
 from nahida.envelope import ChatKey, UserKey
 from nahida.errors import MemoryPermissionError
 from nahida.memory import candidates, importer, write
 from nahida.memory.access import Actor, can_forget, review_scopes
+from nahida.memory.dream import Dreaming, DreamSettings
 from nahida.memory.embedding import Embeddings, EmbeddingSettings
 from nahida.memory.episodes import Episodes
 from nahida.memory.importer import BadLine, ImportReport
@@ -54,6 +57,7 @@ from nahida.memory.store.base import Store, StoreCapabilities, Tx
 from nahida.memory.tokenize import run_cpu
 from nahida.memory.working import WorkingMemory, WorkingSettings
 from nahida.providers.base import ChatModel, Embedder, Reranker
+from nahida.scheduler import process_label
 
 T = TypeVar("T")
 MAX_ITEM_CHARS = 1000  # the default `limits.item_chars`
@@ -380,6 +384,9 @@ class MemoryService:
         embedder_why: str = "",
         model: ChatModel | None = None,
         working: WorkingSettings | None = None,
+        dreaming: DreamSettings | None = None,
+        journal: Path | None = None,
+        holder: str | None = None,
     ) -> None:
         self.store = store
         self.tz = tz  # the bot's zone (`bot.timezone`); None: the system's
@@ -422,6 +429,16 @@ class MemoryService:
             profiles=self.profiles,
             episodes=self.episodes,
             tz=tz,
+        )
+        self.dreams = Dreaming(
+            store,
+            model,
+            settings=dreaming or DreamSettings(),
+            mode=mode,
+            holder=holder or process_label(),
+            tz=tz,
+            journal=journal,
+            changed=self.embeddings.nudge,
         )
 
     async def context(

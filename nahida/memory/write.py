@@ -58,8 +58,8 @@ def is_explicit(source: str) -> bool:
 def commits_now(candidate: Candidate, mode: CommitMode) -> bool:
     if candidate.source in TRUSTED_SOURCES or mode == "auto_full":
         return True
-    if mode == "manual_review":
-        return False
+    if mode == "manual_review" or candidate.op == "archive":
+        return False  # an archive takes a memory out of recall: a person decides (auto_safe)
     if candidate.kind == "procedure" and candidate.source in RULE_SOURCES:
         return candidate.confidence >= SAFE_CONFIDENCE
     return candidate.kind in SAFE_KINDS and candidate.confidence >= SAFE_CONFIDENCE
@@ -250,8 +250,12 @@ def _store_candidate(
 def commit(tx: Tx, prepared: Prepared, actor: str) -> WriteResult:
     """Turn a candidate into memory: merge into a duplicate, supersede a slot, or create."""
     candidate = prepared.candidate
+    if candidate.op != "add":
+        return act_on(tx, prepared, actor)
     duplicate = find_duplicate(tx, prepared)
     if duplicate is not None:
+        if _known(candidate.evidence, duplicate.evidence):
+            return WriteResult("merged", duplicate.id)  # the same words again: no new evidence
         evidence = tuple(dict.fromkeys((*duplicate.evidence, *candidate.evidence)))
         merged = update_item(
             tx,
@@ -275,7 +279,7 @@ def commit(tx: Tx, prepared: Prepared, actor: str) -> WriteResult:
         prepared,
         actor,
         supersedes=replaced.id if replaced else None,
-        reason=f"replaces {replaced.id}" if replaced else None,
+        reason=candidate.note or (f"replaces {replaced.id}" if replaced else None),
     )
     if replaced is not None:
         update_item(
@@ -292,6 +296,59 @@ def commit(tx: Tx, prepared: Prepared, actor: str) -> WriteResult:
     return WriteResult("created", item.id)
 
 
+def _known(new: Sequence[Evidence], old: Sequence[Evidence]) -> bool:
+    """Whether every message or turn `new` cites is evidence in `old` already (a rerun over the
+    same turns reinforces nothing)."""
+    cited = {(e.chat, e.message_id, e.turn_id) for e in new if e.message_id or e.turn_id}
+    return bool(cited) and cited <= {(e.chat, e.message_id, e.turn_id) for e in old}
+
+
+def act_on(tx: Tx, prepared: Prepared, actor: str) -> WriteResult:
+    """A proposal that acts on an existing item (a dream's op): `update` rewrites it in place,
+    `supersede` replaces it by a new item (valid from the evidence's time; the old one valid
+    until then, kept and linked), `archive` takes it out of recall. Every change is audited with
+    the proposal's reason. Rejected when the item is no longer active."""
+    candidate = prepared.candidate
+    target = tx.items.get(candidate.target) if candidate.target else None
+    if target is None or target.status != "active":
+        return WriteResult("rejected", reason=f"{candidate.target} is no longer active")
+    reason = candidate.note or f"{candidate.op} by {candidate.source}"
+    evidence = tuple(dict.fromkeys((*target.evidence, *candidate.evidence)))[-MAX_EVIDENCE:]
+    if candidate.op == "archive":
+        update_item(tx, target, actor, "archive", reason, status="archived", evidence=evidence)
+        return WriteResult("archived", target.id)
+    if candidate.op == "update":
+        changed = update_item(
+            tx,
+            target,
+            actor,
+            "update",
+            reason,
+            index=prepared.index,
+            content=candidate.content,
+            title=candidate.title,
+            kind=candidate.kind,
+            confidence=max(target.confidence, candidate.confidence),
+            evidence=evidence,
+        )
+        return WriteResult("updated", changed.id)
+    if candidate.op != "supersede":
+        return WriteResult("rejected", reason=f"unknown op {candidate.op!r}")
+    since = candidate.valid_from if candidate.valid_from is not None else time.time()
+    item = create_item(tx, prepared, actor, supersedes=target.id, reason=reason)
+    update_item(
+        tx,
+        target,
+        actor,
+        "supersede",
+        reason=f"replaced by {item.id}",
+        status="superseded",
+        valid_until=since,
+    )
+    mark_evidence_earlier(tx, target, keep=candidate.evidence)
+    return WriteResult("superseded", item.id, replaced=target.id)
+
+
 def propose(tx: Tx, prepared: Prepared, mode: CommitMode, actor: str) -> WriteResult:
     """The one entry for every write (after `prepare`): candidate row, commit mode, commit."""
     candidate = prepared.candidate
@@ -301,9 +358,18 @@ def propose(tx: Tx, prepared: Prepared, mode: CommitMode, actor: str) -> WriteRe
         candidate_id = _store_candidate(tx, candidate, "pending", None, f"waiting ({mode})")
         return WriteResult("pending", None, candidate_id, redacted=prepared.redacted)
     result = commit(tx, prepared, actor)
-    status = "merged" if result.outcome == "merged" else "accepted"
-    candidate_id = _store_candidate(tx, candidate, status, result.item_id, result.outcome)
+    status = _status(result)
+    candidate_id = _store_candidate(
+        tx, candidate, status, result.item_id, result.reason or result.outcome
+    )
     return replace(result, candidate_id=candidate_id, redacted=prepared.redacted)
+
+
+def _status(result: WriteResult) -> str:
+    """A committed candidate's status: merged, accepted, or rejected (its item was gone)."""
+    if result.outcome in ("merged", "rejected"):
+        return result.outcome
+    return "accepted"
 
 
 def decide(
@@ -315,7 +381,7 @@ def decide(
         return None
     if accept:
         result = commit(tx, prepared, actor)
-        status = "merged" if result.outcome == "merged" else "accepted"
+        status = _status(result)
     else:
         result = WriteResult("rejected", None)
         status = "rejected"

@@ -7,6 +7,9 @@ to the server's script.
 - roll: every summary clause with 记住 or 重要 becomes an explicit fact, every `喜欢…` clause a
   preference fact and a 工作与沟通方式 profile bullet; the summary becomes `（滚动）` + its tail.
 - episode: `上次聊了：` + the first user texts; keywords: the first words of them.
+- dream (unless the server's `dream_script` says otherwise): every person's turn with 喜欢 becomes
+  an `add` of a preference in their own scope, every turn with 记住 an `add` of a fact in the
+  first scope offered (the chat's), each citing its turn; nothing else.
 """
 
 from __future__ import annotations
@@ -18,7 +21,9 @@ from typing import Any
 SUMMARY = "You keep the running summary"
 ROLL = "You consolidate an assistant's working memory"
 EPISODE = "A conversation has ended."
-KINDS = {SUMMARY: "summary", ROLL: "roll", EPISODE: "episode"}
+DREAM = "You consolidate the long-term memory"
+KINDS = {SUMMARY: "summary", ROLL: "roll", EPISODE: "episode", DREAM: "dream"}
+DREAM_TURN = re.compile(r"^(t\d+) \[[^\]]+\] (?:(?!assistant:)[^<\n]*<(user:[^>]+)>): (.*)$", re.M)
 _LINE = re.compile(r"^\[\d\d-\d\d \d\d:\d\d\] ([^:]+): (.*)$", re.M)
 
 
@@ -37,6 +42,8 @@ def answer(body: dict[str, Any]) -> str | None:
     if task is None:
         return None
     text = _user(body)
+    if task == "dream":
+        return dream_answer(text)
     said = [m.group(2) for m in _LINE.finditer(text) if m.group(1) != "assistant"]
     if task == "summary":
         before = text.split("Summary so far:\n", 1)[-1].split("\n\nNew turns:", 1)[0]
@@ -61,6 +68,33 @@ def answer(body: dict[str, Any]) -> str | None:
     return json.dumps(
         {"summary": "上次聊了：" + "；".join(said[:3]), "keywords": words}, ensure_ascii=False
     )
+
+
+def dream_answer(text: str) -> str:
+    scopes = text.split("Scopes you may write: ", 1)[-1].split("\n", 1)[0].split(" · ")
+    ops = []
+    for label, person, said in DREAM_TURN.findall(text):
+        if "喜欢" in said:
+            ops.append(dream_op("preference", said, person, [label]))
+        if "记住" in said:
+            ops.append(dream_op("fact", said, scopes[0], [label]))
+    return json.dumps({"ops": ops}, ensure_ascii=False)
+
+
+def dream_op(
+    kind: str, content: str, scope: str, evidence: list[str], *, op: str = "add", **more: Any
+) -> dict[str, Any]:
+    """One op of a dream answer, as a test scripts it."""
+    return {
+        "op": op,
+        "kind": kind,
+        "content": content,
+        "scope": scope,
+        "evidence": evidence,
+        "confidence": 0.9,
+        "reason": "said so",
+        **more,
+    }
 
 
 def _system(body: dict[str, Any]) -> str:

@@ -156,9 +156,22 @@ def test_exact_duplicate_merges_confidence_access_and_evidence(store: SqliteStor
 
 def test_near_duplicate_merges(store: SqliteStore) -> None:
     first = propose(store, candidate("每周五下午三点在三楼开组会"))
-    second = propose(store, candidate("每周五下午三点在三楼开组会吧", confidence=0.9))
+    said_again = (Evidence(chat="qq:private:alice", message_id="m2", time=2.0),)
+    second = propose(
+        store, candidate("每周五下午三点在三楼开组会吧", confidence=0.9, evidence=said_again)
+    )
     assert second.outcome == "merged" and second.item_id == first.item_id
     assert item(store, first.item_id).confidence == pytest.approx(0.95)
+
+
+def test_the_same_message_read_again_reinforces_nothing(store: SqliteStore) -> None:
+    """A rerun over the same turns (a dream's fallback to rule extraction) merges without
+    raising confidence or adding evidence: only a new message is new evidence."""
+    first = propose(store, candidate("每周五下午三点在三楼开组会"))
+    again = propose(store, candidate("每周五下午三点在三楼开组会"))
+    assert again.outcome == "merged" and again.item_id == first.item_id
+    kept = item(store, first.item_id)
+    assert kept.confidence == pytest.approx(0.8) and len(kept.evidence) == 1
 
 
 @pytest.mark.parametrize(

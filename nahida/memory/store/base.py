@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol, TypeVar
 
 from nahida.memory.models import (
     Candidate,
+    DreamRun,
     Episode,
     JobRun,
     MemoryEvent,
@@ -434,6 +435,51 @@ class EpisodeRows(Protocol):
         terms: the latest ended)."""
 
 
+class DueChat(NamedTuple):
+    chat: str
+    cursor: int  # the last turn dreamed
+
+
+class DreamRows(Protocol):
+    """Dream runs and per-chat cursors (DESIGN §8)."""
+
+    def cursor(self, chat: str) -> tuple[int, bool]:
+        """(the last turn dreamed, paused); (0, False) for a chat never dreamed."""
+
+    def advance(self, chat: str, through: int, at: float) -> None:
+        """Move the chat's cursor forward to `through` (never back)."""
+
+    def pause(self, chat: str, paused: bool, at: float) -> None: ...
+
+    def due(self, min_turns: int, limit: int) -> list[DueChat]:
+        """Chats not paused with at least `min_turns` new turns, dreamed longest ago first."""
+
+    def turns(self, chat: str, after: int, limit: int) -> list[Turn]:
+        """The chat's user and assistant turns after `after`, oldest first, without turns a
+        forgotten item was learned from."""
+
+    def speakers(self, chat: str) -> set[str]:
+        """Every user who has spoken in the chat."""
+
+    def start(self, run: DreamRun) -> None: ...
+
+    def save(self, run: DreamRun) -> None:
+        """Store the run's counts, report and outcome."""
+
+    def get(self, run_id: str) -> DreamRun | None: ...
+
+    def latest(self, chat: str | None, limit: int) -> list[DreamRun]:
+        """Newest first (of one chat, or of all)."""
+
+    def abandoned(self, chat: str, before: float, at: float) -> int:
+        """Mark the chat's runs still running since before `before` interrupted."""
+
+    def unwritten(self, limit: int) -> list[DreamRun]:
+        """Finished runs not yet in DREAMS.md, oldest first."""
+
+    def mark_written(self, run_ids: list[str]) -> None: ...
+
+
 class Tx(Protocol):
     """One transaction's view of the database."""
 
@@ -457,6 +503,8 @@ class Tx(Protocol):
     def profiles(self) -> ProfileRows: ...
     @property
     def episodes(self) -> EpisodeRows: ...
+    @property
+    def dreams(self) -> DreamRows: ...
 
 
 Unit = Callable[..., T]  # unit(tx, *args) -> T

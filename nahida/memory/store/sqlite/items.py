@@ -240,8 +240,8 @@ class CandidateTable:
         cursor = self.conn.execute(
             "INSERT INTO memory_candidates (id, scope, kind, title, content, confidence,"
             " importance, sensitivity, source, subject_user, speaker_user, slot, evidence, status,"
-            " item_id, reason, created_at, decided_at, valid_from, valid_until) VALUES"
-            " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+            " item_id, reason, created_at, decided_at, valid_from, valid_until, op, target, note)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
             " ON CONFLICT (id) DO NOTHING",
             (
                 candidate_id,
@@ -264,6 +264,9 @@ class CandidateTable:
                 None if status == "pending" else at,
                 candidate.valid_from,
                 candidate.valid_until,
+                candidate.op,
+                candidate.target,
+                candidate.note,
             ),
         )
         return cursor.rowcount == 1

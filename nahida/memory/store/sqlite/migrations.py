@@ -14,6 +14,7 @@ from nahida.memory.safety import contains_secret, redact
 from nahida.memory.store.sqlite.db import Connection, driver, transaction
 from nahida.memory.store.sqlite.schema import (
     CANDIDATE_VALIDITY,
+    DREAMS,
     EMBEDDINGS,
     EPISODES,
     HIDDEN_TURNS,
@@ -110,6 +111,7 @@ MIGRATIONS: list[Migration] = [
     Migration("0009_working_memory", _sql(WORKING_MEMORY)),
     Migration("0010_profiles", _sql(PROFILES)),
     Migration("0011_episodes", _sql(EPISODES)),
+    Migration("0012_dreams", _sql(DREAMS)),
 ]
 
 

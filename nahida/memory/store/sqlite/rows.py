@@ -65,6 +65,9 @@ def candidate(row: Any) -> Candidate:
         evidence=load_evidence(row["evidence"]),
         valid_from=row["valid_from"],
         valid_until=row["valid_until"],
+        op=row["op"],
+        target=row["target"],
+        note=row["note"],
     )
 
 

@@ -240,3 +240,48 @@ CREATE VIRTUAL TABLE episodes_fts USING fts5 (
     body, scopes, tokenize = 'porter unicode61 remove_diacritics 0'
 )
 """
+
+# Dreaming (DESIGN §8). A proposal may act on an item (`op` update / supersede / archive of
+# `target`) and carries the model's reason (`note`). `dream_cursors` holds, per chat, the last turn
+# a dream run has read (advanced in the transaction that applies what was read) and whether
+# dreaming is paused there. `dream_runs` is one row per run over one chat: the turn range, the
+# model and its tokens, the counts, and `report` (JSON: every proposal and what became of it);
+# `written` is set once its section is in DREAMS.md. `turns_by_chat` finds a chat's newest turns.
+DREAMS = """
+ALTER TABLE memory_candidates ADD COLUMN op TEXT NOT NULL DEFAULT 'add';
+ALTER TABLE memory_candidates ADD COLUMN target TEXT;
+ALTER TABLE memory_candidates ADD COLUMN note TEXT NOT NULL DEFAULT '';
+CREATE INDEX turns_by_chat ON turns (chat);
+CREATE TABLE dream_cursors (
+    chat          TEXT PRIMARY KEY,
+    through_turn  INTEGER NOT NULL DEFAULT 0,
+    paused        INTEGER NOT NULL DEFAULT 0,
+    updated_at    REAL NOT NULL
+);
+CREATE TABLE dream_runs (
+    seq           INTEGER PRIMARY KEY,
+    id            TEXT NOT NULL UNIQUE,
+    chat          TEXT NOT NULL,
+    trigger       TEXT NOT NULL,
+    holder        TEXT NOT NULL DEFAULT '',
+    from_turn     INTEGER NOT NULL DEFAULT 0,
+    through_turn  INTEGER NOT NULL DEFAULT 0,
+    turns         INTEGER NOT NULL DEFAULT 0,
+    model         TEXT NOT NULL DEFAULT '',
+    calls         INTEGER NOT NULL DEFAULT 0,
+    tokens_in     INTEGER NOT NULL DEFAULT 0,
+    tokens_out    INTEGER NOT NULL DEFAULT 0,
+    proposals     INTEGER NOT NULL DEFAULT 0,
+    applied       INTEGER NOT NULL DEFAULT 0,
+    pending       INTEGER NOT NULL DEFAULT 0,
+    rejected      INTEGER NOT NULL DEFAULT 0,
+    outcome       TEXT NOT NULL DEFAULT 'running',
+    error         TEXT,
+    report        TEXT NOT NULL DEFAULT '[]',
+    started_at    REAL NOT NULL,
+    finished_at   REAL,
+    written       INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX dream_runs_by_chat ON dream_runs (chat, seq);
+CREATE INDEX dream_runs_unwritten ON dream_runs (written) WHERE written = 0
+"""

@@ -8,6 +8,7 @@ from typing import Any, TypeVar
 
 from nahida.memory.store.base import StoreCapabilities
 from nahida.memory.store.sqlite.db import Connection, Database, capabilities, connect
+from nahida.memory.store.sqlite.dreams import DreamTable
 from nahida.memory.store.sqlite.episodes import EpisodeTable
 from nahida.memory.store.sqlite.history import SessionTable, TurnTable
 from nahida.memory.store.sqlite.items import CandidateTable, EventTable, ItemTable
@@ -33,6 +34,7 @@ class SqliteTx:
         self.summaries = SummaryTable(conn)
         self.profiles = ProfileTable(conn)
         self.episodes = EpisodeTable(conn)
+        self.dreams = DreamTable(conn)
 
 
 def _store_capabilities(conn: Connection) -> StoreCapabilities:
