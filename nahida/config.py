@@ -133,7 +133,7 @@ class DreamingConfig(_Model):
     """LLM consolidation in the background (DESIGN §8), on the `dream` route (else `chat`)."""
 
     enabled: bool = True  # needs a model; without one each run is recorded as skipped
-    interval_seconds: float = Field(3600.0, ge=10)
+    interval_seconds: float = Field(3600.0, ge=1)
     initial_delay_seconds: float = Field(300.0, ge=0)
     max_chats: int = Field(20, ge=1, le=10_000)  # chats per scheduled run
     max_turns: int = Field(1000, ge=1, le=100_000)  # new turns of one chat per run

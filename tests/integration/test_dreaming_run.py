@@ -1,0 +1,86 @@
+"""`nahida run` dreams on schedule (DESIGN §8): a real process with a YAML config, the fake
+OneBot implementation over reverse WebSocket, the fake OpenAI server as the chat and dream model."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+from pathlib import Path
+
+from tests.fakes.llm_server import FakeOpenAIServer
+from tests.fakes.onebot_impl import FakeOneBot, at, text
+from tests.helpers import History
+from tests.integration.test_onebot_cli import TOKEN, connect_when_up, free_port
+
+
+async def test_the_scheduler_dreams_a_chat_in_nahida_run(
+    tmp_path: Path, openai_server: FakeOpenAIServer
+) -> None:
+    port = free_port()
+    config = tmp_path / "nahida.yaml"
+    config.write_text(
+        f"""
+server: {{host: 127.0.0.1, port: {port}}}
+providers:
+  main: {{type: openai, base_url: "{openai_server.url}", api_key: sk-test, model: m1}}
+models: {{dream: main/m-dream}}
+memory:
+  embedding: {{backend: none}}
+  dreaming: {{interval_seconds: 1, initial_delay_seconds: 1, min_new_turns: 2}}
+channels:
+  onebot:
+    enabled: true
+    mode: reverse_ws
+    path: /onebot/v11/ws
+    access_token: "${{ONEBOT_TOKEN}}"
+bot: {{nicknames: [nahida], group_policy: mention}}
+""",
+        encoding="utf-8",
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NAHIDA", "OPENAI"))}
+    env["ONEBOT_TOKEN"] = TOKEN
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "nahida",
+        "--config",
+        str(config),
+        "--data-dir",
+        str(tmp_path / "data"),
+        "--workspace",
+        str(tmp_path / "workspace"),
+        "run",
+        env=env,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    made: list[str] = []
+    try:
+        async with FakeOneBot(10001) as impl:
+            await connect_when_up(impl, f"ws://127.0.0.1:{port}/onebot/v11/ws", process)
+            sock = impl.sockets[-1]
+            await sock.send(impl.group_message(20001, 30001, [at(10001), text(" 我喜欢乌龙茶")]))
+            await impl.wait_calls("send_group_msg", within=15)
+            async with asyncio.timeout(20):
+                while not made:
+                    await asyncio.sleep(0.3)
+                    with History(tmp_path / "data" / "nahida.db") as db:
+                        made = [
+                            r[0]
+                            for r in db.sql(
+                                "SELECT content FROM memory_items WHERE source = 'llm_dream'"
+                            )
+                        ]
+            dreams = openai_server.memory_requests("dream")
+            assert dreams and dreams[0].body["model"] == "m-dream"  # the dream route
+    finally:
+        if process.returncode is None:
+            process.send_signal(signal.SIGTERM)
+        async with asyncio.timeout(15):
+            _, stderr = await process.communicate()
+    assert process.returncode == 0, stderr.decode()[-2000:]
+    assert made == ["我喜欢乌龙茶"]
+    journal = (tmp_path / "workspace" / "DREAMS.md").read_text(encoding="utf-8")
+    assert "schedule ·" in journal and "### Accepted" in journal
