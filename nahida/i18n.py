@@ -185,6 +185,7 @@ MESSAGES: dict[str, dict[Language, str]] = {
     "memory_event_merge": {"zh": "合并", "en": "merged"},
     "memory_event_supersede": {"zh": "被取代", "en": "superseded"},
     "memory_event_archive": {"zh": "归档", "en": "archived"},
+    "memory_event_update": {"zh": "改写", "en": "rewritten"},
     "memory_review_usage": {
         "zh": "用法：/memory review 查看待审核；/memory review accept|reject <候选编号>",
         "en": "Usage: /memory review to list; /memory review accept|reject <candidate id>",

@@ -277,8 +277,9 @@ async def _pending(ctx: CommandContext) -> str:
         return t("memory_review_empty", lang)
     lines = [t("memory_review_header", lang)]
     for candidate_id, c, created in pending:
+        acts = f" · {c.op} {c.target}" if c.op != "add" else ""  # a dream's op on an item
         lines.append(
-            f"{candidate_id} · {c.kind} · {c.scope} · {when(created, clock=False, tz=ctx.tz)}"
+            f"{candidate_id} · {c.kind} · {c.scope}{acts} · {when(created, clock=False, tz=ctx.tz)}"
             f" · {snippet(c.content)}"
         )
     return "\n".join(lines)
