@@ -8,6 +8,7 @@ import re
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -24,7 +25,7 @@ from nahida.policy import ReplyPolicy
 from nahida.providers.router import ModelRouter
 from nahida.runner import RunnerSettings, SessionRunner
 from tests.fakes.llm_server import FakeOpenAIServer, Hang
-from tests.helpers import config, envelope, openai_provider
+from tests.helpers import chat_through_console, config, envelope, openai_provider
 
 GROUP = "test:group:g1"
 ALICE, BOB, CAROL = "test:alice", "test:bob", "test:carol"
@@ -192,3 +193,19 @@ async def test_without_background_the_summary_follows_the_started_line(
     await bot.say("/memory dream")
     assert bot.replies[0] == t("memory_dream_started", "zh")  # both sent before handle returned
     assert len(bot.replies) == 2 and RUN_ID.search(bot.replies[1])
+
+
+async def test_through_the_console_app_the_summary_is_the_last_reply(
+    tmp_path: Path, openai_server: FakeOpenAIServer
+) -> None:
+    cfg = config(**openai_provider(openai_server.url), scheduler={"enabled": False})
+    out, _ = await chat_through_console(tmp_path, ["我喜欢乌龙茶", "/memory dream"], cfg)
+    lines = out.strip().splitlines()
+    assert lines[-2] == t("memory_dream_started", "zh")
+    memory = MemoryService(SqliteStore(tmp_path / "data" / "nahida.db"))
+    (run,) = await memory.dreams.runs()
+    memory.close()
+    assert run.trigger == "command" and lines[-1] == summary(run, "zh")
+    # rule extraction stored the preference as the turn came; the dream's add acted on that item
+    assert run.applied == 1 and [p.fate for p in run.report] == ["superseded"]
+    assert "更新 1" in lines[-1]
