@@ -20,8 +20,11 @@ from tests.fakes.llm_server import FakeOpenAIServer
 G1, G2 = "qq:group:1", "qq:group:2"
 
 
-async def cli(tmp_path: Path, *args: str, server: FakeOpenAIServer | None = None) -> Result:
+async def cli(
+    tmp_path: Path, *args: str, server: FakeOpenAIServer | None = None, **more: str
+) -> Result:
     env = {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": server.url} if server else {}
+    env.update(more)
     argv = ["--data-dir", str(tmp_path / "data"), "--workspace", str(tmp_path / "ws"), *args]
     return await asyncio.to_thread(CliRunner().invoke, app, argv, env=env)
 
@@ -115,8 +118,12 @@ async def test_doctor_shows_the_last_run_and_the_next(
     assert (
         "ok dreaming with openai/gpt-4o-mini: no run yet; next scheduled about 300 s" in text.stdout
     )
-    off = json.loads((await cli(tmp_path, "doctor", "--json")).stdout)
-    assert off["dreaming"]["state"] == "no model"
+    no_model = json.loads((await cli(tmp_path, "doctor", "--json")).stdout)
+    assert no_model["dreaming"]["state"] == "no model"
+    off = await cli(
+        tmp_path, "doctor", server=openai_server, NAHIDA__MEMORY__DREAMING__ENABLED="false"
+    )
+    assert "-- dreaming: off (memory.dreaming.enabled: false)" in off.stdout
 
     await _talk(tmp_path, G1, ("qq:alice", "我喜欢乌龙茶"))
     (run,) = _runs(await cli(tmp_path, "memory", "dream", "--json", server=openai_server))
