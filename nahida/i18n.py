@@ -71,8 +71,9 @@ MESSAGES: dict[str, dict[Language, str]] = {
     },
     # /memory -------------------------------------------------------------------------------
     "cmd_memory": {
-        "zh": "查看和管理长期记忆：/memory remember|search|list|forget|why|review",
-        "en": "see and manage long-term memory: /memory remember|search|list|forget|why|review",
+        "zh": "查看和管理长期记忆：/memory remember|search|list|forget|why|review|dream",
+        "en": "see and manage long-term memory:"
+        " /memory remember|search|list|forget|why|review|dream",
     },
     "memory_usage": {
         "zh": "用法：\n"
@@ -81,14 +82,74 @@ MESSAGES: dict[str, dict[Language, str]] = {
         "/memory list [种类] — 列出记忆\n"
         "/memory forget <编号> — 遗忘（归档）一条记忆\n"
         "/memory why <编号> — 查看来源和修改记录\n"
-        "/memory review [accept|reject <编号>] — 审核待定的记忆",
+        "/memory review [accept|reject <编号>] — 审核待定的记忆\n"
+        "/memory dream [pause|resume] — 现在整理本聊天的新对话（做梦），或暂停/恢复",
         "en": "Usage:\n"
         "/memory remember <text> — remember something\n"
         "/memory search <words> — search memory and chat history\n"
         "/memory list [kind] — list memories\n"
         "/memory forget <id> — forget (archive) a memory\n"
         "/memory why <id> — where a memory came from and how it changed\n"
-        "/memory review [accept|reject <id>] — review pending memories",
+        "/memory review [accept|reject <id>] — review pending memories\n"
+        "/memory dream [pause|resume] — consolidate this chat's new turns now, or pause/resume",
+    },
+    "command_later_refused": {
+        "zh": "正在关闭，没有开始。请稍后再试。",
+        "en": "Shutting down; not started. Please try again later.",
+    },
+    "memory_dream_usage": {
+        "zh": "用法：/memory dream [pause|resume]",
+        "en": "Usage: /memory dream [pause|resume]",
+    },
+    "memory_dream_denied": {
+        "zh": "只有机器人管理员或群主/管理员（在本群）可以让我做梦整理记忆。",
+        "en": "Only bot admins, or a group's owner/admins (in that group), can start or pause"
+        " dreaming.",
+    },
+    "memory_dream_no_model": {
+        "zh": "没有配置模型，无法做梦整理记忆（需要 models.dream 或聊天模型）。",
+        "en": "No model is configured, so there is no dreaming (it needs models.dream or a chat"
+        " model).",
+    },
+    "memory_dream_paused": {
+        "zh": "本聊天的做梦已暂停；用 /memory dream resume 恢复。",
+        "en": "Dreaming is paused in this chat; /memory dream resume turns it back on.",
+    },
+    "memory_dream_paused_now": {
+        "zh": "已暂停本聊天的做梦（定时的也不会整理这里）；用 /memory dream resume 恢复。",
+        "en": "Dreaming is paused in this chat (scheduled runs skip it too);"
+        " /memory dream resume turns it back on.",
+    },
+    "memory_dream_resumed": {
+        "zh": "已恢复本聊天的做梦。",
+        "en": "Dreaming is back on in this chat.",
+    },
+    "memory_dream_started": {
+        "zh": "开始做梦：整理本聊天的新对话，完成后告诉你结果。",
+        "en": "Dreaming: consolidating this chat's new turns; I will say how it went.",
+    },
+    "memory_dream_busy": {
+        "zh": "本聊天正在做梦中，请等这次结束。",
+        "en": "This chat is being dreamed already; wait for that run to finish.",
+    },
+    "memory_dream_nothing": {
+        "zh": "没有新的对话可以整理。",
+        "en": "Nothing new to dream.",
+    },
+    "memory_dream_done": {
+        "zh": "做梦完成（{id}，{turns} 条对话）：新增 {created}，合并 {merged}，更新 {superseded}，"
+        "归档 {archived}，待审核 {pending}，拒绝 {rejected}。",
+        "en": "Dreamed ({id}, {turns} turns): added {created}, merged {merged}, superseded"
+        " {superseded}, archived {archived}, left for review {pending}, rejected {rejected}.",
+    },
+    "memory_dream_degraded": {
+        "zh": "（模型的回答不可用，部分改用规则提取）",
+        "en": " (the model's answer was unusable; rule extraction was used)",
+    },
+    "memory_dream_failed": {
+        "zh": "做梦没有完成（{id}）：{error}。已整理的部分保留，下次从中断处继续。",
+        "en": "The dream run did not finish ({id}): {error}. What it applied stays; the next run"
+        " continues from there.",
     },
     "memory_remember_usage": {
         "zh": "用法：/memory remember <要记住的内容>",

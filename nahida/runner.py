@@ -6,7 +6,9 @@ Commands are answered without entering the conversation history. This module onl
 order; each step lives in its own module (policy, memory, prompt, tools, hooks). Post-turn hooks
 are of two kinds: inline ones (fast, such as rule extraction) run on the chat's worker before its
 next message; background ones are handed to the work queue, so the chat's next message never
-waits for them (they keep the chat's order among themselves).
+waits for them (they keep the chat's order among themselves). A command may hand slow work (a
+dream run) to the queue as well (`CommandContext.later`), under its own key (`<chat>:<name>`), so
+the chat's next message never waits for it either; its text comes as a second reply.
 """
 
 from __future__ import annotations
@@ -189,14 +191,40 @@ class SessionRunner:
         )
 
     async def _command(self, envelope: Envelope) -> None:
+        inline: list[Callable[[], Awaitable[None]]] = []
+
+        async def later(name: str, work: Callable[[], Awaitable[str]]) -> bool:
+            run = functools.partial(self._later, envelope, name, work)
+            if self.background is None:  # after the command's own reply, on this worker
+                inline.append(run)
+                return True
+            return await self.background.submit(f"{envelope.chat}:{name}", name, run)
+
         ctx = CommandContext(
             envelope,
             self.settings.language,
             self.is_bot_admin(envelope),
             self.memory,
             self.settings.tz,
+            later,
         )
         await self._reply(envelope, await self.commands.dispatch(ctx, envelope.text))
+        for run in inline:
+            await run()
+
+    async def _later(
+        self, envelope: Envelope, name: str, work: Callable[[], Awaitable[str]]
+    ) -> None:
+        """A command's background work; its text (or a short failure notice) as a reply."""
+        with structlog.contextvars.bound_contextvars(
+            chat=str(envelope.chat), msg=envelope.message_id
+        ):
+            try:
+                text = await work()
+            except Exception:
+                log.exception("command_work_failed", work=name)
+                text = t("command_failed", self.settings.language)
+            await self._reply(envelope, text)
 
     async def _complete(self, ctx: TurnContext, hot: list[Turn], summary: str) -> Completion:
         slots: dict[str, str] = {"summary": summary} if summary else {}

@@ -3,7 +3,8 @@
 Secrets are masked in the config it prints. Provider reachability is checked by listing models
 (no tokens spent). The embedder says how `memory.embedding.backend` was resolved (the local model,
 the `embed` route, or none: lexical recall only). When the database exists, the latest run of each
-background job is shown, and how many vectors are stored and pending.
+background job is shown, and how many vectors are stored and pending. Dreaming: off, no model, or
+its last run and when the next scheduled one is due.
 """
 
 from __future__ import annotations
@@ -20,10 +21,11 @@ from nahida.app import Paths, build_provider, choose_embedder, open_memory, stor
 from nahida.cli.state import echo_json, state_of
 from nahida.config import Config, masked_dump
 from nahida.errors import ConfigError, NahidaError
-from nahida.memory import index_text, iso, warm_up
+from nahida.memory import MemoryService, index_text, iso, warm_up
 from nahida.providers.router import resolve_routes
 
 PING_TIMEOUT = 5.0
+Dream = dict[str, Any]  # the report's `dreaming` part
 
 
 async def _providers(config: Config) -> list[dict[str, Any]]:
@@ -46,15 +48,41 @@ async def _providers(config: Config) -> list[dict[str, Any]]:
     return results
 
 
+async def _dreaming(config: Config, model: str | None, memory: MemoryService | None) -> Dream:
+    """Whether dreaming is on, its model, the last run and when the next scheduled one is due
+    (the latest `dreaming` job run + the interval; none yet: the delay after `nahida run`)."""
+    settings = config.memory.dreaming
+    report: Dream = {"enabled": settings.enabled, "model": model, "last_run": None}
+    report["state"] = "off" if not settings.enabled else "no model" if model is None else "on"
+    runs = await memory.dreams.runs(limit=1) if memory is not None else []
+    if runs:
+        last = runs[0]
+        report["last_run"] = {
+            "id": last.id,
+            "chat": last.chat,
+            "outcome": last.outcome,
+            "started_at": iso(last.started_at),
+            "applied": last.applied,
+            "pending": last.pending,
+            "rejected": last.rejected,
+            "error": last.error,
+        }
+    jobs = await memory.runs.latest("dreaming", 1) if memory is not None else []
+    report["next_run"] = iso(jobs[0].started_at + settings.interval_seconds) if jobs else None
+    report["initial_delay_seconds"] = settings.initial_delay_seconds
+    return report
+
+
 async def _memory_state(
-    config: Config, paths: Paths
-) -> tuple[list[dict[str, Any]], dict[str, Any], list[dict[str, Any]]]:
-    """The latest run of each job, the embedder with its vectors stored and pending, and the
-    sessions whose last compaction failed."""
+    config: Config, paths: Paths, dream_model: str | None
+) -> tuple[list[dict[str, Any]], dict[str, Any], list[dict[str, Any]], Dream]:
+    """The latest run of each job, the embedder with its vectors stored and pending, the
+    sessions whose last compaction failed, and dreaming."""
     try:
         choice = choose_embedder(config)
     except ConfigError as exc:
-        return [], {"backend": config.memory.embedding.backend, "error": str(exc)}, []
+        error = {"backend": config.memory.embedding.backend, "error": str(exc)}
+        return [], error, [], await _dreaming(config, dream_model, None)
     embedder = choice.embedder
     embedding: dict[str, Any] = {
         "backend": config.memory.embedding.backend,
@@ -65,7 +93,7 @@ async def _memory_state(
         "dimension": embedder.dimension if embedder is not None else None,
     }
     if not paths.database.exists():
-        return [], embedding, []
+        return [], embedding, [], await _dreaming(config, dream_model, None)
     memory = open_memory(config, paths, choice=choice)  # counts only: no model is loaded
     try:
         runs = [run.to_json() for run in await memory.runs.latest()]
@@ -87,7 +115,7 @@ async def _memory_state(
             }
             for f in await memory.working.failing()
         ]
-        return runs, embedding, failing
+        return runs, embedding, failing, await _dreaming(config, dream_model, memory)
     finally:
         memory.close()
         if embedder is not None:
@@ -102,7 +130,9 @@ async def diagnose(config: Config, paths: Paths) -> dict[str, Any]:
     jieba_ms = round((time.perf_counter() - started) * 1000, 1)
     routes = resolve_routes(config.models, {n: p.model for n, p in config.providers.items()})
     providers = await _providers(config)
-    jobs, embedding, failing = await _memory_state(config, paths)
+    dream = routes.get("dream")
+    dream_model = f"{dream.provider}/{dream.model}" if dream is not None else None
+    jobs, embedding, failing, dreaming = await _memory_state(config, paths, dream_model)
     report: dict[str, Any] = {
         "python": sys.version.split()[0],
         "platform": platform.platform(),
@@ -128,6 +158,7 @@ async def diagnose(config: Config, paths: Paths) -> dict[str, Any]:
         "jobs": jobs,
         "embedding": embedding,
         "compaction_failing": failing,
+        "dreaming": dreaming,
         "config": masked_dump(config),
     }
     report["ok"] = caps.fts and jieba_ok and all(p["reachable"] for p in providers)
@@ -165,6 +196,7 @@ def render(report: dict[str, Any]) -> str:
             f" {f['failures']}× (last at {f['at']}: {f['last_error']}); its turns are kept and"
             " it is retried"
         )
+    lines.append(_dreaming_line(report["dreaming"]))
     lines.append("paths: " + ", ".join(f"{k}={v}" for k, v in report["paths"].items()))
     if not report["jobs"]:
         lines.append("jobs: no run recorded yet")
@@ -203,6 +235,31 @@ def _embedding_line(embedding: dict[str, Any]) -> str:
         if embedding["other_models"]:
             line += f", of other models {embedding['other_models']}"
     return line
+
+
+def _dreaming_line(dream: Dream) -> str:
+    if dream["state"] == "off":
+        return "-- dreaming: off (memory.dreaming.enabled: false)"
+    if dream["state"] == "no model":
+        return "-- dreaming: no model (models.dream, else models.chat)"
+    last = dream["last_run"]
+    if last is None:
+        done = "no run yet"
+    else:
+        ok = last["outcome"] in ("ok", "skipped", "running")
+        done = (
+            f"last run {last['id']} ({last['chat']}) {last['outcome']} at {last['started_at']}:"
+            f" applied {last['applied']}, pending {last['pending']}, rejected {last['rejected']}"
+            + (f" · {last['error']}" if last["error"] else "")
+        )
+        if not ok:
+            return f"-- dreaming with {dream['model']}: {done}"
+    if dream["next_run"]:
+        upcoming = f"next scheduled at {dream['next_run']}"
+    else:
+        delay = f"{dream['initial_delay_seconds']:g}"
+        upcoming = f"next scheduled about {delay} s after `nahida run` starts"
+    return f"ok dreaming with {dream['model']}: {done}; {upcoming}"
 
 
 def doctor(ctx: typer.Context, as_json: Annotated[bool, typer.Option("--json")] = False) -> None:

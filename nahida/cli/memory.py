@@ -9,6 +9,7 @@
     nahida memory import FILE
     nahida memory search …            (nahida.cli.search)
     nahida memory embed [--rebuild]   (nahida.cli.embed)
+    nahida memory dream [--chat C] [--list]   (nahida.cli.dream)
 
 The same operations as the chat's `/memory` commands, through `MemoryService`, with the CLI as the
 actor (`Actor.cli()`: a bot admin); `remember` is an admin edit (`candidates.admin_edit`). Scopes
@@ -28,6 +29,7 @@ from typing import Annotated
 
 import typer
 
+from nahida.cli.dream import dream
 from nahida.cli.embed import embed
 from nahida.cli.search import search
 from nahida.cli.state import echo_json, fail, state_of
@@ -55,6 +57,7 @@ memory_app = typer.Typer(
 )
 memory_app.command("search")(search)
 memory_app.command("embed")(embed)
+memory_app.command("dream")(dream)
 
 STATUSES = (*ITEM_STATUSES, "all")
 SCOPE_HELP = "global | chat:<ChatKey> | user:<UserKey>"

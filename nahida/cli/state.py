@@ -13,6 +13,7 @@ import typer
 from nahida.app import Paths, open_memory
 from nahida.config import Config, load_config
 from nahida.memory import MemoryService
+from nahida.providers.router import ModelRouter
 
 
 class State:
@@ -27,16 +28,19 @@ class State:
         return self._config
 
     @contextlib.contextmanager
-    def memory(self, *, foreground: bool = False) -> Iterator[MemoryService]:
+    def memory(
+        self, *, foreground: bool = False, model: ModelRouter | None = None
+    ) -> Iterator[MemoryService]:
         """Memory for the length of one command; closed (its queue drained) afterwards.
-        `foreground`: the local embedder may use every core (`memory embed`)."""
+        `foreground`: the local embedder may use every core (`memory embed`); `model`: the
+        models memory may call (`memory dream`; the caller closes it), else none."""
         config = self.config
         if foreground:
             embedding = config.memory.embedding.model_copy(update={"background_threads": 0})
             config = config.model_copy(
                 update={"memory": config.memory.model_copy(update={"embedding": embedding})}
             )
-        memory = open_memory(config, self.paths)
+        memory = open_memory(config, self.paths, model)
         try:
             yield memory
         finally:

@@ -1,4 +1,5 @@
-"""`/memory remember|search|list|forget|why|review`: long-term memory from the chat (DESIGN §10).
+"""`/memory remember|search|list|forget|why|review|dream`: long-term memory from the chat (DESIGN
+§10); `dream` lives in `commands/dream.py`.
 
 Every subcommand sees memory as the person asking sees it in this chat (DESIGN §4): the viewer is
 the chat and the sender, so an id from a scope they cannot see is answered "not found", never "not
@@ -12,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from datetime import datetime, tzinfo
 
+from nahida.commands.dream import dream
 from nahida.commands.router import Command, CommandContext, CommandRouter
 from nahida.i18n import MESSAGES, Language, t
 from nahida.memory import (
@@ -308,6 +310,7 @@ SUBCOMMANDS: dict[str, Subcommand] = {
     "forget": forget,
     "why": why,
     "review": review,
+    "dream": dream,
 }
 
 

@@ -21,6 +21,9 @@ from nahida.memory import MemoryService
 log = structlog.get_logger(__name__)
 
 
+Later = Callable[[str, Callable[[], Awaitable[str]]], Awaitable[bool]]
+
+
 @dataclass(frozen=True, slots=True)
 class CommandContext:
     envelope: Envelope
@@ -28,6 +31,10 @@ class CommandContext:
     is_bot_admin: bool
     memory: MemoryService
     tz: tzinfo | None = None  # where times are shown (`bot.timezone`); None: the system's
+    # `later(name, work)`: run `work` in the background under `name` and send the text it
+    # returns as a reply to this command's message (after the command's own reply); False when
+    # refused (shutting down). None: no background here (a handler awaits the work itself).
+    later: Later | None = None
 
     @property
     def chat(self) -> str:

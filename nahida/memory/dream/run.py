@@ -136,10 +136,13 @@ class Dreaming:
 
     # -- what and where ----------------------------------------------------------------------
 
-    async def due(self, limit: int | None = None) -> list[DueChat]:
+    async def due(self, limit: int | None = None, min_turns: int | None = None) -> list[DueChat]:
+        """Chats not paused with at least `min_turns` new turns (None: `min_new_turns`), at
+        most `limit` (None: `max_chats`), dreamed longest ago first."""
         settings = self.settings
         count = settings.max_chats if limit is None else limit
-        return await self.store.read(lambda tx: tx.dreams.due(settings.min_new_turns, count))
+        least = settings.min_new_turns if min_turns is None else min_turns
+        return await self.store.read(lambda tx: tx.dreams.due(least, count))
 
     async def pause(self, chat: str, paused: bool = True) -> None:
         now = time.time()
