@@ -59,7 +59,7 @@ def summary(run: DreamRun | None, lang: Language) -> str:
         return t(key, lang)
     if run.outcome in ("failed", "interrupted") and not run.applied and not run.pending:
         return t("memory_dream_failed", lang, id=run.id, error=run.error or run.outcome)
-    fates = Counter(p.fate for p in run.report)  # the report keeps the first 300 proposals
+    fates = Counter(run.fates)
     text = t(
         "memory_dream_done",
         lang,

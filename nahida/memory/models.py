@@ -353,7 +353,8 @@ class DreamRun:
     rejected: int = 0
     outcome: DreamOutcome = "running"
     error: str | None = None
-    report: tuple[Proposal, ...] = ()
+    report: tuple[Proposal, ...] = ()  # the first proposals (a few hundred), with their fates
+    fates: dict[str, int] = field(default_factory=dict)  # every proposal counted by its fate
     finished_at: float | None = None
 
     @property

@@ -137,6 +137,7 @@ async def test_a_run_proposes_candidates_with_evidence_and_its_id_and_records_it
         1,
     )
     assert (run.proposals, run.applied, run.pending, run.rejected) == (2, 2, 0, 0)
+    assert run.fates == {"created": 2}
     request = bot.server.memory_requests("dream")[0].body
     shown = json.dumps(request, ensure_ascii=False)
     assert f"t{turns[0].id} [" in shown and "<user:test:u1>" in shown and "assistant:" in shown
@@ -439,6 +440,7 @@ async def test_at_most_max_ops_of_one_answer_are_taken(
             ("created", None),
             ("rejected", "max_ops"),
         ]
+        assert run.fates == {"created": 2, "rejected": 1}
     finally:
         await bot.close()
 

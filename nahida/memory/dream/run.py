@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import tzinfo
@@ -56,7 +57,7 @@ APPLIED = ("created", "merged", "superseded", "updated", "archived")
 ANSWER_TOKENS = 4096
 TOUCHED_ITEMS = 30  # memories shown per call
 QUERY_CHARS = 4000  # of the turns' text, for finding the memories they touch
-REPORT_LIMIT = 300  # proposals kept in a run's report (its counts count them all)
+REPORT_LIMIT = 300  # proposals kept in a run's report (`fates` counts them all)
 WITHHELD = "[withheld: secret]"
 
 
@@ -497,6 +498,7 @@ def _counted(
         pending=run.pending + sum(1 for p in fates if p.fate == "pending"),
         rejected=run.rejected + sum(1 for p in fates if p.fate == "rejected"),
         report=(*run.report, *fates)[:REPORT_LIMIT],
+        fates=dict(Counter(run.fates) + Counter(p.fate for p in fates)),
     )
 
 

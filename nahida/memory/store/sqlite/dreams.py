@@ -35,6 +35,7 @@ def _run(row: Any) -> DreamRun:
         outcome=row["outcome"],
         error=row["error"],
         report=tuple(Proposal.from_json(p) for p in json.loads(row["report"])),
+        fates=json.loads(row["fates"]),
         finished_at=row["finished_at"],
         **{k: row[k] for k in _COUNTS},
     )
@@ -135,7 +136,7 @@ class DreamTable:
         """Everything a run has counted so far (and its outcome when it is over)."""
         self.conn.execute(
             "UPDATE dream_runs SET from_turn = ?, through_turn = ?, model = ?, outcome = ?,"
-            " error = ?, report = ?, finished_at = ?, "
+            " error = ?, report = ?, fates = ?, finished_at = ?, "
             + ", ".join(f"{k} = ?" for k in _COUNTS)
             + " WHERE id = ?",
             (
@@ -145,6 +146,7 @@ class DreamTable:
                 run.outcome,
                 run.error,
                 json.dumps([p.to_json() for p in run.report], ensure_ascii=False),
+                json.dumps(run.fates),
                 run.finished_at,
                 *(getattr(run, k) for k in _COUNTS),
                 run.id,

@@ -245,7 +245,8 @@ CREATE VIRTUAL TABLE episodes_fts USING fts5 (
 # `target`) and carries the model's reason (`note`). `dream_cursors` holds, per chat, the last turn
 # a dream run has read (advanced in the transaction that applies what was read) and whether
 # dreaming is paused there. `dream_runs` is one row per run over one chat: the turn range, the
-# model and its tokens, the counts, and `report` (JSON: every proposal and what became of it);
+# model and its tokens, the counts (`fates`: every proposal by what became of it), and `report`
+# (JSON: the first few hundred proposals, each with its fate);
 # `written` is set once its section is in DREAMS.md. `turns_by_chat` finds a chat's newest turns.
 DREAMS = """
 ALTER TABLE memory_candidates ADD COLUMN op TEXT NOT NULL DEFAULT 'add';
@@ -278,6 +279,7 @@ CREATE TABLE dream_runs (
     outcome       TEXT NOT NULL DEFAULT 'running',
     error         TEXT,
     report        TEXT NOT NULL DEFAULT '[]',
+    fates         TEXT NOT NULL DEFAULT '{}',
     started_at    REAL NOT NULL,
     finished_at   REAL,
     written       INTEGER NOT NULL DEFAULT 0
