@@ -584,3 +584,19 @@ async def test_pause_leaves_a_chat_out_until_resumed(bot: Bot) -> None:
     assert bot.dream_calls() == 0
     await bot.dreams.pause(GROUP, False)
     assert [d.chat for d in await bot.dreams.due()] == [GROUP]
+
+
+async def test_the_turns_of_a_forgotten_memory_are_never_dreamed_again(bot: Bot) -> None:
+    from nahida.memory.extract import extract
+
+    said = await bot.say(PRIVATE, U1, "我喜欢乌龙茶")
+    (found,) = extract(said.content, chat=_chat(PRIVATE), user=_user(U1), turn_id=said.id)
+    kept = await bot.memory.items.propose(found, "rule_extract")
+    assert kept.item_id is not None
+    await bot.memory.items.forget(kept.item_id, ADMIN)
+    await bot.say(PRIVATE, U1, "今天下雨了")
+    run = await bot.dreams.run(PRIVATE)
+    assert run is not None and run.outcome == "ok" and run.turns == 1
+    shown = json.dumps(bot.server.memory_requests("dream")[0].body, ensure_ascii=False)
+    assert "乌龙茶" not in shown and "今天下雨了" in shown
+    assert [i.status for i in bot.items()] == ["archived"]
