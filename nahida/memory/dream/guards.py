@@ -47,7 +47,7 @@ _INSTRUCTION = re.compile(
     r" (instructions|prompts?|rules)|\byou are now\b|\b(reveal|print|show|repeat) (your|the)"
     r" (system )?prompt|\bjailbreak|\bdeveloper mode"
     r"|(忽略|无视|忘掉|忘记|不要遵守|别管)(之前|以上|上面|前面|所有|你)?的?(指令|指示|提示|规则|设定)"
-    r"|你现在是|(请|你)扮演|系统提示|提示词",
+    r"|你现在是|(请|你)扮演|(输出|泄露|显示|告诉我|重复)(一下)?(你的)?(系统提示|提示词)",
     re.IGNORECASE,
 )
 

@@ -210,15 +210,16 @@ class Dreaming:
         outcome: DreamOutcome = "ok"
         error: str | None = None
         try:
-            while run.turns < self.settings.max_turns and not stopping():
+            while run.turns < self.settings.max_turns:
+                if stopping():  # between calls: what was read so far is recorded
+                    outcome = "interrupted" if outcome == "ok" else outcome
+                    break
                 step = await self._step(key, run, tally, bound)
                 if step is None:
                     break
                 run, problem = step
                 if problem is not None:
                     outcome, error = "degraded", problem
-            if stopping() and run.turns < self.settings.max_turns:
-                outcome = "interrupted" if outcome == "ok" else outcome
         except (ProviderError, TimeoutError) as exc:
             outcome, error = "failed", _error(exc)
             bound.warning("dream_call_failed", error=error)
