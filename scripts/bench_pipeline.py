@@ -5,16 +5,21 @@ so this is everything but the model), peak RSS, and resident memory around 10,00
 chats (their per-chat workers retired). Checks per-chat order and that nothing was lost.
 `--embedding` sets `memory.embedding.backend` (default auto: the local model where installed, so
 each answered message embeds its query and new turns are embedded in the background; none:
-lexical recall only).
+lexical recall only). `--dream-every SECONDS` dreams while the pipeline runs: every SECONDS a
+background task runs `memory.dreams.run` over the next chat in turn (each has new turns), the
+instant model answering each dream request with one add op citing the request's first turn.
 
     .venv/bin/python scripts/bench_pipeline.py --chats 1000 --messages 10
     .venv/bin/python scripts/bench_pipeline.py --embedding none
+    .venv/bin/python scripts/bench_pipeline.py --chats 300 --messages 30 --dream-every 1
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
+import re
 import resource
 import statistics
 import sys
@@ -31,6 +36,8 @@ from nahida.app import App, Paths  # noqa: E402
 from nahida.config import Config  # noqa: E402
 from nahida.envelope import ChatKey, Envelope, Reply, Role, Segment, Sender, UserKey  # noqa: E402
 from nahida.logs import configure_logging  # noqa: E402
+from nahida.memory.models import DreamRun  # noqa: E402
+from nahida.providers.base import ChatRequest, ChatResponse  # noqa: E402
 from nahida.providers.echo import EchoProvider  # noqa: E402
 from nahida.providers.router import ModelRouter, resolve_routes  # noqa: E402
 from nahida.server import InboundServer  # noqa: E402
@@ -46,6 +53,67 @@ def rss_mb() -> float:
 
 def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+DREAM_SYSTEM = "You consolidate the long-term memory"
+MEMORY_SYSTEMS = ("You keep the running summary", "You consolidate an assistant's", "A conv")
+TURN_LINE = re.compile(r"^(t\d+) \[[^\]]*\] .*? <user:[^>]+>: (.*)$", re.MULTILINE)
+
+
+class BenchModel(EchoProvider):
+    """The echo for chat requests; compaction requests get a bounded summary (as JSON where
+    asked), dream requests valid JSON: one add of the first person's turn shown, in the first
+    scope it may write (no op when it shows no person's turn)."""
+
+    def __init__(self) -> None:
+        super().__init__("echo")
+        self.dream_calls = 0
+
+    async def chat(self, request: ChatRequest) -> ChatResponse:
+        system = request.messages[0].content
+        if system.startswith(MEMORY_SYSTEMS):  # compaction: a bounded summary of what it got
+            last = next((m.content for m in reversed(request.messages) if m.role == "user"), "")
+            if "JSON" in system:
+                body = {"facts": [], "profile": [], "summary": last[-500:], "keywords": []}
+                return ChatResponse(json.dumps(body, ensure_ascii=False), finish_reason="stop")
+            return ChatResponse(last[-1200:], finish_reason="stop")
+        if not system.startswith(DREAM_SYSTEM):
+            return await super().chat(request)
+        self.dream_calls += 1
+        text = request.messages[1].content
+        scopes = re.search(r"^Scopes you may write: (.*)$", text, re.MULTILINE)
+        turn = TURN_LINE.search(text)
+        ops = []
+        if turn is not None and scopes is not None:
+            ops.append(
+                {
+                    "op": "add",
+                    "kind": "fact",
+                    "content": turn[2],
+                    "scope": scopes[1].split(" · ")[0],
+                    "evidence": [turn[1]],
+                    "confidence": 0.8,
+                    "reason": "said in the chat",
+                }
+            )
+        body = json.dumps({"ops": ops}, ensure_ascii=False)
+        return ChatResponse(content=body, model=request.model, finish_reason="stop")
+
+
+def chat_key(chat: int) -> str:
+    return f"bench:{'group' if chat % 2 else 'private'}:c{chat}"
+
+
+async def dreaming(app: App, chats: int, every: float, runs: list[tuple[DreamRun, float]]) -> None:
+    """Every `every` seconds a dream run over the next chat in turn (rotating)."""
+    n = 0
+    while True:
+        await asyncio.sleep(every)
+        t0 = time.perf_counter()
+        run = await app.memory.dreams.run(chat_key(n % chats), "bench")
+        if run is not None:
+            runs.append((run, time.perf_counter() - t0))
+        n += 1
 
 
 class BenchAdapter:
@@ -108,14 +176,25 @@ async def pump(app: App, adapter: BenchAdapter, chats: int, messages: int, offse
 
 
 async def main(
-    chats: int, messages: int, idle_chats: int, idle_batches: int, memory: bool, embedding: str
+    chats: int,
+    messages: int,
+    idle_chats: int,
+    idle_batches: int,
+    memory: bool,
+    embedding: str,
+    dream_every: float,
 ) -> int:
     configure_logging("WARNING", "json")  # as `nahida run` would, minus the info lines
     tmp = Path(tempfile.mkdtemp(prefix="nahida-bench-"))
     config = Config.model_validate(  # default concurrency
-        {"bus": {"idle_timeout": 1.0}, "memory": {"embedding": {"backend": embedding}}}
+        {
+            "bus": {"idle_timeout": 1.0},
+            "memory": {"embedding": {"backend": embedding}},
+            "bot": {"rate_limit": {"per_chat_per_minute": 0}},  # throughput, not the cap
+        }
     )
-    model = ModelRouter({"echo": EchoProvider()}, resolve_routes({}, {"echo": "instant"}))
+    provider = BenchModel()
+    model = ModelRouter({"echo": provider}, resolve_routes({}, {"echo": "instant"}))
     adapter = BenchAdapter()
     app = App(config, Paths(None, tmp / "data", tmp / "ws"), adapters=[adapter], model=model)
     if not memory:  # the bare pipeline: no recall into the prompt, no extraction after the turn
@@ -133,12 +212,19 @@ async def main(
     runner_task = asyncio.create_task(app.run())
     await asyncio.sleep(0.1)
     rss_start = rss_mb()
+    dreams: list[tuple[DreamRun, float]] = []
+    dreamer = (
+        asyncio.create_task(dreaming(app, chats, dream_every, dreams)) if dream_every > 0 else None
+    )
     elapsed = await pump(app, adapter, chats, messages, 0)
+    if dreamer is not None:
+        dreamer.cancel()
+        await asyncio.gather(dreamer, return_exceptions=True)
     total = chats * messages
     lost = total - adapter.count
     out_of_order = 0
     for chat in range(chats):
-        key = f"bench:{'group' if chat % 2 else 'private'}:c{chat}"
+        key = chat_key(chat)
         got = [int(text.rsplit("#", 1)[1]) for text in adapter.replies[key]]
         out_of_order += got != list(range(messages))
     overhead_ms = sorted(x * 1000 for x in overhead)
@@ -174,6 +260,19 @@ async def main(
     print(f"| runner overhead p99 | {p99:.2f} ms |")
     print(f"| lost | {lost} |")
     print(f"| chats out of order | {out_of_order} |")
+    if dream_every > 0:
+        done = [r for r, _ in dreams if r.id]
+        seconds = statistics.median(s for r, s in dreams if r.id) if done else 0.0
+        outcomes = ", ".join(
+            f"{o} {sum(1 for r, _ in dreams if r.outcome == o)}"
+            for o in sorted({r.outcome for r, _ in dreams})
+        )
+        print(f"| dream runs (every {dream_every:g} s) | {len(dreams)} ({outcomes}) |")
+        print(
+            f"| dreamed turns / model calls / applied | {sum(r.turns for r in done)}"
+            f" / {provider.dream_calls} / {sum(r.applied for r in done)} |"
+        )
+        print(f"| dream run wall p50 | {seconds * 1000:.0f} ms |")
     print(f"| RSS before / after run | {rss_start:.0f} MB / {rss_after_run:.0f} MB |")
     print(f"| peak RSS | {peak_rss_mb():.0f} MB |")
     print()
@@ -196,6 +295,13 @@ if __name__ == "__main__":
         "--no-memory", action="store_true", help="leave out memory recall and extraction"
     )
     parser.add_argument("--embedding", choices=["auto", "local", "none"], default="auto")
+    parser.add_argument(
+        "--dream-every",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="dream one chat (rotating) every SECONDS while the pipeline runs (0: off)",
+    )
     args = parser.parse_args()
     code = asyncio.run(
         main(
@@ -205,6 +311,7 @@ if __name__ == "__main__":
             args.idle_batches,
             not args.no_memory,
             args.embedding,
+            args.dream_every,
         )
     )
     sys.exit(code)
