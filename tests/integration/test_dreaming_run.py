@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import signal
 import sys
 import time
 from pathlib import Path
@@ -15,7 +14,7 @@ from typing import Any
 from tests.fakes.llm_server import FakeOpenAIServer, Hang
 from tests.fakes.onebot_impl import FakeOneBot, at, text
 from tests.helpers import History
-from tests.integration.test_onebot_cli import TOKEN, connect_when_up, free_port
+from tests.integration.test_onebot_cli import connect_when_up, free_port, start_run, stop_run
 
 
 async def test_the_scheduler_dreams_a_chat_in_nahida_run(
@@ -42,23 +41,7 @@ bot: {{nicknames: [nahida], group_policy: mention}}
 """,
         encoding="utf-8",
     )
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("NAHIDA", "OPENAI"))}
-    env["ONEBOT_TOKEN"] = TOKEN
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "nahida",
-        "--config",
-        str(config),
-        "--data-dir",
-        str(tmp_path / "data"),
-        "--workspace",
-        str(tmp_path / "workspace"),
-        "run",
-        env=env,
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.PIPE,
-    )
+    process = await start_run(tmp_path, config)
     made: list[str] = []
     try:
         async with FakeOneBot(10001) as impl:
@@ -79,11 +62,8 @@ bot: {{nicknames: [nahida], group_policy: mention}}
             dreams = openai_server.memory_requests("dream")
             assert dreams and dreams[0].body["model"] == "m-dream"  # the dream route
     finally:
-        if process.returncode is None:
-            process.send_signal(signal.SIGTERM)
-        async with asyncio.timeout(15):
-            _, stderr = await process.communicate()
-    assert process.returncode == 0, stderr.decode()[-2000:]
+        stderr = await stop_run(process)
+    assert process.returncode == 0, stderr[-2000:]
     assert made == ["我喜欢乌龙茶"]
     journal = (tmp_path / "workspace" / "DREAMS.md").read_text(encoding="utf-8")
     assert "schedule ·" in journal and "### Accepted" in journal

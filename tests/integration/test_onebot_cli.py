@@ -36,6 +36,37 @@ async def connect_when_up(impl: FakeOneBot, url: str, process: asyncio.subproces
                 await asyncio.sleep(0.1)
 
 
+async def start_run(tmp_path: Path, config: Path) -> asyncio.subprocess.Process:
+    """`nahida run` with this config, data and workspace under `tmp_path`, the OneBot token in
+    its environment (none of the caller's NAHIDA_/OPENAI_ variables)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NAHIDA", "OPENAI"))}
+    env["ONEBOT_TOKEN"] = TOKEN
+    return await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "nahida",
+        "--config",
+        str(config),
+        "--data-dir",
+        str(tmp_path / "data"),
+        "--workspace",
+        str(tmp_path / "workspace"),
+        "run",
+        env=env,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+    )
+
+
+async def stop_run(process: asyncio.subprocess.Process) -> str:
+    """Stop it as a service manager would (SIGTERM); what it logged."""
+    if process.returncode is None:
+        process.send_signal(signal.SIGTERM)
+    async with asyncio.timeout(15):
+        _, stderr = await process.communicate()
+    return stderr.decode()
+
+
 async def test_nahida_run_answers_over_reverse_ws(
     tmp_path: Path, openai_server: FakeOpenAIServer
 ) -> None:
@@ -57,23 +88,7 @@ scheduler: {{enabled: false}}
 """,
         encoding="utf-8",
     )
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("NAHIDA", "OPENAI"))}
-    env["ONEBOT_TOKEN"] = TOKEN
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "nahida",
-        "--config",
-        str(config),
-        "--data-dir",
-        str(tmp_path / "data"),
-        "--workspace",
-        str(tmp_path / "workspace"),
-        "run",
-        env=env,
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.PIPE,
-    )
+    process = await start_run(tmp_path, config)
     try:
         async with FakeOneBot(10001) as impl:
             await connect_when_up(impl, f"ws://127.0.0.1:{port}/onebot/v11/ws", process)
@@ -84,9 +99,6 @@ scheduler: {{enabled: false}}
             assert words.strip() == "echo: user30001: 你好"
             assert openai_server.requests[0].body["model"] == "m1"
     finally:
-        if process.returncode is None:
-            process.send_signal(signal.SIGTERM)
-        async with asyncio.timeout(15):
-            _, stderr = await process.communicate()
-    assert process.returncode == 0, stderr.decode()[-2000:]
-    assert TOKEN not in stderr.decode()  # the token never reaches the logs
+        stderr = await stop_run(process)
+    assert process.returncode == 0, stderr[-2000:]
+    assert TOKEN not in stderr  # the token never reaches the logs
