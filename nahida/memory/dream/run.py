@@ -194,11 +194,10 @@ class Dreaming:
     async def _run(self, key: ChatKey, trigger: str, stopping: Callable[[], bool]) -> DreamRun:
         chat = str(key)
         now = time.time()
-        cursor, paused = await self.store.read(lambda tx: tx.dreams.cursor(chat))
-        if paused:
-            return DreamRun("", chat, trigger, now, outcome="skipped", error="paused")
-        if not await self.store.read(lambda tx: tx.dreams.turns(chat, cursor, 1)):
-            return DreamRun("", chat, trigger, now, outcome="skipped", error="no new turns")
+        cursor, paused, new = await self.store.read(lambda tx: _where(tx, chat))
+        if paused or not new:
+            why = "paused" if paused else "no new turns"
+            return DreamRun("", chat, trigger, now, outcome="skipped", error=why)
         run = DreamRun(
             new_id("d"), chat, trigger, now, self.holder, cursor + 1, cursor, outcome="running"
         )
@@ -424,6 +423,12 @@ class Dreaming:
 
 
 # -- units and helpers ---------------------------------------------------------------------------
+
+
+def _where(tx: Tx, chat: str) -> tuple[int, bool, bool]:
+    """The chat's cursor, whether it is paused, and whether a turn follows the cursor."""
+    cursor, paused = tx.dreams.cursor(chat)
+    return cursor, paused, bool(tx.dreams.turns(chat, cursor, 1))
 
 
 def _input(tx: Tx, chat: str, after: int, limit: int) -> tuple[list[Turn], str]:
