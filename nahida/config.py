@@ -144,6 +144,15 @@ class DreamingConfig(_Model):
     timeout_seconds: float = Field(120.0, gt=0, le=3600)  # one model call
 
 
+class MarkdownConfig(_Model):
+    """The Markdown projection (DESIGN §9): workspace/MEMORY.md, users/<user>.md, daily notes."""
+
+    enabled: bool = True
+    sync_seconds: float = Field(5.0, ge=0.5, le=3600)  # how often `nahida run` looks at the files
+    max_bullets: int = Field(200, ge=1, le=10_000)  # MEMORY.md's block shows at most this many
+    daily_notes: bool = True  # workspace/memory/YYYY-MM-DD.md
+
+
 class MemoryConfig(_Model):
     budget_tokens: int = Field(1500, ge=0)
     commit_mode: Literal["auto_safe", "manual_review", "auto_full"] = "auto_safe"
@@ -151,6 +160,7 @@ class MemoryConfig(_Model):
     rerank: bool = False  # reorder the best hits with the `rerank` route's model
     embedding: EmbeddingConfig = Field(default_factory=EmbeddingConfig)
     dreaming: DreamingConfig = Field(default_factory=DreamingConfig)
+    markdown: MarkdownConfig = Field(default_factory=MarkdownConfig)
 
 
 class LimitsConfig(_Model):

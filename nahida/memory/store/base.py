@@ -480,6 +480,28 @@ class DreamRows(Protocol):
     def mark_written(self, run_ids: list[str]) -> None: ...
 
 
+class FileState(NamedTuple):
+    """A projected Markdown file as last written or read (`markdown_files`)."""
+
+    path: str  # relative to the workspace
+    hash: str
+    mtime: float
+    snapshot: dict[str, dict[str, str]]  # id → {"group": kind or section, "text": …}
+    rendered_at: float
+
+
+class MarkdownRows(Protocol):
+    """The Markdown projection's record of its files, and named cursors (DESIGN §9)."""
+
+    def file(self, path: str) -> FileState | None: ...
+
+    def put_file(self, state: FileState) -> None: ...
+
+    def state(self, key: str) -> str | None: ...
+
+    def set_state(self, key: str, value: str, at: float) -> None: ...
+
+
 class Tx(Protocol):
     """One transaction's view of the database."""
 
@@ -505,6 +527,8 @@ class Tx(Protocol):
     def episodes(self) -> EpisodeRows: ...
     @property
     def dreams(self) -> DreamRows: ...
+    @property
+    def markdown(self) -> MarkdownRows: ...
 
 
 Unit = Callable[..., T]  # unit(tx, *args) -> T

@@ -19,6 +19,7 @@ from nahida.memory.store.sqlite.schema import (
     EPISODES,
     HIDDEN_TURNS,
     JOB_TABLES,
+    MARKDOWN,
     MEMORY_TABLES,
     PROFILES,
     SESSIONS_AND_TURNS,
@@ -112,6 +113,7 @@ MIGRATIONS: list[Migration] = [
     Migration("0010_profiles", _sql(PROFILES)),
     Migration("0011_episodes", _sql(EPISODES)),
     Migration("0012_dreams", _sql(DREAMS)),
+    Migration("0013_markdown", _sql(MARKDOWN)),
 ]
 
 

@@ -287,3 +287,23 @@ CREATE TABLE dream_runs (
 CREATE INDEX dream_runs_by_chat ON dream_runs (chat, seq);
 CREATE INDEX dream_runs_unwritten ON dream_runs (written) WHERE written = 0
 """
+
+# The Markdown projection (DESIGN §9). `markdown_files`: per projected file (path relative to the
+# workspace), the hash and mtime it had when last written or read, and `snapshot` (JSON: the
+# bullets its generated block showed then, id → {"group": kind or section, "text": …}): what a
+# later edit of the file is compared with. `markdown_state`: small named cursors (e.g. how far
+# the daily notes have been written).
+MARKDOWN = """
+CREATE TABLE markdown_files (
+    path         TEXT PRIMARY KEY,
+    hash         TEXT NOT NULL,
+    mtime        REAL NOT NULL,
+    snapshot     TEXT NOT NULL DEFAULT '{}',
+    rendered_at  REAL NOT NULL
+);
+CREATE TABLE markdown_state (
+    key         TEXT PRIMARY KEY,
+    value       TEXT NOT NULL,
+    updated_at  REAL NOT NULL
+)
+"""

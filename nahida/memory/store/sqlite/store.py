@@ -13,6 +13,7 @@ from nahida.memory.store.sqlite.episodes import EpisodeTable
 from nahida.memory.store.sqlite.history import SessionTable, TurnTable
 from nahida.memory.store.sqlite.items import CandidateTable, EventTable, ItemTable
 from nahida.memory.store.sqlite.jobs import JobTable
+from nahida.memory.store.sqlite.markdown import MarkdownTable
 from nahida.memory.store.sqlite.profiles import ProfileTable
 from nahida.memory.store.sqlite.vectors import VectorTable
 from nahida.memory.store.sqlite.working import SummaryTable
@@ -35,6 +36,7 @@ class SqliteTx:
         self.profiles = ProfileTable(conn)
         self.episodes = EpisodeTable(conn)
         self.dreams = DreamTable(conn)
+        self.markdown = MarkdownTable(conn)
 
 
 def _store_capabilities(conn: Connection) -> StoreCapabilities:

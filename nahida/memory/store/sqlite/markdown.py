@@ -1,0 +1,49 @@
+"""The Markdown projection's files and cursors in SQLite (`markdown_files`, `markdown_state`)."""
+
+from __future__ import annotations
+
+import json
+
+from nahida.memory.store.base import FileState
+from nahida.memory.store.sqlite.db import Connection
+
+
+class MarkdownTable:
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+
+    def file(self, path: str) -> FileState | None:
+        row = self.conn.execute(
+            "SELECT path, hash, mtime, snapshot, rendered_at FROM markdown_files WHERE path = ?",
+            (path,),
+        ).fetchone()
+        if row is None:
+            return None
+        return FileState(row[0], row[1], row[2], json.loads(row[3]), row[4])
+
+    def put_file(self, state: FileState) -> None:
+        self.conn.execute(
+            "INSERT INTO markdown_files (path, hash, mtime, snapshot, rendered_at)"
+            " VALUES (?, ?, ?, ?, ?) ON CONFLICT (path) DO UPDATE SET hash = excluded.hash,"
+            " mtime = excluded.mtime, snapshot = excluded.snapshot,"
+            " rendered_at = excluded.rendered_at",
+            (
+                state.path,
+                state.hash,
+                state.mtime,
+                json.dumps(state.snapshot, ensure_ascii=False),
+                state.rendered_at,
+            ),
+        )
+
+    def state(self, key: str) -> str | None:
+        row = self.conn.execute("SELECT value FROM markdown_state WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def set_state(self, key: str, value: str, at: float) -> None:
+        self.conn.execute(
+            "INSERT INTO markdown_state (key, value, updated_at) VALUES (?, ?, ?)"
+            " ON CONFLICT (key) DO UPDATE SET value = excluded.value,"
+            " updated_at = excluded.updated_at",
+            (key, value, at),
+        )
