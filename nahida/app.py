@@ -42,6 +42,7 @@ from nahida.memory import (
     EmbeddingSettings,
     EmbeddingUpkeep,
     LLMReranker,
+    MarkdownSyncJob,
     MemoryService,
     MemoryTools,
     Store,
@@ -189,6 +190,8 @@ def open_memory(
         ),
         dreaming=dream_settings(config),
         journal=paths.workspace / "DREAMS.md",
+        workspace=paths.workspace if config.memory.markdown.enabled else None,
+        max_bullets=config.memory.markdown.max_bullets,
     )
 
 
@@ -313,6 +316,10 @@ class App:
         self.scheduler.add(ConfidenceDecay(self.memory))
         if config.memory.dreaming.enabled:
             self.scheduler.add(DreamJob(self.memory))
+        if self.memory.markdown is not None:
+            self.scheduler.add(
+                MarkdownSyncJob(self.memory, every=config.memory.markdown.sync_seconds)
+            )
         self._stop_when_adapters_done = stop_when_adapters_done
         self._stop: asyncio.Event | None = None
 

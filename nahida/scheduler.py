@@ -7,7 +7,8 @@ event loop) decides when; each run is a child task of the app's TaskGroup, and:
   the job's lease (`RunRecords`: the memory's `runs`), renews it while it runs and releases it
   at the end; a process that finds it taken skips that run;
 - one record per run (`job_runs`: job, process, started, finished, outcome, counts, error), shown
-  by `nahida doctor`; outcomes are `ok`, `failed` (the error is recorded), `skipped` (the job
+  by `nahida doctor` — a `quiet` job (one that ticks every few seconds) is recorded only when a
+  run counted something or did not end ok; outcomes are `ok`, `failed` (the error is recorded), `skipped` (the job
   said why), `interrupted` (the app stopped during the run);
 - `stop()` asks running jobs to stop (`ctx.stopping`): a job checks it between units of work and
   returns after finishing the current one. A run still going after the deadline is cancelled;
@@ -155,7 +156,8 @@ class Scheduler:
             bound.info("job_leased_elsewhere")
             return None
         ctx = JobContext(self._stop)
-        run_id = await runs.start(name, self.holder) if runs is not None else 0
+        quiet = bool(getattr(job, "quiet", False))  # recorded only when it did something
+        run_id = await runs.start(name, self.holder) if runs is not None and not quiet else 0
         renew = asyncio.create_task(self._keep_lease(runs, name)) if runs is not None else None
         outcome: JobOutcome = "ok"
         error: str | None = None
@@ -177,9 +179,13 @@ class Scheduler:
                 with contextlib.suppress(asyncio.CancelledError):
                     await renew
             if runs is not None:
-                await runs.finish(run_id, outcome, ctx.counts, error)
+                if quiet and (ctx.counts or outcome not in ("ok", "skipped")):
+                    run_id = await runs.start(name, self.holder)
+                if run_id:
+                    await runs.finish(run_id, outcome, ctx.counts, error)
                 await runs.release(name, self.holder)
-            bound.info("job_finished", outcome=outcome, **ctx.counts)
+            if not quiet or ctx.counts:
+                bound.info("job_finished", outcome=outcome, **ctx.counts)
         return outcome
 
     async def _keep_lease(self, runs: RunRecords, name: str) -> None:

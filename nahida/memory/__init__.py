@@ -11,7 +11,14 @@ from nahida.memory.dream import DreamSettings
 from nahida.memory.dream.run import NoModel
 from nahida.memory.embedding import EmbeddingSettings, EmbedReport
 from nahida.memory.importer import ITEM_STATUSES, BadLine, ImportReport, export_lines, parse_moment
-from nahida.memory.jobs import CleanupEmptySessions, ConfidenceDecay, DreamJob, EmbeddingUpkeep
+from nahida.memory.jobs import (
+    CleanupEmptySessions,
+    ConfidenceDecay,
+    DreamJob,
+    EmbeddingUpkeep,
+    MarkdownSyncJob,
+)
+from nahida.memory.markdown.sync import FileReport, SyncReport
 from nahida.memory.models import (
     KINDS,
     PROFILE_SECTIONS,
@@ -69,11 +76,13 @@ __all__ = [
     "Episode",
     "Evidence",
     "Explanation",
+    "FileReport",
     "Hit",
     "ImportReport",
     "JobOutcome",
     "JobRun",
     "LLMReranker",
+    "MarkdownSyncJob",
     "MemoryEvent",
     "MemoryItem",
     "MemoryPermissionError",
@@ -91,6 +100,7 @@ __all__ = [
     "Session",
     "Store",
     "StoreCapabilities",
+    "SyncReport",
     "Tuning",
     "Turn",
     "TurnParts",

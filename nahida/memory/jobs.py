@@ -103,3 +103,29 @@ class DreamJob:
             ctx.count("applied", run.applied)
             ctx.count("pending", run.pending)
             ctx.count("rejected", run.rejected)
+
+
+class MarkdownSyncJob:
+    """MEMORY.md and the profile files synced with the database every `every` seconds (first at
+    start): admins' edits applied, the blocks rendered again after changes. Quiet: a tick that
+    found nothing to do leaves no run record; one that applied, refused, rewrote or found a
+    malformed file records its counts."""
+
+    name = "markdown_sync"
+    quiet = True
+
+    def __init__(self, memory: MemoryService, *, every: float = 5.0) -> None:
+        self.memory = memory
+        self.schedule: Schedule = Schedule(every=every, first=0.0)
+        self._first = True
+
+    async def run(self, ctx: JobContext) -> None:
+        markdown = self.memory.markdown
+        if markdown is None:
+            ctx.skip("no workspace")
+            return
+        report = await markdown.sync(force=self._first)
+        self._first = False
+        for key, n in report.total().items():
+            if n:
+                ctx.count(key, n)

@@ -403,3 +403,57 @@ class Profiles:
     async def users(self) -> list[str]:
         """The people with an active profile bullet."""
         return await self.store.read(lambda tx: tx.profiles.users())
+
+
+# hand edits (workspace/users/<user>.md) -----------------------------------------------------------
+
+
+@dataclass(slots=True)
+class HandEdits:
+    """A person's profile as an admin changed it in its file, tokens made before the store call:
+    (old id, section, new text, tokens) edited or moved, ids deleted, (section, text, tokens)
+    added."""
+
+    changed: list[tuple[str, str, str, str]] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    added: list[tuple[str, str, str]] = field(default_factory=list)
+
+
+def hand_edit(tx: Tx, user: str, edits: HandEdits, actor: str, where: str) -> dict[str, int]:
+    """Apply an admin's edits of a profile file, audited: a changed bullet (text or section) is
+    archived and replaced by a new one (same sensitivity, source `human_edit`), a deleted one
+    archived, an added one created (private: the file is not a group's)."""
+    now = time.time()
+    counts = {"edited": 0, "archived": 0, "added": 0}
+    for old_id, section, text, tokens in edits.changed:
+        old = tx.profiles.get(old_id)
+        sensitivity = old.sensitivity if old is not None else "private"
+        entry = _add(
+            tx,
+            _hand(user, section, sensitivity, actor),
+            _Bullet(text, normalised(text), tokens),
+            now,
+        )
+        if old is not None and old.status == "active":
+            _archive(tx, old, actor, f"replaced by {entry.id} ({where})", now)
+        before = _snapshot(old) if old is not None else None
+        tx.events.add(
+            entry.id, "replace", actor, before, _snapshot(entry), f"edited in {where}", now
+        )
+        counts["edited"] += 1
+    for old_id in edits.deleted:
+        old = tx.profiles.get(old_id)
+        if old is not None and old.status == "active" and old.user == user:
+            _archive(tx, old, actor, f"deleted from {where}", now)
+            counts["archived"] += 1
+    for section, text, tokens in edits.added:
+        entry = _add(
+            tx, _hand(user, section, "private", actor), _Bullet(text, normalised(text), tokens), now
+        )
+        tx.events.add(entry.id, "create", actor, None, _snapshot(entry), f"added in {where}", now)
+        counts["added"] += 1
+    return counts
+
+
+def _hand(user: str, section: str, sensitivity: str, actor: str) -> _Write:
+    return _Write(user, section, [], "append", sensitivity, "human_edit", None, actor)

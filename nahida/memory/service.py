@@ -12,6 +12,7 @@ The runner, chat commands, CLI, background jobs and plugins all go through it, b
     memory.episodes   one summary per finished session, recallable (`episodes.py`)
     memory.working    warm summaries and episodes, written by the compress model (`working.py`)
     memory.dreams     dream runs: consolidation by the dream model, cursors, pauses (`dream/`)
+    memory.markdown   MEMORY.md and profile files, synced both ways (`markdown/sync.py`)
 
 Each part prepares what needs CPU (jieba tokens, the safety filter) before it calls the store,
 and the store runs the unit of work in one transaction on its own thread.
@@ -35,6 +36,7 @@ from nahida.memory.dream import Dreaming, DreamSettings
 from nahida.memory.embedding import Embeddings, EmbeddingSettings
 from nahida.memory.episodes import Episodes
 from nahida.memory.importer import BadLine, ImportReport
+from nahida.memory.markdown.sync import MarkdownSync
 from nahida.memory.models import (
     INJECTED_CONFIDENCE,
     Candidate,
@@ -387,6 +389,8 @@ class MemoryService:
         dreaming: DreamSettings | None = None,
         journal: Path | None = None,
         holder: str | None = None,
+        workspace: Path | None = None,
+        max_bullets: int = 200,
     ) -> None:
         self.store = store
         self.tz = tz  # the bot's zone (`bot.timezone`); None: the system's
@@ -439,6 +443,12 @@ class MemoryService:
             tz=tz,
             journal=journal,
             changed=self.embeddings.nudge,
+        )
+        # MEMORY.md and the profile files; None without a workspace (tests, scripts)
+        self.markdown = (
+            MarkdownSync(store, workspace, max_bullets=max_bullets, changed=self.embeddings.nudge)
+            if workspace is not None
+            else None
         )
 
     async def context(

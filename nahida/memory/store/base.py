@@ -501,6 +501,9 @@ class MarkdownRows(Protocol):
 
     def set_state(self, key: str, value: str, at: float) -> None: ...
 
+    def fingerprint(self) -> tuple[object, ...]:
+        """Changes whenever a global item or a profile bullet does."""
+
 
 class Tx(Protocol):
     """One transaction's view of the database."""

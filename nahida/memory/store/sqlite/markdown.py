@@ -47,3 +47,13 @@ class MarkdownTable:
             " updated_at = excluded.updated_at",
             (key, value, at),
         )
+
+    def fingerprint(self) -> tuple[object, ...]:
+        """Changes whenever a global item or a profile bullet does (counts, latest change)."""
+        items = self.conn.execute(
+            "SELECT count(*), max(updated_at) FROM memory_items WHERE scope = 'global'"
+        ).fetchone()
+        profiles = self.conn.execute(
+            "SELECT count(*), max(updated_at) FROM profile_entries"
+        ).fetchone()
+        return (*items, *profiles)

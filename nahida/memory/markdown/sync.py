@@ -1,0 +1,242 @@
+"""Sync between the database and the Markdown files people edit (DESIGN §9): MEMORY.md and
+one profile file per person. The database is the authority; a file is its readable, editable
+projection.
+
+One sync, per file: when the file changed since it was last written or read (its hash), its
+block is parsed (a malformed block — a marker missing, a line that is no bullet, an id that is
+not this file's — is reported with its line, and nothing of that file is applied or rewritten);
+the bullets are compared with what the block showed then (the snapshot in `markdown_files`), a
+secret in an edited or added bullet is refused (reported with its line, never stored), and the
+rest is applied as audited changes (`human_edit`). Then the block is rendered again from the
+database, which now holds both the file's edits and every change made meanwhile elsewhere, and
+written atomically (temp file + rename) — unless the file changed again while this ran (the next
+sync takes it). Bytes outside the markers are kept as they were.
+
+Cheap when nothing changed: a tick compares each file's mtime and size, and one fingerprint of
+the database (global items and profiles), with what it saw last, and does nothing else.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import structlog
+
+from nahida.memory.markdown import block
+from nahida.memory.markdown.memory_md import MemoryFile
+from nahida.memory.markdown.profiles_md import ProfileFile
+from nahida.memory.safety import contains_secret
+from nahida.memory.store.base import FileState, Store, Tx
+
+log = structlog.get_logger(__name__)
+
+
+class Projection(Protocol):
+    path: str  # relative to the workspace
+    begin: str
+    end: str
+    groups: tuple[str, ...]
+    header: str  # a new file's text before the block
+
+    def shown(self, tx: Tx) -> tuple[str, dict[str, dict[str, str]]]: ...
+    def known(self, tx: Tx, ids: set[str]) -> dict[str, dict[str, str]]: ...
+    def prepare(self, changes: block.Changes) -> Any: ...
+    def apply(self, tx: Tx, ready: Any, baseline: block.Snapshot) -> dict[str, int]: ...
+
+
+@dataclass
+class FileReport:
+    path: str
+    counts: dict[str, int] = field(default_factory=dict)
+    refused: list[tuple[int, str]] = field(default_factory=list)  # (line, why): not applied
+    problems: list[tuple[int, str]] = field(default_factory=list)  # malformed: nothing applied
+    written: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            **self.counts,
+            "refused": [{"line": n, "reason": r} for n, r in self.refused],
+            "problems": [{"line": n, "problem": p} for n, p in self.problems],
+            "written": self.written,
+        }
+
+
+@dataclass
+class SyncReport:
+    files: list[FileReport] = field(default_factory=list)
+
+    @property
+    def malformed(self) -> bool:
+        return any(f.problems for f in self.files)
+
+    def total(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for report in self.files:
+            for key, n in report.counts.items():
+                counts[key] = counts.get(key, 0) + n
+            counts["refused"] = counts.get("refused", 0) + len(report.refused)
+            counts["malformed"] = counts.get("malformed", 0) + (1 if report.problems else 0)
+            counts["written"] = counts.get("written", 0) + int(report.written)
+        return counts
+
+    def to_json(self) -> dict[str, Any]:
+        return {"files": [f.to_json() for f in self.files if _worth(f)], **self.total()}
+
+
+def _worth(report: FileReport) -> bool:
+    return bool(any(report.counts.values()) or report.refused or report.problems or report.written)
+
+
+class MarkdownSync:
+    """`memory.markdown`: sync MEMORY.md and the profile files with the database."""
+
+    def __init__(
+        self,
+        store: Store,
+        workspace: Path,
+        *,
+        max_bullets: int = 200,
+        changed: Callable[[], None] = lambda: None,
+    ) -> None:
+        self.store = store
+        self.workspace = workspace
+        self.max_bullets = max_bullets
+        self.changed = changed  # told after edits were applied (new texts to embed)
+        self._seen: dict[str, tuple[int, int] | None] = {}  # path → (mtime_ns, size) last seen
+        self._fingerprint: object = None
+        self._lock = asyncio.Lock()
+
+    async def sync(self, *, force: bool = True) -> SyncReport:
+        """Sync every projected file. `force` False (the job's tick): skip a file whose mtime and
+        size are as last seen while the database's fingerprint is too."""
+        async with self._lock:
+            fingerprint, users = await self.store.read(_where)
+            same_db = fingerprint == self._fingerprint
+            report = SyncReport()
+            files: list[Projection] = [MemoryFile(self.max_bullets)]
+            files.extend(ProfileFile(u) for u in users)
+            for projection in files:
+                seen = await asyncio.to_thread(_stat, self.workspace / projection.path)
+                if not force and same_db and seen == self._seen.get(projection.path, False):
+                    continue
+                report.files.append(await self._one(projection))
+                self._seen[projection.path] = await asyncio.to_thread(
+                    _stat, self.workspace / projection.path
+                )
+            self._fingerprint = (await self.store.read(_where))[0]
+            return report
+
+    async def _one(self, projection: Projection) -> FileReport:
+        path = self.workspace / projection.path
+        report = FileReport(projection.path)
+        text = await asyncio.to_thread(_read, path)
+        state = await self.store.read(lambda tx: tx.markdown.file(projection.path))
+        if text is not None and (state is None or block.digest(text) != state.hash):
+            found = block.parse(text, projection.begin, projection.end, projection.groups)
+            if not found.problems:
+                await self._apply(projection, found, state, report)
+            if found.problems:
+                report.problems = found.problems
+                log.warning("markdown_malformed", path=projection.path, problems=found.problems)
+                return report
+        body, snapshot = await self.store.read(projection.shown)
+        new = block.replace(
+            text if text is not None else projection.header, projection.begin, projection.end, body
+        )
+        if new != text:
+            if not await asyncio.to_thread(_write, path, new, text):
+                return report  # edited again meanwhile: the next sync takes it
+            report.written = True
+        digest, mtime = block.digest(new), await asyncio.to_thread(_mtime, path)
+        await self.store.write(
+            lambda tx: tx.markdown.put_file(
+                FileState(projection.path, digest, mtime, snapshot, time.time())
+            )
+        )
+        return report
+
+    async def _apply(
+        self,
+        projection: Projection,
+        found: block.Block,
+        state: FileState | None,
+        report: FileReport,
+    ) -> None:
+        snapshot = dict(state.snapshot) if state is not None else {}
+        ids = {b.id for b in found.bullets if b.id is not None}
+        extra = await self.store.read(lambda tx: projection.known(tx, ids - snapshot.keys()))
+        for bullet in found.bullets:
+            if bullet.id is not None and bullet.id not in snapshot and bullet.id not in extra:
+                found.problems.append((bullet.line, f"{bullet.id} is not a record of this file"))
+        if found.problems:
+            return
+        baseline = {**snapshot, **extra}
+        changes = block.diff(found.bullets, baseline)
+        for kept in (changes.edited, changes.moved):
+            for pair in list(kept):
+                if contains_secret(pair[0].text):
+                    kept.remove(pair)
+                    report.refused.append((pair[0].line, "looks like a secret: not stored"))
+        for bullet in list(changes.added):
+            if contains_secret(bullet.text):
+                changes.added.remove(bullet)
+                report.refused.append((bullet.line, "looks like a secret: not stored"))
+        if not changes:
+            return
+        ready = await asyncio.to_thread(projection.prepare, changes)
+        report.counts = await self.store.write(lambda tx: projection.apply(tx, ready, baseline))
+        self.changed()
+        log.info(
+            "markdown_synced", path=projection.path, **report.counts, refused=len(report.refused)
+        )
+
+
+def _where(tx: Tx) -> tuple[object, list[str]]:
+    """The database's fingerprint for the projection, and the people with a profile."""
+    return tx.markdown.fingerprint(), tx.profiles.users()
+
+
+def _stat(path: Path) -> tuple[int, int] | None:
+    try:
+        found = path.stat()
+    except FileNotFoundError:
+        return None
+    return found.st_mtime_ns, found.st_size
+
+
+def _mtime(path: Path) -> float:
+    return path.stat().st_mtime
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+
+
+def _write(path: Path, text: str, expected: str | None) -> bool:
+    """Write `text` atomically; False (nothing written) when the file no longer holds
+    `expected` (someone saved it meanwhile)."""
+    if _read(path) != expected:
+        return False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.write(text)
+        os.replace(temp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temp)
+        raise
+    return True
