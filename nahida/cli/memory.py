@@ -10,6 +10,7 @@
     nahida memory search …            (nahida.cli.search)
     nahida memory embed [--rebuild]   (nahida.cli.embed)
     nahida memory dream [--chat C] [--list]   (nahida.cli.dream)
+    nahida memory sync [--json]               (nahida.cli.sync)
 
 The same operations as the chat's `/memory` commands, through `MemoryService`, with the CLI as the
 actor (`Actor.cli()`: a bot admin); `remember` is an admin edit (`candidates.admin_edit`). Scopes
@@ -33,6 +34,7 @@ from nahida.cli.dream import dream
 from nahida.cli.embed import embed
 from nahida.cli.search import search
 from nahida.cli.state import echo_json, fail, state_of
+from nahida.cli.sync import sync
 from nahida.cli.text import local_time
 from nahida.memory import (
     ITEM_STATUSES,
@@ -58,6 +60,7 @@ memory_app = typer.Typer(
 memory_app.command("search")(search)
 memory_app.command("embed")(embed)
 memory_app.command("dream")(dream)
+memory_app.command("sync")(sync)
 
 STATUSES = (*ITEM_STATUSES, "all")
 SCOPE_HELP = "global | chat:<ChatKey> | user:<UserKey>"
