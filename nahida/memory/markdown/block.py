@@ -137,10 +137,10 @@ def replace(text: str, begin: str, end: str, body: str) -> str:
     """`text` with the block between the markers set to `body`; without markers, the block is
     appended at the end. Nothing outside the markers changes."""
     inner = f"{begin}\n{body}\n{end}" if body else f"{begin}\n{end}"
-    first = re.search(rf"^[ \t]*{re.escape(begin)}[ \t]*$", text, re.MULTILINE)
+    first = re.search(rf"^[ \t]*{re.escape(begin)}[ \t\r]*$", text, re.MULTILINE)
     if first is None:
         sep = "" if not text or text.endswith("\n\n") else ("\n" if text.endswith("\n") else "\n\n")
         return f"{text}{sep}{inner}\n"
-    last = re.compile(rf"^[ \t]*{re.escape(end)}[ \t]*$", re.MULTILINE).search(text, first.end())
+    last = re.compile(rf"^[ \t]*{re.escape(end)}[ \t\r]*$", re.MULTILINE).search(text, first.end())
     assert last is not None, "parse() found the block well formed first"
     return text[: first.start()] + inner + text[last.end() :]

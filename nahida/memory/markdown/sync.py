@@ -37,6 +37,7 @@ from nahida.memory.safety import contains_secret
 from nahida.memory.store.base import FileState, Store, Tx
 
 log = structlog.get_logger(__name__)
+COUNTED = ("edited", "moved", "added", "merged", "archived", "refused", "malformed", "written")
 
 
 class Projection(Protocol):
@@ -79,7 +80,7 @@ class SyncReport:
         return any(f.problems for f in self.files)
 
     def total(self) -> dict[str, int]:
-        counts: dict[str, int] = {}
+        counts = dict.fromkeys(COUNTED, 0)
         for report in self.files:
             for key, n in report.counts.items():
                 counts[key] = counts.get(key, 0) + n
@@ -218,8 +219,9 @@ def _mtime(path: Path) -> float:
 
 
 def _read(path: Path) -> str | None:
+    """The file's text as it is (no newline translation: a CRLF file stays one)."""
     try:
-        return path.read_text(encoding="utf-8")
+        return path.read_bytes().decode("utf-8", errors="replace")
     except FileNotFoundError:
         return None
 
@@ -232,8 +234,8 @@ def _write(path: Path, text: str, expected: str | None) -> bool:
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(text)
+        with os.fdopen(handle, "wb") as out:
+            out.write(text.encode("utf-8"))
         os.replace(temp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
