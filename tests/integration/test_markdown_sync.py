@@ -135,6 +135,8 @@ async def test_an_edit_round_trip_gives_exactly_the_audited_changes(tmp_path: Pa
     assert f"[{added.id}] 周一停电检修" in text.split("### warning")[1]
     again = await cli(tmp_path, "memory", "sync", "--json")
     assert json.loads(again.stdout).get("edited") == 0  # nothing twice
+    shown = await cli(tmp_path, "memory", "why", why.replaced_by)
+    assert f"MEMORY.md:{floor_line}" in shown.stdout and "human_edit:MEMORY.md" in shown.stdout
 
 
 async def test_a_secret_is_refused_with_its_line_and_dropped_from_the_block(
