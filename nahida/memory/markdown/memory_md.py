@@ -97,7 +97,9 @@ def apply(tx: Tx, ready: Prepared, baseline: Snapshot) -> dict[str, int]:
     for old_id, new in ready.edited:
         old = tx.items.get(old_id)
         if old is not None and old.status == "active":
-            new = replace(new, candidate=_superseding(new.candidate, old))
+            superseding = _superseding(new.candidate, old)  # keeps the old title (a task's date)
+            index = write.item_index(superseding.title, superseding.content)
+            new = replace(new, candidate=superseding, index=index)
         # else changed in the database meanwhile: the edit is kept as a memory of its own
         write.propose(tx, new, "auto_safe", ACTOR)  # human_edit: committed in any mode
         counts["edited"] += 1
