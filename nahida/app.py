@@ -37,6 +37,7 @@ from nahida.errors import AdapterError, ConfigError
 from nahida.memory import (
     CleanupEmptySessions,
     ConfidenceDecay,
+    DailyNotesJob,
     DreamJob,
     DreamSettings,
     EmbeddingSettings,
@@ -189,7 +190,14 @@ def open_memory(
         ),
         dreaming=dream_settings(config),
         journal=paths.workspace / "DREAMS.md",
+        workspace=paths.workspace,
+        daily_notes=daily_notes_enabled(config),
     )
+
+
+def daily_notes_enabled(config: Config) -> bool:
+    markdown = config.memory.markdown
+    return markdown.enabled and markdown.daily_notes
 
 
 def dream_settings(config: Config) -> DreamSettings:
@@ -313,6 +321,8 @@ class App:
         self.scheduler.add(ConfidenceDecay(self.memory))
         if config.memory.dreaming.enabled:
             self.scheduler.add(DreamJob(self.memory))
+        if self.memory.daily is not None:
+            self.scheduler.add(DailyNotesJob(self.memory))
         self._stop_when_adapters_done = stop_when_adapters_done
         self._stop: asyncio.Event | None = None
 

@@ -11,7 +11,13 @@ from nahida.memory.dream import DreamSettings
 from nahida.memory.dream.run import NoModel
 from nahida.memory.embedding import EmbeddingSettings, EmbedReport
 from nahida.memory.importer import ITEM_STATUSES, BadLine, ImportReport, export_lines, parse_moment
-from nahida.memory.jobs import CleanupEmptySessions, ConfidenceDecay, DreamJob, EmbeddingUpkeep
+from nahida.memory.jobs import (
+    CleanupEmptySessions,
+    ConfidenceDecay,
+    DailyNotesJob,
+    DreamJob,
+    EmbeddingUpkeep,
+)
 from nahida.memory.models import (
     KINDS,
     PROFILE_SECTIONS,
@@ -60,6 +66,7 @@ __all__ = [
     "CleanupEmptySessions",
     "CommitMode",
     "ConfidenceDecay",
+    "DailyNotesJob",
     "DreamJob",
     "DreamRun",
     "DreamSettings",

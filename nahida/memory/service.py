@@ -12,6 +12,8 @@ The runner, chat commands, CLI, background jobs and plugins all go through it, b
     memory.episodes   one summary per finished session, recallable (`episodes.py`)
     memory.working    warm summaries and episodes, written by the compress model (`working.py`)
     memory.dreams     dream runs: consolidation by the dream model, cursors, pauses (`dream/`)
+    memory.daily      the daily notes, workspace/memory/YYYY-MM-DD.md (`markdown/daily.py`), or
+                      None (disabled, or no workspace)
 
 Each part prepares what needs CPU (jieba tokens, the safety filter) before it calls the store,
 and the store runs the unit of work in one transaction on its own thread.
@@ -35,6 +37,7 @@ from nahida.memory.dream import Dreaming, DreamSettings
 from nahida.memory.embedding import Embeddings, EmbeddingSettings
 from nahida.memory.episodes import Episodes
 from nahida.memory.importer import BadLine, ImportReport
+from nahida.memory.markdown.daily import DailyNotes
 from nahida.memory.models import (
     INJECTED_CONFIDENCE,
     Candidate,
@@ -387,6 +390,8 @@ class MemoryService:
         dreaming: DreamSettings | None = None,
         journal: Path | None = None,
         holder: str | None = None,
+        workspace: Path | None = None,
+        daily_notes: bool = True,
     ) -> None:
         self.store = store
         self.tz = tz  # the bot's zone (`bot.timezone`); None: the system's
@@ -440,6 +445,7 @@ class MemoryService:
             journal=journal,
             changed=self.embeddings.nudge,
         )
+        self.daily = DailyNotes(store, workspace, tz) if workspace and daily_notes else None
 
     async def context(
         self,
