@@ -37,6 +37,7 @@ from nahida.errors import AdapterError, ConfigError
 from nahida.memory import (
     CleanupEmptySessions,
     ConfidenceDecay,
+    DailyNotesJob,
     DreamJob,
     DreamSettings,
     EmbeddingSettings,
@@ -190,9 +191,16 @@ def open_memory(
         ),
         dreaming=dream_settings(config),
         journal=paths.workspace / "DREAMS.md",
-        workspace=paths.workspace if config.memory.markdown.enabled else None,
+        workspace=paths.workspace,
+        markdown=config.memory.markdown.enabled,
         max_bullets=config.memory.markdown.max_bullets,
+        daily_notes=daily_notes_enabled(config),
     )
+
+
+def daily_notes_enabled(config: Config) -> bool:
+    markdown = config.memory.markdown
+    return markdown.enabled and markdown.daily_notes
 
 
 def dream_settings(config: Config) -> DreamSettings:
@@ -320,6 +328,8 @@ class App:
             self.scheduler.add(
                 MarkdownSyncJob(self.memory, every=config.memory.markdown.sync_seconds)
             )
+        if self.memory.daily is not None:
+            self.scheduler.add(DailyNotesJob(self.memory))
         self._stop_when_adapters_done = stop_when_adapters_done
         self._stop: asyncio.Event | None = None
 

@@ -14,6 +14,7 @@ from nahida.memory.importer import ITEM_STATUSES, BadLine, ImportReport, export_
 from nahida.memory.jobs import (
     CleanupEmptySessions,
     ConfidenceDecay,
+    DailyNotesJob,
     DreamJob,
     EmbeddingUpkeep,
     MarkdownSyncJob,
@@ -67,6 +68,7 @@ __all__ = [
     "CleanupEmptySessions",
     "CommitMode",
     "ConfidenceDecay",
+    "DailyNotesJob",
     "DreamJob",
     "DreamRun",
     "DreamSettings",

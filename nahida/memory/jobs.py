@@ -1,5 +1,6 @@
 """Memory's background jobs (run by `nahida.scheduler`): the cleanup of empty sessions, the
-upkeep of embeddings, the slow decay of unused memories' confidence, and dreaming."""
+upkeep of embeddings, the slow decay of unused memories' confidence, dreaming, and the daily
+notes."""
 
 from __future__ import annotations
 
@@ -129,3 +130,21 @@ class MarkdownSyncJob:
         for key, n in report.total().items():
             if n:
                 ctx.count(key, n)
+
+
+class DailyNotesJob:
+    """Appends what is new in memory to the day's notes (`workspace/memory/YYYY-MM-DD.md`,
+    DESIGN §9): every minute, the first ten seconds after start. Skipped when they are off."""
+
+    name = "daily_notes"
+
+    def __init__(self, memory: MemoryService, *, every: float = 60.0, first: float = 10.0):
+        self.memory = memory
+        self.schedule: Schedule = Schedule(every=every, first=first)
+
+    async def run(self, ctx: JobContext) -> None:
+        daily = self.memory.daily
+        if daily is None:
+            ctx.skip("daily notes off")
+            return
+        ctx.count("lines", await daily.catch_up())

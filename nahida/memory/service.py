@@ -13,6 +13,8 @@ The runner, chat commands, CLI, background jobs and plugins all go through it, b
     memory.working    warm summaries and episodes, written by the compress model (`working.py`)
     memory.dreams     dream runs: consolidation by the dream model, cursors, pauses (`dream/`)
     memory.markdown   MEMORY.md and profile files, synced both ways (`markdown/sync.py`)
+    memory.daily      the daily notes, workspace/memory/YYYY-MM-DD.md (`markdown/daily.py`), or
+                      None (disabled, or no workspace)
 
 Each part prepares what needs CPU (jieba tokens, the safety filter) before it calls the store,
 and the store runs the unit of work in one transaction on its own thread.
@@ -36,6 +38,7 @@ from nahida.memory.dream import Dreaming, DreamSettings
 from nahida.memory.embedding import Embeddings, EmbeddingSettings
 from nahida.memory.episodes import Episodes
 from nahida.memory.importer import BadLine, ImportReport
+from nahida.memory.markdown.daily import DailyNotes
 from nahida.memory.markdown.sync import MarkdownSync
 from nahida.memory.models import (
     INJECTED_CONFIDENCE,
@@ -390,7 +393,9 @@ class MemoryService:
         journal: Path | None = None,
         holder: str | None = None,
         workspace: Path | None = None,
+        markdown: bool = True,
         max_bullets: int = 200,
+        daily_notes: bool = True,
     ) -> None:
         self.store = store
         self.tz = tz  # the bot's zone (`bot.timezone`); None: the system's
@@ -444,12 +449,14 @@ class MemoryService:
             journal=journal,
             changed=self.embeddings.nudge,
         )
-        # MEMORY.md and the profile files; None without a workspace (tests, scripts)
+        # MEMORY.md and the profile files, the daily notes; None without a workspace (tests,
+        # scripts) or when switched off
         self.markdown = (
             MarkdownSync(store, workspace, max_bullets=max_bullets, changed=self.embeddings.nudge)
-            if workspace is not None
+            if workspace is not None and markdown
             else None
         )
+        self.daily = DailyNotes(store, workspace, tz) if workspace and daily_notes else None
 
     async def context(
         self,

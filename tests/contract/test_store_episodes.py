@@ -11,7 +11,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from nahida.memory.models import Episode, NewTurn
+from nahida.memory.models import Episode, NewTurn, WarmSummary
 from nahida.memory.store.base import Store, TextSearch, Tx, VectorSearch
 from nahida.memory.tokenize import index_text, query_terms, tokenize
 from tests.contract.test_store_vectors import EAST, NORTH, NORTH_EAST, SPACE, embed_rows
@@ -214,3 +214,35 @@ def test_a_rewritten_or_deleted_episode_gives_up_its_vector(store: Store) -> Non
     assert [r.content for r in store.read_sync(lambda tx: tx.vectors.unhashed("episode", 10))] == [
         "north-east"
     ]
+
+
+def test_episodes_and_summaries_are_read_by_their_time_for_the_daily_notes(store: Store) -> None:
+    """(seq, episode) by (created_at, seq), a rewrite not new again; written summaries (not
+    empty, not failing) by (updated_at, session_id); both bounded by `before` and the limit."""
+    put(store, episode("e_000002", "s2", "later", ended_at=T0 + 200))
+    put(store, episode("e_000001", "s1", "first", ended_at=T0 + 100))
+    created = store.read_sync(lambda tx: tx.episodes.created((0.0, 0), T0 + 999, 10))
+    assert [e.id for _, e in created] == ["e_000001", "e_000002"]
+    (seq, _), _ = created
+    assert store.read_sync(lambda tx: tx.episodes.created((T0 + 100, seq), T0 + 999, 10)) == [
+        created[1]
+    ]
+    assert store.read_sync(lambda tx: tx.episodes.created((0.0, 0), T0 + 200, 10)) == [created[0]]
+    assert store.read_sync(lambda tx: tx.episodes.created((0.0, 0), T0 + 999, 1)) == [created[0]]
+    put(store, replace(created[0][1], summary="rewritten", ended_at=T0 + 500))
+    last = (T0 + 200, created[1][0])
+    assert store.read_sync(lambda tx: tx.episodes.created(last, T0 + 999, 10)) == []  # kept
+
+    def summaries(tx: Tx) -> None:
+        tx.summaries.put(WarmSummary("s2", CHAT, "two", updated_at=T0 + 10))
+        tx.summaries.put(WarmSummary("s1", CHAT, "one", updated_at=T0 + 10))
+        tx.sessions.create("s3", CHAT, "t", T0)
+        tx.summaries.failed("s3", CHAT, "boom", T0 + 20)  # nothing written yet
+
+    store.write_sync(summaries)
+    updated = store.read_sync(lambda tx: tx.summaries.updated((0.0, ""), T0 + 999, 10))
+    assert [(s.session_id, s.summary) for s in updated] == [("s1", "one"), ("s2", "two")]
+    assert store.read_sync(lambda tx: tx.summaries.updated((T0 + 10, "s1"), T0 + 999, 10)) == [
+        updated[1]
+    ]
+    assert store.read_sync(lambda tx: tx.summaries.updated((0.0, ""), T0 + 10, 10)) == []

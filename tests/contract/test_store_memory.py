@@ -565,3 +565,38 @@ def test_containing_finds_a_character_inside_words_where_the_viewer_may_look(sto
     assert containing("茶", "喜") == ["m_tea"]  # every needle
     assert containing("%") == ["m_pct"] and containing("_") == ["m_pct"]  # literally
     assert containing("茶", at=T0 + 0.5) == ["m_tea"]
+
+
+def test_candidates_are_read_by_creation_and_by_a_later_decision(store: Store) -> None:
+    """The daily notes' reads: keyset order (time, then id), the bound `before`, the limit."""
+    fact = Candidate(scope="chat:x", kind="fact", content="c", source="rule_extract")
+
+    def seed(tx: Tx) -> None:
+        tx.candidates.add("c_b", fact, "accepted", "m_1", "created", 10.0)
+        tx.candidates.add("c_a", fact, "pending", None, "waiting", 10.0)
+        tx.candidates.add("c_c", fact, "pending", None, "waiting", 20.0)
+        tx.candidates.decide("c_a", "rejected", None, "admin", 30.0)
+
+    store.write_sync(seed)
+    read = store.read_sync
+    ids = lambda found: [c.id for c in found]  # noqa: E731
+    assert ids(read(lambda tx: tx.candidates.proposed((0.0, ""), 99.0, 10))) == [
+        "c_a",
+        "c_b",
+        "c_c",
+    ]
+    assert ids(read(lambda tx: tx.candidates.proposed((10.0, "c_a"), 99.0, 10))) == ["c_b", "c_c"]
+    assert ids(read(lambda tx: tx.candidates.proposed((0.0, ""), 20.0, 10))) == ["c_a", "c_b"]
+    assert ids(read(lambda tx: tx.candidates.proposed((0.0, ""), 99.0, 1))) == ["c_a"]
+    decided = read(lambda tx: tx.candidates.decided((0.0, ""), 99.0, 10))
+    assert [(c.id, c.status, c.decided_at, c.decided_by) for c in decided] == [
+        ("c_a", "rejected", 30.0, "admin")
+    ]
+    assert read(lambda tx: tx.candidates.decided((30.0, "c_a"), 99.0, 10)) == []
+    first = read(lambda tx: tx.candidates.proposed((10.0, "c_a"), 99.0, 1))[0]
+    assert (first.status, first.item_id, first.reason, first.decided_at) == (
+        "accepted",
+        "m_1",
+        "created",
+        10.0,
+    )

@@ -317,6 +317,19 @@ class EventRows(Protocol):
     def of_item(self, item_id: str) -> list[MemoryEvent]: ...
 
 
+class CandidateNote(NamedTuple):
+    """A candidate row with what became of it, as the daily notes tell it."""
+
+    id: str
+    candidate: Candidate
+    status: str  # pending, accepted, rejected, merged, refused
+    item_id: str | None
+    reason: str
+    created_at: float
+    decided_at: float | None  # = created_at when decided as it was proposed
+    decided_by: str | None  # a reviewer (decided later)
+
+
 class CandidateRows(Protocol):
     def add(
         self,
@@ -339,6 +352,13 @@ class CandidateRows(Protocol):
     def decide(
         self, candidate_id: str, status: str, item_id: str | None, actor: str, at: float
     ) -> None: ...
+
+    def proposed(self, after: tuple[float, str], before: float, limit: int) -> list[CandidateNote]:
+        """Candidates by (created_at, id) after `after`, created before `before`, oldest first."""
+
+    def decided(self, after: tuple[float, str], before: float, limit: int) -> list[CandidateNote]:
+        """Candidates decided after they were proposed (a review), by (decided_at, id) after
+        `after`, decided before `before`, oldest decision first."""
 
 
 class JobRows(Protocol):
@@ -376,6 +396,10 @@ class SummaryRows(Protocol):
 
     def failing(self, limit: int) -> list[WarmSummary]:
         """Summaries whose last compaction failed, most failures first."""
+
+    def updated(self, after: tuple[float, str], before: float, limit: int) -> list[WarmSummary]:
+        """Written summaries (not empty, the last compaction did not fail) by (updated_at,
+        session_id) after `after`, updated before `before`, oldest first."""
 
 
 class SectionEntry(NamedTuple):
@@ -420,6 +444,12 @@ class EpisodeRows(Protocol):
 
     def chats(self) -> list[str]:
         """The chats that have an episode."""
+
+    def created(
+        self, after: tuple[float, int], before: float, limit: int
+    ) -> list[tuple[int, Episode]]:
+        """(seq, episode) by (created_at, seq) after `after`, created before `before`, oldest
+        first (a rewritten episode keeps its creation: it is not new again)."""
 
     def drop_told(self, item_id: str) -> int:
         """Delete the episodes of the sessions with turns hidden because of the forgotten item

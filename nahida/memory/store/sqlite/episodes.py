@@ -102,6 +102,16 @@ class EpisodeTable:
         ).fetchone()
         return episode_of(row) if row else None
 
+    def created(
+        self, after: tuple[float, int], before: float, limit: int
+    ) -> list[tuple[int, Episode]]:
+        found = self.conn.execute(
+            "SELECT * FROM episodes WHERE (created_at, seq) > (?, ?) AND created_at < ?"
+            " ORDER BY created_at, seq LIMIT ?",
+            (*after, before, limit),
+        )
+        return [(int(r["seq"]), episode_of(r)) for r in found]
+
     def chats(self) -> list[str]:
         return [r[0] for r in self.conn.execute("SELECT DISTINCT chat FROM episodes")]
 

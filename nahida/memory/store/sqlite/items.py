@@ -12,7 +12,7 @@ from typing import Any
 
 from nahida.memory.models import Candidate, MemoryEvent, MemoryItem, dump_evidence
 from nahida.memory.scopes import Visibility
-from nahida.memory.store.base import ItemMatch, TextSearch
+from nahida.memory.store.base import CandidateNote, ItemMatch, TextSearch
 from nahida.memory.store.sqlite import fts, rows
 from nahida.memory.store.sqlite.db import Connection
 from nahida.memory.store.sqlite.fts import like_escape
@@ -296,3 +296,32 @@ class CandidateTable:
             " WHERE id = ?",
             (status, item_id, at, actor, candidate_id),
         )
+
+    def proposed(self, after: tuple[float, str], before: float, limit: int) -> list[CandidateNote]:
+        found = self.conn.execute(
+            "SELECT * FROM memory_candidates WHERE (created_at, id) > (?, ?) AND created_at < ?"
+            " ORDER BY created_at, id LIMIT ?",
+            (*after, before, limit),
+        )
+        return [_note(r) for r in found]
+
+    def decided(self, after: tuple[float, str], before: float, limit: int) -> list[CandidateNote]:
+        found = self.conn.execute(
+            "SELECT * FROM memory_candidates WHERE decided_at > created_at"
+            " AND (decided_at, id) > (?, ?) AND decided_at < ? ORDER BY decided_at, id LIMIT ?",
+            (*after, before, limit),
+        )
+        return [_note(r) for r in found]
+
+
+def _note(row: Any) -> CandidateNote:
+    return CandidateNote(
+        row["id"],
+        rows.candidate(row),
+        row["status"],
+        row["item_id"],
+        row["reason"] or "",
+        row["created_at"],
+        row["decided_at"],
+        row["decided_by"],
+    )

@@ -14,6 +14,7 @@ from nahida.memory.safety import contains_secret, redact
 from nahida.memory.store.sqlite.db import Connection, driver, transaction
 from nahida.memory.store.sqlite.schema import (
     CANDIDATE_VALIDITY,
+    DAILY_NOTES,
     DREAMS,
     EMBEDDINGS,
     EPISODES,
@@ -114,6 +115,7 @@ MIGRATIONS: list[Migration] = [
     Migration("0011_episodes", _sql(EPISODES)),
     Migration("0012_dreams", _sql(DREAMS)),
     Migration("0013_markdown", _sql(MARKDOWN)),
+    Migration("0014_daily_notes", _sql(DAILY_NOTES)),
 ]
 
 

@@ -307,3 +307,13 @@ CREATE TABLE markdown_state (
     updated_at  REAL NOT NULL
 )
 """
+
+# Daily notes (DESIGN §9) read what is new by time: candidates by creation and by a later
+# decision, summaries by their last write and episodes by creation.
+DAILY_NOTES = """
+CREATE INDEX memory_candidates_by_created ON memory_candidates (created_at, id);
+CREATE INDEX memory_candidates_by_decided ON memory_candidates (decided_at, id)
+    WHERE decided_at > created_at;
+CREATE INDEX session_summaries_by_time ON session_summaries (updated_at, session_id);
+CREATE INDEX episodes_by_created ON episodes (created_at, seq)
+"""

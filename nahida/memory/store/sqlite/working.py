@@ -62,6 +62,15 @@ class SummaryTable:
         ).fetchone()
         return int(row[0])
 
+    def updated(self, after: tuple[float, str], before: float, limit: int) -> list[WarmSummary]:
+        found = self.conn.execute(
+            f"SELECT {_FIELDS} FROM session_summaries WHERE (updated_at, session_id) > (?, ?)"
+            " AND updated_at < ? AND failures = 0 AND summary != ''"
+            " ORDER BY updated_at, session_id LIMIT ?",
+            (*after, before, limit),
+        )
+        return [_summary(r) for r in found]
+
     def failing(self, limit: int) -> list[WarmSummary]:
         found = self.conn.execute(
             f"SELECT {_FIELDS} FROM session_summaries WHERE failures > 0"
