@@ -8,8 +8,8 @@ event loop) decides when; each run is a child task of the app's TaskGroup, and:
   at the end; a process that finds it taken skips that run;
 - one record per run (`job_runs`: job, process, started, finished, outcome, counts, error), shown
   by `nahida doctor` — a `quiet` job (one that ticks every few seconds) is recorded only when a
-  run counted something or did not end ok; outcomes are `ok`, `failed` (the error is recorded), `skipped` (the job
-  said why), `interrupted` (the app stopped during the run);
+  run counted something or did not end ok; outcomes are `ok`, `failed` (the error is
+  recorded), `skipped` (the job said why), `interrupted` (the app stopped during the run);
 - `stop()` asks running jobs to stop (`ctx.stopping`): a job checks it between units of work and
   returns after finishing the current one. A run still going after the deadline is cancelled;
   the unit the store is executing completes anyway, since the store drains its queue before the
