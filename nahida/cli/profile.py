@@ -15,8 +15,9 @@ file shows the database as it is now, waits for the editor to exit, then syncs a
 what that sync did to the file — bullets edited, added, archived, lines refused (a secret: never
 stored), and, when the block is malformed, its problems by line (nothing applied; exit 2). A
 running `nahida run` syncs the files too, so an edit saved while the editor is still open may
-already have been taken by the time it closes. Without the projection
-(`memory.markdown.enabled: false`) it exits 2.
+already have been taken by the time it closes. An editor that exits non-zero: what it saved is
+synced and reported all the same, then exit 1; one that cannot be started: exit 2, nothing
+synced after. Without the projection (`memory.markdown.enabled: false`) it exits 2.
 """
 
 from __future__ import annotations
