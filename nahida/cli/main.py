@@ -5,7 +5,7 @@ Global options (each with an environment variable): `--config` (NAHIDA_CONFIG, d
 `--workspace` (NAHIDA_WORKSPACE, default `./workspace`), `--plugins-dir` (NAHIDA_PLUGINS_DIR). A bad
 config prints one line naming the file and key and exits with code 2. Every read command has
 `--json`. The other command groups live beside this module: `doctor`, `session`, `memory` (with
-`search`), `history`.
+`search`), `profile`, `history`.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from nahida.app import App, Paths, TerminalApp, console_app, platform_adapters
 from nahida.cli.doctor import doctor
 from nahida.cli.history import history_app
 from nahida.cli.memory import memory_app
+from nahida.cli.profile import profile_app
 from nahida.cli.session import session_app
 from nahida.cli.state import State, fail, state_of
 from nahida.config import Config
@@ -42,6 +43,7 @@ app = typer.Typer(
 app.command()(doctor)
 app.add_typer(session_app, name="session")
 app.add_typer(memory_app, name="memory")
+app.add_typer(profile_app, name="profile")
 app.add_typer(history_app, name="history")
 
 

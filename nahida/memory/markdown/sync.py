@@ -32,7 +32,7 @@ import structlog
 
 from nahida.memory.markdown import block
 from nahida.memory.markdown.memory_md import MemoryFile
-from nahida.memory.markdown.profiles_md import ProfileFile
+from nahida.memory.markdown.profiles_md import ProfileFile, file_name
 from nahida.memory.safety import contains_secret
 from nahida.memory.store.base import FileState, Store, Tx
 
@@ -115,6 +115,11 @@ class MarkdownSync:
         self._seen: dict[str, tuple[int, int] | None] = {}  # path → (mtime_ns, size) last seen
         self._fingerprint: object = None
         self._lock = asyncio.Lock()
+
+    def profile_file(self, user: str) -> str:
+        """The path of a person's profile file, relative to the workspace (`users/onebot_42.md`:
+        the `FileReport.path` of its syncs)."""
+        return file_name(user)
 
     async def sync(self, *, force: bool = True) -> SyncReport:
         """Sync every projected file. `force` False (the job's tick): skip a file whose mtime and
