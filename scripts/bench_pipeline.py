@@ -26,8 +26,10 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -37,6 +39,7 @@ from nahida.config import Config  # noqa: E402
 from nahida.envelope import ChatKey, Envelope, Reply, Role, Segment, Sender, UserKey  # noqa: E402
 from nahida.logs import configure_logging  # noqa: E402
 from nahida.memory.models import DreamRun  # noqa: E402
+from nahida.memory.store.sqlite.db import DbStats  # noqa: E402
 from nahida.providers.base import ChatRequest, ChatResponse  # noqa: E402
 from nahida.providers.echo import EchoProvider  # noqa: E402
 from nahida.providers.router import ModelRouter, resolve_routes  # noqa: E402
@@ -114,6 +117,45 @@ async def dreaming(app: App, chats: int, every: float, runs: list[tuple[DreamRun
         if run is not None:
             runs.append((run, time.perf_counter() - t0))
         n += 1
+
+
+@dataclass
+class Costs:
+    """Per-message costs over a run: database round trips and statements, the database thread's
+    CPU, the event loop's (this thread's) and the whole process's."""
+
+    db: Any
+    before: DbStats
+    loop_cpu: float
+    process_cpu: float
+    after: DbStats | None = None
+
+    @classmethod
+    def start(cls, app: App) -> Costs:
+        db = app.memory.store.db  # type: ignore[attr-defined]  # the SQLite store
+        db.measure()
+        return cls(db, replace(db.stats), time.thread_time(), time.process_time())
+
+    def stop(self) -> None:
+        self.loop_cpu = time.thread_time() - self.loop_cpu
+        self.process_cpu = time.process_time() - self.process_cpu
+        self.after = replace(self.db.stats)
+        self.db.measure(False)
+
+    def rows(self, messages: int) -> list[tuple[str, str]]:
+        assert self.after is not None
+        a, b = self.after, self.before
+        return [
+            ("database round trips / message", f"{(a.round_trips - b.round_trips) / messages:.2f}"),
+            ("database transactions / message", f"{(a.batches - b.batches) / messages:.2f}"),
+            ("SQL statements / message", f"{(a.statements - b.statements) / messages:.1f}"),
+            (
+                "database thread CPU / message",
+                f"{(a.cpu_seconds - b.cpu_seconds) * 1000 / messages:.2f} ms",
+            ),
+            ("event-loop thread CPU / message", f"{self.loop_cpu * 1000 / messages:.2f} ms"),
+            ("process CPU / message", f"{self.process_cpu * 1000 / messages:.2f} ms"),
+        ]
 
 
 class BenchAdapter:
@@ -216,7 +258,9 @@ async def main(
     dreamer = (
         asyncio.create_task(dreaming(app, chats, dream_every, dreams)) if dream_every > 0 else None
     )
+    costs = Costs.start(app)
     elapsed = await pump(app, adapter, chats, messages, 0)
+    costs.stop()
     if dreamer is not None:
         dreamer.cancel()
         await asyncio.gather(dreamer, return_exceptions=True)
@@ -260,6 +304,8 @@ async def main(
     print(f"| runner overhead p99 | {p99:.2f} ms |")
     print(f"| lost | {lost} |")
     print(f"| chats out of order | {out_of_order} |")
+    for name, value in costs.rows(total):
+        print(f"| {name} | {value} |")
     if dream_every > 0:
         done = [r for r, _ in dreams if r.id]
         seconds = statistics.median(s for r, s in dreams if r.id) if done else 0.0

@@ -217,6 +217,18 @@ def _release(exc: BaseException) -> None:
             traceback.clear_frames(linked.__traceback__)
 
 
+@dataclass(slots=True)
+class DbStats:
+    """What the database thread has done (for the benchmarks): units run (`round_trips`),
+    transactions (`batches`), SQL statements (top-level ones, counted only while `measure` is
+    on) and the CPU time of the thread itself."""
+
+    round_trips: int = 0
+    batches: int = 0
+    statements: int = 0
+    cpu_seconds: float = 0.0
+
+
 class Database:
     """One migrated connection, used only by one worker thread, with group commit.
 
@@ -235,6 +247,7 @@ class Database:
         self.conn = connect(self.path, vec=vec)
         migrate(self.conn)
         self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+        self.stats = DbStats()
         self._thread = threading.Thread(target=self._work, name="nahida-db", daemon=True)
         self._thread.start()
         self._closed = False
@@ -251,6 +264,17 @@ class Database:
         future: concurrent.futures.Future[T] = concurrent.futures.Future()
         self._submit(_Job(fn, args, future, None, write))
         return future.result()
+
+    def measure(self, on: bool = True) -> None:
+        """Count every SQL statement from now on (a callback per statement: benchmarks only);
+        the statements SQLite runs inside them (FTS5's shadow tables, triggers: "-- …") are not
+        counted."""
+
+        def count(statement: str) -> None:
+            if not statement.startswith("--"):
+                self.stats.statements += 1
+
+        self.call(lambda conn: conn.set_trace_callback(count if on else None))
 
     def _submit(self, job: _Job) -> None:
         if self._closed:
@@ -273,16 +297,22 @@ class Database:
                     running = False
                     break
                 batch.append(job)
+            started = time.thread_time()
+            outcomes = self._run_batch(batch)
             by_loop: dict[asyncio.AbstractEventLoop, list[tuple[_Job, bool, Any]]] = {}
-            for outcome in self._run_batch(batch):
+            for outcome in outcomes:
                 loop = outcome[0].loop
                 if loop is None:
                     _deliver(outcome)
                 else:
                     by_loop.setdefault(loop, []).append(outcome)
-            for loop, outcomes in by_loop.items():  # one wake-up per loop and batch
+            for loop, delivered in by_loop.items():  # one wake-up per loop and batch
                 with contextlib.suppress(RuntimeError):  # loop already closed
-                    loop.call_soon_threadsafe(_deliver_all, outcomes)
+                    loop.call_soon_threadsafe(_deliver_all, delivered)
+            stats = self.stats
+            stats.round_trips += len(batch)
+            stats.batches += 1
+            stats.cpu_seconds += time.thread_time() - started
 
     def _run_batch(self, batch: list[_Job]) -> list[tuple[_Job, bool, Any]]:
         conn = self.conn
