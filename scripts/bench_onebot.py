@@ -28,7 +28,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -181,10 +181,20 @@ async def _one_run(load: Load, tmp: Path) -> dict[str, Any]:
     context = multiprocessing.get_context("spawn")
     results = context.Queue()
     child = context.Process(target=implementation, args=(url, load, results))
-    cpu_before = _cpu_seconds()
+    db = app.memory.store.db  # type: ignore[attr-defined]  # the SQLite store's thread
+    db.measure()
+    db_before = replace(db.stats)
+    cpu_before, loop_before = _cpu_seconds(), time.thread_time()
     child.start()
     result: dict[str, Any] = await asyncio.to_thread(results.get)
-    result["bot_cpu_ms"] = (_cpu_seconds() - cpu_before) * 1000 / max(1, result["replied"])
+    replied = max(1, result["replied"])
+    result["bot_cpu_ms"] = (_cpu_seconds() - cpu_before) * 1000 / replied
+    result["loop_cpu_ms"] = (time.thread_time() - loop_before) * 1000 / replied
+    db.measure(False)
+    after = db.stats
+    result["db_cpu_ms"] = (after.cpu_seconds - db_before.cpu_seconds) * 1000 / replied
+    result["round_trips"] = (after.round_trips - db_before.round_trips) / replied
+    result["statements"] = (after.statements - db_before.statements) / replied
     await asyncio.to_thread(child.join)
     adapter = app.adapters["onebot"]
     assert isinstance(adapter, OneBotAdapter)
@@ -226,6 +236,10 @@ async def main(load: Load, runs: int) -> int:
     print(row("latency p50 (ms)", [r["p50"] for r in results], ".1f"))
     print(row("latency p99 (ms)", [r["p99"] for r in results], ".1f"))
     print(row("bot CPU per message (ms)", [r["bot_cpu_ms"] for r in results], ".2f"))
+    print(row("  database thread (ms)", [r["db_cpu_ms"] for r in results], ".2f"))
+    print(row("  event-loop thread (ms)", [r["loop_cpu_ms"] for r in results], ".2f"))
+    print(row("database round trips / message", [r["round_trips"] for r in results], ".2f"))
+    print(row("SQL statements / message", [r["statements"] for r in results], ".1f"))
     print(row("wall time (s)", [r["seconds"] for r in results], ".2f"))
     print(row("messages sent", [r["sent"] for r in results], "d"))
     print(row("duplicate events injected", [r["injected_duplicates"] for r in results], "d"))
