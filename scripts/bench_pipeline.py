@@ -1,17 +1,21 @@
 """Pipeline benchmark: N chats x M messages through bus -> runner -> SQLite, instant model.
 
 Prints messages/s end to end, p50/p99 runner overhead per message (the model answers instantly,
-so this is everything but the model), peak RSS, and resident memory around 10,000 distinct idle
-chats (their per-chat workers retired). Checks per-chat order and that nothing was lost.
-`--embedding` sets `memory.embedding.backend` (default auto: the local model where installed, so
-each answered message embeds its query and new turns are embedded in the background; none:
-lexical recall only). `--dream-every SECONDS` dreams while the pipeline runs: every SECONDS a
-background task runs `memory.dreams.run` over the next chat in turn (each has new turns), the
-instant model answering each dream request with one add op citing the request's first turn.
+so this is everything but the model), the per-message costs (database round trips, statements,
+the database thread's and the event loop's CPU), peak RSS, and resident memory around 10,000
+distinct idle chats (their per-chat workers retired). Checks per-chat order and that nothing was
+lost. `--observed` sends group talk not addressed to the bot (stored, indexed and extracted,
+never answered; "lost" then counts messages not stored). `--embedding` sets
+`memory.embedding.backend` (default auto: the local model where installed, so each answered
+message embeds its query and new turns are embedded in the background; none: lexical recall
+only). `--dream-every SECONDS` dreams while the pipeline runs: every SECONDS a background task
+runs `memory.dreams.run` over the next chat in turn (each has new turns), the instant model
+answering each dream request with one add op citing the request's first turn.
 
     .venv/bin/python scripts/bench_pipeline.py --chats 1000 --messages 10
     .venv/bin/python scripts/bench_pipeline.py --embedding none
     .venv/bin/python scripts/bench_pipeline.py --chats 300 --messages 30 --dream-every 1
+    .venv/bin/python scripts/bench_pipeline.py --observed --embedding none
 """
 
 from __future__ import annotations
@@ -190,7 +194,11 @@ LINES = [
 ]
 
 
+OBSERVED = False  # --observed: group talk not addressed to the bot (stored, not answered)
+
+
 def envelope(chat: int, n: int, kind: str) -> Envelope:
+    kind = "group" if OBSERVED else kind
     key = ChatKey("bench", "group" if kind == "group" else "private", f"c{chat}")
     text = f"{LINES[(chat * 31 + n * 7) % len(LINES)]} #{n}"  # ordinary chat lines, numbered
     return Envelope(
@@ -202,18 +210,29 @@ def envelope(chat: int, n: int, kind: str) -> Envelope:
         time=datetime.now(UTC),
         segments=(Segment.plain(text),),
         text=text,
-        to_me=True,
+        to_me=not OBSERVED,
     )
+
+
+def _stored_turns(app: App) -> int:
+    db = app.memory.store.db  # type: ignore[attr-defined]
+    found: int = db.call(lambda conn: conn.execute("SELECT count(*) FROM turns").fetchone()[0])
+    return found
 
 
 async def pump(app: App, adapter: BenchAdapter, chats: int, messages: int, offset: int) -> float:
     adapter.expected = adapter.count + chats * messages
     adapter.done.clear()
+    handled = app.bus.handled + chats * messages
     started = time.perf_counter()
     for n in range(messages):
         for chat in range(offset, offset + chats):
             await app.bus.submit(envelope(chat, n, "group" if chat % 2 else "private"))
-    await adapter.done.wait()
+    if OBSERVED:  # nothing is answered: done when the bus has handled every message
+        while app.bus.handled < handled:  # noqa: ASYNC110 - polling a counter
+            await asyncio.sleep(0.005)
+    else:
+        await adapter.done.wait()
     return time.perf_counter() - started
 
 
@@ -265,9 +284,9 @@ async def main(
         dreamer.cancel()
         await asyncio.gather(dreamer, return_exceptions=True)
     total = chats * messages
-    lost = total - adapter.count
+    lost = total - (_stored_turns(app) if OBSERVED else adapter.count)
     out_of_order = 0
-    for chat in range(chats):
+    for chat in range(chats if not OBSERVED else 0):
         key = chat_key(chat)
         got = [int(text.rsplit("#", 1)[1]) for text in adapter.replies[key]]
         out_of_order += got != list(range(messages))
@@ -289,6 +308,7 @@ async def main(
     await runner_task
 
     what = "with memory (recall + extraction)" if memory else "without memory steps"
+    what += ", observed group talk (not answered)" if OBSERVED else ""
     print(f"# bench_pipeline: {chats} chats x {messages} messages, instant model, {what}")
     print()
     print(f"embedder: {app.memory.embeddings.why}")
@@ -348,7 +368,13 @@ if __name__ == "__main__":
         metavar="SECONDS",
         help="dream one chat (rotating) every SECONDS while the pipeline runs (0: off)",
     )
+    parser.add_argument(
+        "--observed",
+        action="store_true",
+        help="group talk not addressed to the bot: stored, indexed, extracted, never answered",
+    )
     args = parser.parse_args()
+    OBSERVED = args.observed
     code = asyncio.run(
         main(
             args.chats,
