@@ -28,7 +28,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -182,16 +182,14 @@ async def _one_run(load: Load, tmp: Path) -> dict[str, Any]:
     results = context.Queue()
     child = context.Process(target=implementation, args=(url, load, results))
     db = app.memory.store.db  # type: ignore[attr-defined]  # the SQLite store's thread
-    db.measure()
-    db_before = replace(db.stats)
+    db_before = db.snapshot()
     cpu_before, loop_before = _cpu_seconds(), time.thread_time()
     child.start()
     result: dict[str, Any] = await asyncio.to_thread(results.get)
     replied = max(1, result["replied"])
     result["bot_cpu_ms"] = (_cpu_seconds() - cpu_before) * 1000 / replied
     result["loop_cpu_ms"] = (time.thread_time() - loop_before) * 1000 / replied
-    db.measure(False)
-    after = db.stats
+    after = db.snapshot()
     result["db_cpu_ms"] = (after.cpu_seconds - db_before.cpu_seconds) * 1000 / replied
     result["round_trips"] = (after.round_trips - db_before.round_trips) / replied
     result["statements"] = (after.statements - db_before.statements) / replied

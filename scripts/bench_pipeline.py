@@ -30,7 +30,7 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -137,14 +137,12 @@ class Costs:
     @classmethod
     def start(cls, app: App) -> Costs:
         db = app.memory.store.db  # type: ignore[attr-defined]  # the SQLite store
-        db.measure()
-        return cls(db, replace(db.stats), time.thread_time(), time.process_time())
+        return cls(db, db.snapshot(), time.thread_time(), time.process_time())
 
     def stop(self) -> None:
         self.loop_cpu = time.thread_time() - self.loop_cpu
         self.process_cpu = time.process_time() - self.process_cpu
-        self.after = replace(self.db.stats)
-        self.db.measure(False)
+        self.after = self.db.snapshot()
 
     def rows(self, messages: int) -> list[tuple[str, str]]:
         assert self.after is not None

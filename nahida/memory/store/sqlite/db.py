@@ -26,7 +26,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import ModuleType
 from typing import Any, TypeVar
@@ -53,10 +53,29 @@ def _pick_driver() -> ModuleType:
 driver: ModuleType = _pick_driver()
 
 
+class _CountingCursor(driver.Cursor):  # type: ignore[name-defined,misc]
+    """Counts on its connection the statements it runs (`Connection.execute` runs through
+    one too)."""
+
+    def execute(self, sql: str, parameters: Any = (), /) -> Any:
+        self.connection.statements += 1
+        return super().execute(sql, parameters)
+
+    def executemany(self, sql: str, parameters: Any, /) -> Any:
+        self.connection.statements += 1
+        return super().executemany(sql, parameters)
+
+
 class _PreparedConnection(driver.Connection):  # type: ignore[name-defined,misc]
-    """A connection that remembers which sqlite-vec version it loaded (None: not loaded)."""
+    """A connection that remembers which sqlite-vec version it loaded (None: not loaded), and
+    counts the statements it was given (the benchmarks' per-message figures; the statements
+    SQLite runs inside them, FTS5's shadow tables or triggers, are not counted)."""
 
     vec_version: str | None = None
+    statements = 0
+
+    def cursor(self, factory: Any = _CountingCursor) -> Any:
+        return super().cursor(factory)
 
 
 @dataclass(frozen=True)
@@ -220,8 +239,8 @@ def _release(exc: BaseException) -> None:
 @dataclass(slots=True)
 class DbStats:
     """What the database thread has done (for the benchmarks): units run (`round_trips`),
-    transactions (`batches`), SQL statements (top-level ones, counted only while `measure` is
-    on) and the CPU time of the thread itself."""
+    transactions (`batches`), SQL statements given to the connection (`snapshot` fills it in)
+    and the CPU time of the thread itself."""
 
     round_trips: int = 0
     batches: int = 0
@@ -265,16 +284,9 @@ class Database:
         self._submit(_Job(fn, args, future, None, write))
         return future.result()
 
-    def measure(self, on: bool = True) -> None:
-        """Count every SQL statement from now on (a callback per statement: benchmarks only);
-        the statements SQLite runs inside them (FTS5's shadow tables, triggers: "-- …") are not
-        counted."""
-
-        def count(statement: str) -> None:
-            if not statement.startswith("--"):
-                self.stats.statements += 1
-
-        self.call(lambda conn: conn.set_trace_callback(count if on else None))
+    def snapshot(self) -> DbStats:
+        """The counts so far (the statements: of the connection)."""
+        return replace(self.stats, statements=int(getattr(self.conn, "statements", 0)))
 
     def _submit(self, job: _Job) -> None:
         if self._closed:
