@@ -1,0 +1,155 @@
+"""Per-call cost of talking to the model: the provider (OpenAI or Anthropic SDK, one shared client
+with keep-alive, built once per provider) against a raw aiohttp POST of the same request, both to
+the fake server in a second process (its CPU is not ours). Prints, per call, our process's CPU
+and the wall time at a given concurrency: what the SDK's request building and response parsing
+cost beyond the HTTP round trip (issue 14 item 4).
+
+    .venv/bin/python scripts/bench_sdk.py --calls 2000 --concurrency 16
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import multiprocessing
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import aiohttp
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from nahida.providers.base import ChatRequest, Message  # noqa: E402
+from nahida.providers.client import ClientSettings  # noqa: E402
+
+
+def serve(kind: str, ports: multiprocessing.Queue) -> None:  # type: ignore[type-arg]
+    from tests.fakes.llm_server import FakeAnthropicServer, FakeOpenAIServer
+
+    async def main() -> None:
+        cls = FakeAnthropicServer if kind == "anthropic" else FakeOpenAIServer
+        async with cls() as server:
+            ports.put(server.url)
+            await asyncio.Event().wait()
+
+    asyncio.run(main())
+
+
+REQUEST = ChatRequest(
+    model="m1",
+    messages=(
+        Message("system", "你是纳西妲。" * 40),
+        Message("user", "[长期记忆]\n- 喜欢乌龙茶\n- 周五发周报"),
+        Message("assistant", "好的。"),
+        Message("user", "今天吃什么好呢？"),
+    ),
+    max_tokens=256,
+)
+
+
+async def provider_calls(kind: str, url: str, calls: int, concurrency: int) -> tuple[float, float]:
+    if kind == "anthropic":
+        from nahida.providers.anthropic import AnthropicProvider as Provider
+    else:
+        from nahida.providers.openai import OpenAIProvider as Provider  # type: ignore[assignment]
+    provider = Provider("bench", ClientSettings(base_url=url, api_key="k-bench", max_retries=0))
+    await provider.chat(REQUEST)  # warm: connection, imports
+    cpu, wall = await _timed(lambda: provider.chat(REQUEST), calls, concurrency)
+    await provider.aclose()
+    return cpu, wall
+
+
+def _raw_request(kind: str, url: str) -> tuple[str, dict[str, object]]:
+    messages = [{"role": m.role, "content": m.content} for m in REQUEST.messages]
+    if kind == "anthropic":
+        body = {"model": "m1", "max_tokens": 256, "system": messages[0]["content"]}
+        return url.rstrip("/") + "/v1/messages", {**body, "messages": messages[1:]}
+    return url.rstrip("/") + "/chat/completions", {
+        "model": "m1",
+        "max_tokens": 256,
+        "messages": messages,
+    }
+
+
+async def httpx_calls(kind: str, url: str, calls: int, concurrency: int) -> tuple[float, float]:
+    """The SDKs' own transport (httpx), without the SDK: what the HTTP client alone costs."""
+    import httpx
+
+    target, body = _raw_request(kind, url)
+    async with httpx.AsyncClient() as client:
+
+        async def one() -> object:
+            response = await client.post(target, json=body, headers={"x-api-key": "k"})
+            return response.json()
+
+        await one()
+        return await _timed(one, calls, concurrency)
+
+
+async def raw_calls(kind: str, url: str, calls: int, concurrency: int) -> tuple[float, float]:
+    target, body = _raw_request(kind, url)
+    async with aiohttp.ClientSession() as session:
+
+        async def one() -> object:
+            async with session.post(target, json=body) as response:
+                return await response.json()
+
+        await one()
+        return await _timed(one, calls, concurrency)
+
+
+async def _timed(call, calls: int, concurrency: int) -> tuple[float, float]:  # type: ignore[no-untyped-def]
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one() -> None:
+        async with gate:
+            await call()
+
+    cpu, started = time.process_time(), time.perf_counter()
+    await asyncio.gather(*(one() for _ in range(calls)))
+    return (time.process_time() - cpu) * 1000 / calls, (
+        time.perf_counter() - started
+    ) * 1000 / calls
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=2000)
+    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args()
+    print(
+        f"# bench_sdk: {args.calls} calls, concurrency {args.concurrency}, medians of {args.runs}"
+    )
+    print()
+    print("| client | our CPU / call | wall / call | calls/s |")
+    print("|---|---|---|---|")
+    context = multiprocessing.get_context("spawn")
+    for kind in ("openai", "anthropic"):
+        ports = context.Queue()
+        server = context.Process(target=serve, args=(kind, ports), daemon=True)
+        server.start()
+        url = ports.get(timeout=30)
+        try:
+            for label, fn in (
+                (f"{kind} SDK (our provider)", provider_calls),
+                (f"{kind} request, httpx alone", httpx_calls),
+                (f"{kind} request, aiohttp alone", raw_calls),
+            ):
+                found = [
+                    asyncio.run(fn(kind, url, args.calls, args.concurrency))
+                    for _ in range(args.runs)
+                ]
+                cpu = statistics.median(c for c, _ in found)
+                wall = statistics.median(w for _, w in found)
+                print(f"| {label} | {cpu:.2f} ms | {wall:.2f} ms | {1000 / wall:,.0f} |")
+        finally:
+            server.terminate()
+            server.join()
+
+
+if __name__ == "__main__":
+    main()
