@@ -134,9 +134,11 @@ class MarkdownSyncJob:
 
 class DailyNotesJob:
     """Appends what is new in memory to the day's notes (`workspace/memory/YYYY-MM-DD.md`,
-    DESIGN §9): every minute, the first ten seconds after start. Skipped when they are off."""
+    DESIGN §9): every minute, the first ten seconds after start. Skipped when they are off.
+    Quiet: a minute with nothing new leaves no run record."""
 
     name = "daily_notes"
+    quiet = True
 
     def __init__(self, memory: MemoryService, *, every: float = 60.0, first: float = 10.0):
         self.memory = memory
@@ -147,4 +149,6 @@ class DailyNotesJob:
         if daily is None:
             ctx.skip("daily notes off")
             return
-        ctx.count("lines", await daily.catch_up())
+        written = await daily.catch_up()
+        if written:
+            ctx.count("lines", written)

@@ -261,6 +261,9 @@ async def test_the_job_counts_the_lines(store: SqliteStore, workspace: Path) -> 
     ctx = JobContext(asyncio.Event())
     await DailyNotesJob(memory).run(ctx)
     assert ctx.counts == {"lines": 5}
+    idle = JobContext(asyncio.Event())
+    await DailyNotesJob(memory).run(idle)
+    assert idle.counts == {} and DailyNotesJob.quiet  # nothing new: no run record
 
     off = JobContext(asyncio.Event())
     await DailyNotesJob(MemoryService(store)).run(off)
