@@ -162,3 +162,33 @@ def test_a_job_name_is_scheduled_once(memory: MemoryService) -> None:
     scheduler.add(Failing())
     with pytest.raises(ValueError, match="already scheduled"):
         scheduler.add(Failing())
+
+
+class Ticking:
+    """A quiet job: does something only when there is something (`work` units)."""
+
+    name = "ticking"
+    schedule = Schedule(every=3600.0)
+    quiet = True
+
+    def __init__(self) -> None:
+        self.work = 0
+
+    async def run(self, ctx: JobContext) -> None:
+        if self.work:
+            ctx.count("done", self.work)
+            self.work = 0
+
+
+async def test_a_quiet_job_is_recorded_only_when_it_did_something(memory: MemoryService) -> None:
+    job = Ticking()
+    scheduler = Scheduler(memory.runs, holder="here")
+    scheduler.add(job)
+    for _ in range(3):
+        assert await scheduler.run_now("ticking") == "ok"
+    assert await memory.runs.latest("ticking") == []
+    job.work = 2
+    assert await scheduler.run_now("ticking") == "ok"
+    assert await scheduler.run_now("ticking") == "ok"
+    (run,) = await memory.runs.latest("ticking")
+    assert (run.outcome, run.counts) == ("ok", {"done": 2})
