@@ -298,6 +298,7 @@ class App:
                 max_message_chars=config.limits.message_chars,
                 tz=config.bot.zone(),
                 max_tool_rounds=config.bot.max_tool_rounds,
+                max_reply_delay=config.bot.max_reply_delay,
             ),
             persona=Persona(paths.workspace),
             memory=self.memory,

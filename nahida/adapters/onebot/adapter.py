@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections import OrderedDict
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import aiohttp
@@ -322,14 +322,24 @@ class OneBotAdapter:
         return None
 
 
+EARLIEST = datetime(2010, 1, 1, tzinfo=UTC)  # before this an event time is nonsense
+FUTURE = timedelta(minutes=5)  # clock skew tolerated; later than this is nonsense too
+
+
 def _when(epoch: float | None) -> datetime:
-    """The event's time; now when it is missing or nonsense."""
+    """The event's time; now (when it was accepted) when it is missing or nonsense.
+
+    `bot.max_reply_delay` measures a message's wait from this, so a wrong clock must not make
+    every message look hours old (or ms taken for s, far in the future)."""
+    now = datetime.now(UTC)
     if epoch:
         try:
-            return datetime.fromtimestamp(epoch, UTC)
+            when = datetime.fromtimestamp(epoch, UTC)
         except (OverflowError, OSError, ValueError):
-            pass
-    return datetime.now(UTC)
+            return now
+        if EARLIEST <= when <= now + FUTURE:
+            return when
+    return now
 
 
 def build(section: dict[str, Any], config: Config) -> OneBotAdapter:
