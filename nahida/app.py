@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import importlib
 import signal
 from collections.abc import Callable, Sequence
@@ -46,6 +47,7 @@ from nahida.memory import (
     MarkdownSyncJob,
     MemoryService,
     MemoryTools,
+    QueueDepthJob,
     Store,
     StoreCapabilities,
     WorkingSettings,
@@ -323,6 +325,9 @@ class App:
         self.scheduler.add(CleanupEmptySessions(self.memory))
         self.scheduler.add(EmbeddingUpkeep(self.memory))
         self.scheduler.add(ConfidenceDecay(self.memory))
+        self.scheduler.add(
+            QueueDepthJob(self.memory, lambda: dataclasses.asdict(self.bus.backlog()))
+        )
         if config.memory.dreaming.enabled:
             self.scheduler.add(DreamJob(self.memory))
         if self.memory.markdown is not None:

@@ -4,6 +4,11 @@ notes."""
 
 from __future__ import annotations
 
+import json
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
 from nahida.memory.service import MemoryService
 from nahida.scheduler import JobContext, Schedule
 
@@ -148,3 +153,34 @@ class DailyNotesJob:
             ctx.skip("daily notes off")
             return
         ctx.count("lines", await daily.catch_up())
+
+
+QUEUE_STATE = "bus_queue"  # the `markdown_state` key `nahida doctor` reads the queue depth from
+
+
+class QueueDepthJob:
+    """Writes the bus's depth (`backlog()`: the fields of `nahida.bus.Backlog`) every 10 s
+    where `nahida doctor` can read it: a `markdown_state` row holding JSON (waiting, largest,
+    largest_chat, oldest_wait, at). Quiet: never a run record."""
+
+    name = "queue_depth"
+    quiet = True
+
+    def __init__(self, memory: MemoryService, backlog: Callable[[], Mapping[str, Any]]) -> None:
+        self.memory = memory
+        self.backlog = backlog
+        self.schedule: Schedule = Schedule(every=10.0, first=0.0)
+
+    async def run(self, ctx: JobContext) -> None:
+        now = time.time()
+        value = json.dumps({**self.backlog(), "at": now})
+        await self.memory.store.write(lambda tx: tx.markdown.set_state(QUEUE_STATE, value, now))
+
+
+async def read_queue_depth(memory: MemoryService) -> dict[str, Any] | None:
+    """What `QueueDepthJob` last wrote, or None."""
+    value = await memory.store.read(lambda tx: tx.markdown.state(QUEUE_STATE))
+    if value is None:
+        return None
+    data = json.loads(value)
+    return data if isinstance(data, dict) else None
