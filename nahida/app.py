@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import importlib
 import signal
 from collections.abc import Callable, Sequence
@@ -46,6 +47,7 @@ from nahida.memory import (
     MarkdownSyncJob,
     MemoryService,
     MemoryTools,
+    QueueDepthJob,
     Store,
     StoreCapabilities,
     WorkingSettings,
@@ -298,6 +300,7 @@ class App:
                 max_message_chars=config.limits.message_chars,
                 tz=config.bot.zone(),
                 max_tool_rounds=config.bot.max_tool_rounds,
+                max_reply_delay=config.bot.max_reply_delay,
             ),
             persona=Persona(paths.workspace),
             memory=self.memory,
@@ -322,6 +325,9 @@ class App:
         self.scheduler.add(CleanupEmptySessions(self.memory))
         self.scheduler.add(EmbeddingUpkeep(self.memory))
         self.scheduler.add(ConfidenceDecay(self.memory))
+        self.scheduler.add(
+            QueueDepthJob(self.memory, lambda: dataclasses.asdict(self.bus.backlog()))
+        )
         if config.memory.dreaming.enabled:
             self.scheduler.add(DreamJob(self.memory))
         if self.memory.markdown is not None:

@@ -48,6 +48,7 @@ class BackgroundWork:
             queue_size=queue_size,
             idle_timeout=idle_timeout,
             dedup_size=0,
+            name="background",
             key=_key,
             label=_label,
         )

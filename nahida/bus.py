@@ -17,17 +17,31 @@ submitted to before `run()` starts get their workers when it does.
 
 The bus is generic over what it carries: envelopes keyed by chat by default, or any item with a
 `key` function (the background work queue, `nahida.background`, is one).
+
+Overload: the oldest waiting message is answered first. A worker holding its chat's head message
+asks `_Slots` for one of the `concurrency` slots; when all are busy, a freed slot is handed
+directly to the waiting worker whose head message was submitted longest ago (a heap keyed by that
+time), not to whichever worker asked first; a worker that finishes a message keeps its slot for
+its chat's next message only when that one is older than every waiter. (`asyncio.Semaphore`
+wakes in the order workers began waiting: a chat whose next message has waited behind its
+previous one for a long while would go after a chat whose only message arrived a moment ago.)
+The bus knows its depth (`backlog()`: messages submitted and not yet started, the largest chat
+queue, the longest wait) and logs `bus_backlog` at most every `backlog_log_every` seconds while at
+least `backlog_log_at` messages wait.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import heapq
+import itertools
 import signal
-from collections import OrderedDict
+import time
+from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable, Hashable
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar, cast
 
 import structlog
@@ -56,6 +70,16 @@ def _envelope_label(envelope: Envelope) -> dict[str, Any]:
     return {"msg": envelope.message_id}
 
 
+@dataclass(frozen=True, slots=True)
+class Backlog:
+    """What waits: messages submitted and not yet started, per bus."""
+
+    waiting: int  # in all chats
+    largest: int  # in the chat with the most
+    largest_chat: str | None
+    oldest_wait: float  # seconds the longest-waiting message has waited (0 when none waits)
+
+
 @dataclass(slots=True, eq=False)
 class _Chat(Generic[T]):
     """One chat's queue. `None` in the queue only wakes an idle worker at shutdown."""
@@ -64,10 +88,48 @@ class _Chat(Generic[T]):
     queue: asyncio.Queue[T | None]
     pending: int = 0  # submits waiting for room in the queue
     has_worker: bool = False
+    # submit times (monotonic) of the chat's messages not yet started, oldest first
+    since: deque[float] = field(default_factory=deque)
 
     @property
     def idle(self) -> bool:
         return self.pending == 0 and self.queue.empty()
+
+
+class _Slots:
+    """At most `n` holders; a freed slot goes to the waiter whose message has waited longest."""
+
+    def __init__(self, n: int) -> None:
+        self._free = n
+        self._waiters: list[tuple[float, int, asyncio.Future[None]]] = []
+        self._order = itertools.count()  # equal times: first come, first served
+
+    async def acquire(self, since: float) -> None:
+        if self._free > 0:  # free slots exist only while nobody waits (release hands them over)
+            self._free -= 1
+            return
+        future = asyncio.get_running_loop().create_future()
+        heapq.heappush(self._waiters, (since, next(self._order), future))
+        try:
+            await future
+        except asyncio.CancelledError:
+            if future.done() and not future.cancelled():
+                self.release()  # granted, then cancelled before it ran: pass the slot on
+            raise
+
+    def keep(self, since: float) -> bool:
+        """Whether a holder whose next message was submitted at `since` may keep its slot."""
+        while self._waiters and self._waiters[0][2].done():
+            heapq.heappop(self._waiters)  # cancelled
+        return not self._waiters or since <= self._waiters[0][0]
+
+    def release(self) -> None:
+        while self._waiters:
+            future = heapq.heappop(self._waiters)[2]
+            if not future.done():  # a cancelled waiter stays in the heap until popped here
+                future.set_result(None)
+                return
+        self._free += 1
 
 
 class EventBus(Generic[T]):
@@ -82,6 +144,9 @@ class EventBus(Generic[T]):
         dedup_key: Callable[[T], Hashable] | None = None,
         key: Callable[[T], str] | None = None,
         label: Callable[[T], dict[str, Any]] | None = None,
+        name: str = "bus",
+        backlog_log_at: int = 100,
+        backlog_log_every: float = 5.0,
     ) -> None:
         if concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, not {concurrency}")
@@ -99,7 +164,12 @@ class EventBus(Generic[T]):
         self._dedup_key = dedup_key or cast(Callable[[T], Hashable], _envelope_dedup_key)
         self._key = key or cast(Callable[[T], str], _envelope_chat)
         self._label = label or cast(Callable[[T], dict[str, Any]], _envelope_label)
-        self._slots = asyncio.Semaphore(concurrency)
+        self._slots = _Slots(concurrency)
+        self._name = name
+        self._backlog_log_at = backlog_log_at
+        self._backlog_log_every = backlog_log_every
+        self._backlog_logged = -backlog_log_every  # monotonic time of the last `bus_backlog`
+        self._waiting = 0
         self._chats: dict[str, _Chat[T]] = {}
         self._seen: OrderedDict[Hashable, None] = OrderedDict()
         self._tg: asyncio.TaskGroup | None = None
@@ -139,6 +209,24 @@ class EventBus(Generic[T]):
     def closed(self) -> bool:
         return self._closing
 
+    @property
+    def waiting(self) -> int:
+        """Messages submitted and not yet started (queued, or holding a worker for a slot)."""
+        return self._waiting
+
+    def backlog(self) -> Backlog:
+        """The bus's depth now: O(chats), for logs and status, not for every message."""
+        largest, largest_chat, oldest = 0, None, None
+        for chat in self._chats.values():
+            if not chat.since:
+                continue
+            if len(chat.since) > largest:
+                largest, largest_chat = len(chat.since), chat.key
+            if oldest is None or chat.since[0] < oldest:
+                oldest = chat.since[0]
+        wait = 0.0 if oldest is None else max(0.0, time.monotonic() - oldest)
+        return Backlog(self._waiting, largest, largest_chat, wait)
+
     async def submit(self, envelope: T) -> bool:
         """Queue `envelope` for its chat; wait while that chat's queue is full.
 
@@ -153,8 +241,10 @@ class EventBus(Generic[T]):
             return False
         chat = self._chat_for(self._key(envelope))
         chat.pending += 1
+        since = time.monotonic()
         try:
             await chat.queue.put(envelope)
+            chat.since.append(since)  # no await since the put: in the queue's order
         except BaseException:
             if key is not None:
                 self._seen.pop(key, None)  # never queued: let a retry through
@@ -162,6 +252,9 @@ class EventBus(Generic[T]):
         finally:
             chat.pending -= 1
         self._accepted += 1
+        self._waiting += 1
+        if self._waiting >= self._backlog_log_at:
+            self._log_backlog()
         return True
 
     async def run(self) -> None:
@@ -244,6 +337,7 @@ class EventBus(Generic[T]):
 
     async def _work(self, chat: _Chat[T]) -> None:
         _worker_of.set(self)
+        holding = False  # a slot kept from the last message for the next one (see `_Slots.keep`)
         try:
             while not (self._closing and chat.idle):
                 try:
@@ -253,18 +347,46 @@ class EventBus(Generic[T]):
                     if chat.idle:
                         break
                     continue
-                if envelope is not None:
-                    await self._handle(chat.key, envelope)
+                if envelope is None:
+                    continue
+                if not holding:
+                    await self._slots.acquire(chat.since[0])  # when `envelope` was submitted
+                    holding = True
+                await self._handle(chat, envelope)
+                # The chat's next message competes for the slot like any other waiter.
+                if not (chat.since and self._slots.keep(chat.since[0])):
+                    holding = False
+                    self._slots.release()
             # Retire: nothing awaits between the idle check above and this removal.
             del self._chats[chat.key]
         finally:
+            if holding:
+                self._slots.release()
             self._workers -= 1
 
-    async def _handle(self, chat: str, envelope: T) -> None:
-        async with self._slots:
-            try:
-                await self._handler(envelope)
-            except Exception:
-                self._failed += 1
-                log.exception("handler_failed", chat=chat, **self._label(envelope))
+    async def _handle(self, chat: _Chat[T], envelope: T) -> None:
+        chat.since.popleft()
+        self._waiting -= 1
+        if self._waiting >= self._backlog_log_at:
+            self._log_backlog()
+        try:
+            await self._handler(envelope)
+        except Exception:
+            self._failed += 1
+            log.exception("handler_failed", chat=chat.key, **self._label(envelope))
         self._handled += 1
+
+    def _log_backlog(self) -> None:
+        now = time.monotonic()
+        if now - self._backlog_logged < self._backlog_log_every:
+            return
+        self._backlog_logged = now
+        depth = self.backlog()
+        log.warning(
+            "bus_backlog",
+            bus=self._name,
+            waiting=depth.waiting,
+            largest=depth.largest,
+            largest_chat=depth.largest_chat,
+            oldest_wait=round(depth.oldest_wait, 1),
+        )

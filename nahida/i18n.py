@@ -65,6 +65,11 @@ MESSAGES: dict[str, dict[Language, str]] = {
         "zh": "还没有更早的会话可以继续。",
         "en": "There is no earlier session to go back to.",
     },
+    "reply_too_late": {
+        "zh": "抱歉，刚才消息太多，这条回复晚了。请再说一次？",
+        "en": "Sorry, there were too many messages and this reply came too late. Could you say"
+        " it again?",
+    },
     "rate_limited": {
         "zh": "这里消息有点多，我先歇一会儿，过一分钟再叫我吧。",
         "en": "That's a lot of messages here; I'll pause for a minute before answering again.",

@@ -2,6 +2,10 @@
 
     decide → (command → reply) | (persist → context → model → reply → persist → post-turn work)
 
+Overload: a message that waited longer than `max_reply_delay` seconds (from its event time) before
+its turn came is stored and fed to the hooks as usual but answered with a short apology instead
+of a model call (`reply_too_late` in the log); commands are answered as usual.
+
 Commands are answered without entering the conversation history. This module only knows the
 order; each step lives in its own module (policy, memory, prompt, tools, hooks). Post-turn hooks
 are of two kinds: inline ones (fast, such as rule extraction) run on the chat's worker before its
@@ -50,6 +54,7 @@ class RunnerSettings:
     max_tool_rounds: int = 4
     max_message_chars: int = 4000  # longer: a notice, not a model call; stored cut to this
     tz: tzinfo | None = None  # the bot's zone (`bot.timezone`) for "Now:" and command times
+    max_reply_delay: float = 60.0  # seconds; an older message gets an apology (0: off)
 
 
 class SessionRunner:
@@ -101,8 +106,9 @@ class SessionRunner:
         respond = self.policy.should_respond(envelope)
         limited = respond and self._over_limit(envelope)
         respond = respond and not limited
+        late = self._late_by(envelope) if respond else None
         too_long = len(envelope.text) > self.settings.max_message_chars
-        window = self.settings.hot_size * 2 if respond else 0
+        window = self.settings.hot_size * 2 if respond and late is None else 0
         recorded = await self.memory.sessions.record_user_turn(
             self._user_turn(envelope, respond), window
         )
@@ -127,6 +133,9 @@ class SessionRunner:
                 await self._reply(envelope, t("rate_limited", ctx.language))
         elif not respond:
             pass  # observed group talk: stored, and the hooks still feed memory from it
+        elif late is not None:  # a stale answer helps nobody: say so, and be quick about it
+            log.info("reply_too_late", delay=round(late, 1), limit=self.settings.max_reply_delay)
+            await self._reply(envelope, t("reply_too_late", ctx.language))
         elif too_long:
             limit = self.settings.max_message_chars
             notice = t("message_too_long", ctx.language, n=len(envelope.text), limit=limit)
@@ -163,6 +172,14 @@ class SessionRunner:
             )
         )
         return text
+
+    def _late_by(self, envelope: Envelope) -> float | None:
+        """How long the message waited, when that is longer than `max_reply_delay`."""
+        limit = self.settings.max_reply_delay
+        if limit <= 0:
+            return None
+        delay = time.time() - envelope.time.timestamp()
+        return delay if delay > limit else None
 
     def _over_limit(self, envelope: Envelope) -> bool:
         if self.limiter is None or self.is_bot_admin(envelope):

@@ -10,7 +10,7 @@ implementations do. Latency is measured in the fake: event sent → reply action
     .venv/bin/python scripts/bench_onebot.py --groups 50 --messages 10000 --runs 3
 
 `--window` bounds the messages awaiting a reply (a closed loop, so the inbound queue never
-overflows and throughput is the bot's); `--rate` sends open-loop at a fixed rate instead (for
+passes its mark and throughput is the bot's); `--rate` sends open-loop at a fixed rate instead (for
 latency below saturation). `--no-runner` replies straight from the bus, leaving only the adapter,
 the bus and the wire. "bot CPU per message" is the bot process's CPU time (event loop and SQLite
 thread) per answered message: on a shared machine it is steadier than wall-clock rates.

@@ -21,11 +21,12 @@ from nahida.app import Paths, build_provider, choose_embedder, open_memory, stor
 from nahida.cli.state import echo_json, state_of
 from nahida.config import Config, masked_dump
 from nahida.errors import ConfigError, NahidaError
-from nahida.memory import MemoryService, index_text, iso, warm_up
+from nahida.memory import MemoryService, index_text, iso, read_queue_depth, warm_up
 from nahida.providers.router import resolve_routes
 
 PING_TIMEOUT = 5.0
 Dream = dict[str, Any]  # the report's `dreaming` part
+Queue = dict[str, Any] | None  # the report's `queue` part: what a running bot last wrote
 
 
 async def _providers(config: Config) -> list[dict[str, Any]]:
@@ -75,14 +76,15 @@ async def _dreaming(config: Config, model: str | None, memory: MemoryService | N
 
 async def _memory_state(
     config: Config, paths: Paths, dream_model: str | None
-) -> tuple[list[dict[str, Any]], dict[str, Any], list[dict[str, Any]], Dream]:
+) -> tuple[list[dict[str, Any]], dict[str, Any], list[dict[str, Any]], Dream, Queue]:
     """The latest run of each job, the embedder with its vectors stored and pending, the
-    sessions whose last compaction failed, and dreaming."""
+    sessions whose last compaction failed, dreaming, and the bus queue a running bot last
+    wrote."""
     try:
         choice = choose_embedder(config)
     except ConfigError as exc:
         error = {"backend": config.memory.embedding.backend, "error": str(exc)}
-        return [], error, [], await _dreaming(config, dream_model, None)
+        return [], error, [], await _dreaming(config, dream_model, None), None
     embedder = choice.embedder
     embedding: dict[str, Any] = {
         "backend": config.memory.embedding.backend,
@@ -93,7 +95,7 @@ async def _memory_state(
         "dimension": embedder.dimension if embedder is not None else None,
     }
     if not paths.database.exists():
-        return [], embedding, [], await _dreaming(config, dream_model, None)
+        return [], embedding, [], await _dreaming(config, dream_model, None), None
     memory = open_memory(config, paths, choice=choice)  # counts only: no model is loaded
     try:
         runs = [run.to_json() for run in await memory.runs.latest()]
@@ -115,7 +117,8 @@ async def _memory_state(
             }
             for f in await memory.working.failing()
         ]
-        return runs, embedding, failing, await _dreaming(config, dream_model, memory)
+        queue = await read_queue_depth(memory)
+        return runs, embedding, failing, await _dreaming(config, dream_model, memory), queue
     finally:
         memory.close()
         if embedder is not None:
@@ -132,7 +135,7 @@ async def diagnose(config: Config, paths: Paths) -> dict[str, Any]:
     providers = await _providers(config)
     dream = routes.get("dream")
     dream_model = f"{dream.provider}/{dream.model}" if dream is not None else None
-    jobs, embedding, failing, dreaming = await _memory_state(config, paths, dream_model)
+    jobs, embedding, failing, dreaming, queue = await _memory_state(config, paths, dream_model)
     report: dict[str, Any] = {
         "python": sys.version.split()[0],
         "platform": platform.platform(),
@@ -159,6 +162,7 @@ async def diagnose(config: Config, paths: Paths) -> dict[str, Any]:
         "embedding": embedding,
         "compaction_failing": failing,
         "dreaming": dreaming,
+        "queue": queue,
         "config": masked_dump(config),
     }
     report["ok"] = caps.fts and jieba_ok and all(p["reachable"] for p in providers)
@@ -197,6 +201,7 @@ def render(report: dict[str, Any]) -> str:
             " it is retried"
         )
     lines.append(_dreaming_line(report["dreaming"]))
+    lines.append(queue_line(report["queue"]))
     lines.append("paths: " + ", ".join(f"{k}={v}" for k, v in report["paths"].items()))
     if not report["jobs"]:
         lines.append("jobs: no run recorded yet")
@@ -215,6 +220,16 @@ def render(report: dict[str, Any]) -> str:
     dumped = yaml.safe_dump(report["config"], allow_unicode=True, sort_keys=False)
     lines.extend("  " + line for line in dumped.splitlines())
     return "\n".join(lines)
+
+
+def queue_line(queue: Queue) -> str:
+    """What waited in a running bot's bus when it last wrote it (every 10 s)."""
+    if queue is None:
+        return "queue: not recorded (no bot has run with this database)"
+    return (
+        f"queue: {queue['waiting']} waiting (largest chat {queue['largest']}),"
+        f" oldest {queue['oldest_wait']:.0f}s, at {iso(queue['at'])}"
+    )
 
 
 def _embedding_line(embedding: dict[str, Any]) -> str:

@@ -18,6 +18,8 @@ from nahida.memory.jobs import (
     DreamJob,
     EmbeddingUpkeep,
     MarkdownSyncJob,
+    QueueDepthJob,
+    read_queue_depth,
 )
 from nahida.memory.markdown.sync import FileReport, SyncReport
 from nahida.memory.models import (
@@ -98,6 +100,7 @@ __all__ = [
     "Profiles",
     "Proposal",
     "Query",
+    "QueueDepthJob",
     "SecretRefused",
     "Session",
     "Store",
@@ -116,6 +119,7 @@ __all__ = [
     "index_text",
     "iso",
     "parse_moment",
+    "read_queue_depth",
     "redact",
     "turn_parts",
     "validate_scope",

@@ -4,6 +4,11 @@ notes."""
 
 from __future__ import annotations
 
+import json
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
 from nahida.memory.service import MemoryService
 from nahida.scheduler import JobContext, Schedule
 
@@ -152,3 +157,40 @@ class DailyNotesJob:
         written = await daily.catch_up()
         if written:
             ctx.count("lines", written)
+
+
+QUEUE_STATE = "bus_queue"  # the `markdown_state` key `nahida doctor` reads the queue depth from
+
+
+class QueueDepthJob:
+    """Writes the bus's depth (`backlog()`: the fields of `nahida.bus.Backlog`) every 10 s
+    where `nahida doctor` can read it: a `markdown_state` row holding JSON (waiting, largest,
+    largest_chat, oldest_wait, at). Quiet: never a run record."""
+
+    name = "queue_depth"
+    quiet = True
+
+    def __init__(self, memory: MemoryService, backlog: Callable[[], Mapping[str, Any]]) -> None:
+        self.memory = memory
+        self.backlog = backlog
+        self.schedule: Schedule = Schedule(every=10.0, first=0.0)
+        self._idle_written = False  # an idle bus is written once, not every 10 s
+
+    async def run(self, ctx: JobContext) -> None:
+        now = time.time()
+        depth = dict(self.backlog())
+        idle = not depth.get("waiting")
+        if idle and self._idle_written:
+            return
+        self._idle_written = idle
+        value = json.dumps({**depth, "at": now})
+        await self.memory.store.write(lambda tx: tx.markdown.set_state(QUEUE_STATE, value, now))
+
+
+async def read_queue_depth(memory: MemoryService) -> dict[str, Any] | None:
+    """What `QueueDepthJob` last wrote, or None."""
+    value = await memory.store.read(lambda tx: tx.markdown.state(QUEUE_STATE))
+    if value is None:
+        return None
+    data = json.loads(value)
+    return data if isinstance(data, dict) else None

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -58,7 +58,11 @@ class AdapterHarness:
 
 
 @contextlib.asynccontextmanager
-async def running_adapter(**settings: Any) -> AsyncIterator[AdapterHarness]:
+async def running_adapter(
+    on_submit: Callable[[Envelope], Awaitable[None]] | None = None, **settings: Any
+) -> AsyncIterator[AdapterHarness]:
+    """The adapter alone; `on_submit` is awaited before each envelope is handed over (a slow
+    bus)."""
     config = OneBotConfig.model_validate({"enabled": True, **settings})
     adapter = OneBotAdapter(config, nicknames=NICKNAMES, bot_name="Nahida")
     server = InboundServer("127.0.0.1", 0)
@@ -68,6 +72,8 @@ async def running_adapter(**settings: Any) -> AsyncIterator[AdapterHarness]:
     harness = AdapterHarness(adapter, server)
 
     async def submit(envelope: Envelope) -> bool:
+        if on_submit is not None:
+            await on_submit(envelope)
         harness.envelopes.put_nowait(envelope)
         return True
 

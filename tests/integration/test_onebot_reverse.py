@@ -357,3 +357,55 @@ async def test_watchdog_tolerates_steady_or_absent_heartbeats() -> None:
         await asyncio.sleep(0.5)
         assert not steady.ws.closed and not silent.ws.closed
         assert bot.adapter.registry.accounts == ["10001", "10002"]
+
+
+# -- overload: backpressure, never loss -------------------------------------------------------
+
+
+async def test_a_burst_beyond_queue_limit_is_all_delivered_in_order_with_lookups_inside() -> None:
+    # The bus is stuck until every event is sent: the inbound queue passes queue_limit and the
+    # reader pauses. Then, while the queue is still above the mark, parsing asks the
+    # implementation for group roles on the same socket: the paused reader must read on to find
+    # the answers (else each lookup would time out and the role would be lost).
+    limit, groups, per_group = 8, 3, 40
+    stuck = asyncio.Event()
+
+    async def slow_bus(envelope: object) -> None:
+        await stuck.wait()
+
+    async with (
+        running_adapter(on_submit=slow_bus, queue_limit=limit, lookup_timeout=5) as bot,
+        FakeOneBot(BOT) as impl,
+    ):
+        sock = await impl.connect(bot.ws_url)
+        await bot.wait_for(lambda: bot.adapter.registry.api(str(BOT)) is not None)
+        sent: dict[str, list[str]] = {}
+        lookups: set[str] = set()
+        for n in range(groups * per_group):
+            group = 20001 + n % groups
+            user = 30000 + n
+            needs_lookup = n % 10 == 5  # no role in the event: the adapter asks
+            if needs_lookup:
+                impl.members[(group, user)] = "admin"
+            event = impl.group_message(
+                group, user, [at(BOT), text(f"m{n}")], role=None if needs_lookup else "member"
+            )
+            sent.setdefault(str(group), []).append(str(event["message_id"]))
+            if needs_lookup:
+                lookups.add(str(event["message_id"]))
+            await sock.send(event)
+        await bot.wait_for(lambda: bot.adapter.counters.pauses >= 1)
+        await asyncio.sleep(0.1)  # the reader stays paused: the rest waits in the socket
+        assert bot.adapter.inbound.qsize() > bot.adapter.inbound.low_water
+        assert bot.adapter.counters.frames < groups * per_group
+        stuck.set()
+        got: dict[str, list[str]] = {}
+        for _ in range(groups * per_group):
+            envelope = await bot.next_envelope(within=10)
+            got.setdefault(envelope.chat.id, []).append(envelope.message_id)
+            if envelope.message_id in lookups:
+                assert envelope.sender.role == Role.ADMIN, envelope.message_id
+        await bot.no_envelope()
+    assert got == sent  # all of them, in order per group
+    assert len(impl.calls_of("get_group_member_info")) == len(lookups)
+    assert bot.adapter.inbound.peak >= limit

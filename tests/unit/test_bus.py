@@ -438,3 +438,90 @@ async def test_handler_exception_is_logged_and_the_chat_goes_on() -> None:
 def test_bad_settings_are_refused(kwargs: dict[str, float]) -> None:
     with pytest.raises(ValueError):
         EventBus(noop, **kwargs)  # type: ignore[arg-type]
+
+
+# --- overload: the oldest waiting message first, depth visible ------------------------------------
+
+
+def blocked_recorder() -> tuple[Handler, list[str], asyncio.Event, asyncio.Event]:
+    """A handler that holds its first message until `gate` is set, recording the start order."""
+    order: list[str] = []
+    gate = asyncio.Event()
+    first = asyncio.Event()
+
+    async def handler(envelope: Envelope) -> None:
+        order.append(envelope.message_id)
+        first.set()
+        await gate.wait()
+
+    return handler, order, gate, first
+
+
+async def test_a_freed_slot_goes_to_the_message_that_waited_longest() -> None:
+    # a2 waits behind a1 in chat a; b1 arrives later in chat b. A semaphore would wake chat b's
+    # worker first (it began waiting first); the bus gives the slot to a2, the older message.
+    handler, order, gate, first = blocked_recorder()
+    bus = EventBus(handler, concurrency=1)
+    async with running(bus):
+        assert await bus.submit(make_envelope("a", "a1"))
+        await first.wait()
+        assert await bus.submit(make_envelope("a", "a2"))
+        await asyncio.sleep(0.005)
+        assert await bus.submit(make_envelope("b", "b1"))
+        await asyncio.sleep(0.005)  # b's worker is waiting for the slot now
+        gate.set()
+    assert order == ["a1", "a2", "b1"]
+
+
+async def test_a_saturated_bus_starts_messages_in_submit_order_across_chats() -> None:
+    handler, order, gate, first = blocked_recorder()
+    bus = EventBus(handler, concurrency=1)
+    rng = random.Random(14)
+    planned = [(f"c{rng.randrange(6)}", f"m{i}") for i in range(60)]
+    async with running(bus):
+        assert await bus.submit(make_envelope("first", "m-1"))
+        await first.wait()
+        for chat, message in planned:
+            assert await bus.submit(make_envelope(chat, message))
+            await asyncio.sleep(0)  # let workers pick up their heads and queue for the slot
+        gate.set()
+    assert order == ["m-1", *(message for _, message in planned)]
+
+
+async def test_backlog_counts_what_waits_and_logs_it_at_most_every_few_seconds() -> None:
+    handler, _, gate, first = blocked_recorder()
+    bus = EventBus(handler, concurrency=1, backlog_log_at=3, backlog_log_every=60)
+    assert bus.backlog().waiting == 0 and bus.backlog().oldest_wait == 0
+    with capture_logs() as logs:
+        async with running(bus):
+            assert await bus.submit(make_envelope("a", "a1"))
+            await first.wait()
+            for message in ("a2", "a3", "a4"):
+                assert await bus.submit(make_envelope("a", message))
+            assert await bus.submit(make_envelope("b", "b1"))
+            await asyncio.sleep(0.02)
+            depth = bus.backlog()
+            assert (depth.waiting, depth.largest, depth.largest_chat) == (4, 3, "test:group:a")
+            assert depth.oldest_wait >= 0.01
+            assert bus.waiting == 4
+            gate.set()
+    assert bus.waiting == 0 and bus.backlog().waiting == 0
+    backlog_lines = [line for line in logs if line["event"] == "bus_backlog"]
+    assert len(backlog_lines) == 1  # several crossings within 60 s: one line
+    assert backlog_lines[0]["waiting"] == 3 and backlog_lines[0]["bus"] == "bus"
+
+
+async def test_a_cancelled_waiter_does_not_swallow_the_slot() -> None:
+    from nahida.bus import _Slots
+
+    slots = _Slots(1)
+    await slots.acquire(0.0)
+    cancelled = asyncio.create_task(slots.acquire(1.0))
+    later = asyncio.create_task(slots.acquire(2.0))
+    await asyncio.sleep(0)
+    cancelled.cancel()
+    await asyncio.sleep(0)
+    slots.release()
+    await asyncio.wait_for(later, 1)
+    slots.release()
+    await asyncio.wait_for(slots.acquire(3.0), 1)  # the slot came back

@@ -181,3 +181,25 @@ def test_deduplicator_is_bounded() -> None:
     assert len(seen) == 3
     assert 2 not in seen  # 1 was seen again after 2, so 2 is the one forgotten
     assert 1 in seen and 3 in seen and 4 in seen
+
+
+@pytest.mark.parametrize(
+    "epoch", [None, 0, 1, 978_307_200, 10**12, 10**20, float("nan")]
+)  # missing, 1970, 2001, milliseconds taken for seconds, overflow, nonsense
+def test_a_missing_or_absurd_event_time_is_the_time_it_was_accepted(epoch: float | None) -> None:
+    from datetime import UTC, datetime
+
+    from nahida.adapters.onebot.adapter import _when
+
+    before = datetime.now(UTC)
+    assert before <= _when(epoch) <= datetime.now(UTC)
+
+
+def test_a_plausible_event_time_is_kept() -> None:
+    import time
+    from datetime import UTC, datetime
+
+    from nahida.adapters.onebot.adapter import _when
+
+    epoch = int(time.time()) - 90
+    assert _when(epoch) == datetime.fromtimestamp(epoch, UTC)

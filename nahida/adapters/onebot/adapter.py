@@ -9,7 +9,9 @@ bot's own messages and malformed events, and turns messages into `Envelope`s: ad
 (`addressing.py`), the sender's group role (`roles.py`), mentions and the reply target. Notices
 (recall, poke, member changes) are logged, not submitted: they carry no words to answer, and a
 member change only invalidates the cached role. Readers never wait for this task, so action
-answers keep flowing while it waits on a lookup or on the bus.
+answers keep flowing while it waits on a lookup or on the bus. Nothing is dropped when events
+arrive faster than they are handled: the inbound queue (`inbound.py`) makes WebSocket readers
+pause at `queue_limit` waiting events, except while an action answer is awaited on their socket.
 
 Replies go to the account that last heard from the chat (several accounts may share a server),
 through whatever socket that account has *now*, waiting up to `send_wait` for a reconnect.
@@ -20,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections import OrderedDict
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import aiohttp
@@ -50,6 +52,7 @@ from nahida.adapters.onebot.events import (
     parse_event,
 )
 from nahida.adapters.onebot.forward import ForwardClient
+from nahida.adapters.onebot.inbound import Inbound
 from nahida.adapters.onebot.message import from_reply, to_segments
 from nahida.adapters.onebot.reverse import ReverseEndpoints
 from nahida.adapters.onebot.roles import MemberRoles
@@ -61,6 +64,7 @@ log = structlog.get_logger(__name__)
 
 PLATFORM = "onebot"
 ROUTES = 10_000  # chats whose answering account is remembered
+MAX_PAUSE = 10.0  # seconds a reader may stop reading its socket at a time
 
 
 class OneBotAdapter:
@@ -75,7 +79,9 @@ class OneBotAdapter:
         self.registry = ConnectionRegistry()
         self.roles = MemberRoles(self._member_info, ttl=settings.role_cache_seconds)
         self._nicknames: re.Pattern[str] | None = nickname_pattern(nicknames)
-        self._inbound: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        # a pause stays well inside the WebSocket ping/pong window (ping + ping/2)
+        pause = min(MAX_PAUSE, settings.ping_interval / 2) if settings.ping_interval else MAX_PAUSE
+        self.inbound = Inbound(settings.queue_limit, max_pause=pause)
         self._seen = Deduplicator(settings.dedup_size)
         self._sent = Deduplicator(settings.dedup_size)  # (self_id, message_id) the bot sent
         self._routes: OrderedDict[str, str] = OrderedDict()  # chat -> self_id that heard it
@@ -128,6 +134,7 @@ class OneBotAdapter:
     async def serve(self, conn: WsConnection) -> None:
         """Serve one socket until it closes; registered for actions once its account is known."""
         self.registry.attach(conn)
+        conn.inbound = self.inbound
         try:
             async with asyncio.TaskGroup() as group:
                 group.create_task(conn.serve())
@@ -160,22 +167,13 @@ class OneBotAdapter:
                 self._register(conn)
         if data.get("meta_event_type") == "heartbeat":
             return  # the connection's watchdog already took what it needs
-        if self._inbound.qsize() >= self.settings.queue_limit:
-            self.counters.overflow += 1
-            if self.counters.overflow % 1000 == 1:  # one line per thousand, not a flood
-                log.warning(
-                    "inbound_queue_full_events_dropped",
-                    limit=self.settings.queue_limit,
-                    dropped_so_far=self.counters.overflow,
-                )
-            return
-        self._inbound.put_nowait(data)
+        self.inbound.put(data)  # never dropped: the reader pauses after this frame if need be
 
     # -- events ---------------------------------------------------------------------------------
 
     async def _process(self, submit: Submit) -> None:
         while True:
-            data = await self._inbound.get()
+            data = await self.inbound.get()
             try:
                 await self._handle(data, submit)
             except Exception:
@@ -324,14 +322,24 @@ class OneBotAdapter:
         return None
 
 
+EARLIEST = datetime(2010, 1, 1, tzinfo=UTC)  # before this an event time is nonsense
+FUTURE = timedelta(minutes=5)  # clock skew tolerated; later than this is nonsense too
+
+
 def _when(epoch: float | None) -> datetime:
-    """The event's time; now when it is missing or nonsense."""
+    """The event's time; now (when it was accepted) when it is missing or nonsense.
+
+    `bot.max_reply_delay` measures a message's wait from this, so a wrong clock must not make
+    every message look hours old (or ms taken for s, far in the future)."""
+    now = datetime.now(UTC)
     if epoch:
         try:
-            return datetime.fromtimestamp(epoch, UTC)
+            when = datetime.fromtimestamp(epoch, UTC)
         except (OverflowError, OSError, ValueError):
-            pass
-    return datetime.now(UTC)
+            return now
+        if EARLIEST <= when <= now + FUTURE:
+            return when
+    return now
 
 
 def build(section: dict[str, Any], config: Config) -> OneBotAdapter:

@@ -50,7 +50,7 @@ class OneBotConfig(BaseModel):
     reconnect_max: float = Field(60.0, gt=0)  # ... doubling up to this
     role_cache_seconds: float = Field(600.0, ge=0)
     dedup_size: int = Field(4096, ge=0)
-    queue_limit: int = Field(10_000, ge=1)  # inbound events waiting to be handled
+    queue_limit: int = Field(10_000, ge=1)  # high-water mark: readers pause (see inbound.py)
 
     @model_validator(mode="after")
     def _mode_needs(self) -> OneBotConfig:

@@ -10,6 +10,11 @@ receives nothing for `heartbeat_grace` intervals (default 2.5: two missed heartb
 is closed. Implementations that send no heartbeat are tolerated: without an announced interval
 the watchdog never fires.
 
+Backpressure: with an `inbound` queue attached (`nahida.adapters.onebot.inbound` explains the
+design), the reader stops reading while that queue is above its mark and none of this
+connection's calls awaits an answer; `call()` and `close()` wake it. The watchdog ignores a
+silence the reader itself made.
+
 `ConnectionRegistry` answers "which socket do I call for account X". An implementation that
 reconnects with the same `X-Self-ID` while its old socket is half-open replaces the old one at
 once; the old one keeps delivering events until it closes (duplicates are dropped upstream) but
@@ -36,6 +41,7 @@ from nahida.adapters.onebot.api import (
     ResultStore,
     check_result,
 )
+from nahida.adapters.onebot.inbound import Inbound
 from nahida.errors import AdapterError
 
 log = structlog.get_logger(__name__)
@@ -56,7 +62,7 @@ class Counters:
     duplicates: int = 0  # events dropped as seen before
     own_messages: int = 0  # the bot's own messages, ignored
     notices: int = 0
-    overflow: int = 0  # dropped because too many events were waiting
+    pauses: int = 0  # times a reader stopped reading because too many events were waiting
 
 
 class WsConnection:
@@ -86,6 +92,10 @@ class WsConnection:
         self.last_seen = self._loop.time()
         self._heartbeat_on = asyncio.Event()
         self.close_reason = ""
+        self.inbound: Inbound | None = None  # set by the adapter: pause reading when it is full
+        self.paused = False
+        self._wake = asyncio.Event()  # ends a pause: a call opened, or the socket is closing
+        self._gave_up: int | None = None  # `inbound.drains` when a pause last ran out
 
     def __repr__(self) -> str:
         return f"<WsConnection {self.role} self_id={self.self_id} peer={self.peer}>"
@@ -105,6 +115,7 @@ class WsConnection:
             raise ConnectionClosedError(action, sent=False)
         limit = time_limit or self.timeout
         echo, future = self.results.open(action)
+        self._wake.set()  # a paused reader must read on to find the answer
         try:
             frame = json.dumps(
                 {"action": action, "params": dict(params), "echo": echo}, ensure_ascii=False
@@ -154,6 +165,28 @@ class WsConnection:
             elif message.type == WSMsgType.ERROR:
                 self.close_reason = f"socket error: {message.data}"
                 return
+            if self.inbound is not None and self.inbound.full and not self.results:
+                await self._pause(self.inbound)
+
+    async def _pause(self, inbound: Inbound) -> None:
+        """Stop reading while `inbound` is full and no call of ours awaits an answer."""
+        if self._gave_up == inbound.drains:
+            return  # the last pause ran out: read on until the queue next drains
+        self.paused = True
+        self.counters.pauses += 1
+        try:
+            async with asyncio.timeout(inbound.max_pause):
+                while inbound.full and not self.results and not self.close_reason:
+                    self._wake.clear()
+                    await inbound.hold(self._wake)
+        except TimeoutError:
+            self._gave_up = inbound.drains
+            self._log().warning(
+                "inbound_pause_ran_out", waiting=inbound.qsize(), seconds=inbound.max_pause
+            )
+        finally:
+            self.paused = False
+            self.last_seen = self._loop.time()  # the silence was ours
 
     def _frame(self, text: str) -> None:
         self.counters.frames += 1
@@ -189,6 +222,9 @@ class WsConnection:
         await self._heartbeat_on.wait()
         while self.heartbeat_interval is not None:
             silence = self.heartbeat_interval * self.heartbeat_grace
+            if self.paused:  # not reading: the peer's heartbeats wait in the socket
+                await asyncio.sleep(silence)
+                continue
             left = self.last_seen + silence - self._loop.time()
             if left > 0:
                 await asyncio.sleep(left)
@@ -207,6 +243,7 @@ class WsConnection:
         """Close the socket; a peer that does not answer the close frame is cut off."""
         if not self.close_reason:
             self.close_reason = reason
+        self._wake.set()  # a paused reader sees the close
         try:
             async with asyncio.timeout(CLOSE_TIMEOUT):
                 await self.socket.close(code=code, message=reason.encode()[:120])
