@@ -227,7 +227,8 @@ async def test_unused_memories_decay_and_the_unsure_are_not_injected(tmp_path: P
 
 
 async def test_a_long_gap_and_new_end_a_session_with_an_episode(tmp_path: Path) -> None:
-    app = echo_app(tmp_path, session={"idle_split_minutes": 60})
+    # messages of a day in May, answered now: no apology for being late
+    app = echo_app(tmp_path, session={"idle_split_minutes": 60}, bot={"max_reply_delay": 0})
     start = datetime(2026, 5, 1, 9, tzinfo=UTC)
     try:
         for n, text in enumerate(["我们聊聊旅行计划", "去京都怎么样", "三月去"]):

@@ -6,7 +6,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from structlog.testing import capture_logs
 
 from nahida.app import App, Paths
 from nahida.config import Config
@@ -50,12 +49,9 @@ async def test_an_old_message_gets_the_apology_no_model_call_and_is_recorded(
     chat = "test:group:g1"
     old = datetime.now(UTC) - timedelta(seconds=90)
     try:
-        with capture_logs() as logs:
-            await app.runner.handle(envelope("还在吗", chat=chat, to_me=True, time=old))
+        await app.runner.handle(envelope("还在吗", chat=chat, to_me=True, time=old))
         assert recorder.sent == [t("reply_too_late", language)]  # type: ignore[arg-type]
         assert echo.calls == 0
-        late = [line for line in logs if line["event"] == "reply_too_late"]
-        assert len(late) == 1 and 89 <= late[0]["delay"] < 120
         await app.runner.handle(envelope("/help", chat=chat, to_me=True, time=old))
         assert len(recorder.sent) == 2 and recorder.sent[1] != recorder.sent[0]  # commands answer
         await app.runner.handle(envelope("现在呢", chat=chat, to_me=True))
