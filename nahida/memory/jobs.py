@@ -159,12 +159,12 @@ class DailyNotesJob:
             ctx.count("lines", written)
 
 
-QUEUE_STATE = "bus_queue"  # the `markdown_state` key `nahida doctor` reads the queue depth from
+QUEUE_STATE = "bus_queue"  # the `named_state` key `nahida doctor` reads the queue depth from
 
 
 class QueueDepthJob:
     """Writes the bus's depth (`backlog()`: the fields of `nahida.bus.Backlog`) every 10 s
-    where `nahida doctor` can read it: a `markdown_state` row holding JSON (waiting, largest,
+    where `nahida doctor` can read it: a `named_state` row holding JSON (waiting, largest,
     largest_chat, oldest_wait, at). Quiet: never a run record."""
 
     name = "queue_depth"
@@ -184,12 +184,12 @@ class QueueDepthJob:
             return
         self._idle_written = idle
         value = json.dumps({**depth, "at": now})
-        await self.memory.store.write(lambda tx: tx.markdown.set_state(QUEUE_STATE, value, now))
+        await self.memory.store.write(lambda tx: tx.state.put(QUEUE_STATE, value, now))
 
 
 async def read_queue_depth(memory: MemoryService) -> dict[str, Any] | None:
     """What `QueueDepthJob` last wrote, or None."""
-    value = await memory.store.read(lambda tx: tx.markdown.state(QUEUE_STATE))
+    value = await memory.store.read(lambda tx: tx.state.get(QUEUE_STATE))
     if value is None:
         return None
     data = json.loads(value)

@@ -179,7 +179,7 @@ async def test_a_lost_cursor_repeats_no_line(store: SqliteStore, workspace: Path
     await memory.daily.catch_up()
     files = {day: day_file(workspace, day).read_text(encoding="utf-8") for day in (DAY1, DAY2)}
 
-    await store.write(lambda tx: tx.markdown.set_state("daily", "{}", T0))
+    await store.write(lambda tx: tx.state.put("daily", "{}", T0))
     assert await memory.daily.catch_up() == 0
     for day, text in files.items():
         assert day_file(workspace, day).read_text(encoding="utf-8") == text

@@ -9,7 +9,7 @@ the later reviews, one line each with its id:
 
 An event's own time (in the bot's zone) decides its day's file. Nothing here is ever loaded into
 a prompt, and nothing written is rewritten: `catch_up` only appends what is new since its cursor
-(`markdown_state` "daily": JSON, the last (time, id) of each of the four streams). Texts are
+(`named_state` "daily": JSON, the last (time, id) of each of the four streams). Texts are
 redacted (`safety.redact`) and cut; nothing is written that is not in the database.
 
 The cursor advances after the lines are written. A crash in between would write those lines
@@ -116,9 +116,7 @@ class DailyNotes:
             written, cursor = await asyncio.to_thread(self._write, batch)
             if cursor.keys != batch.cursor.keys:
                 value = cursor.dump()
-                await self.store.write(
-                    lambda tx: tx.markdown.set_state(STATE_KEY, value, time.time())
-                )
+                await self.store.write(lambda tx: tx.state.put(STATE_KEY, value, time.time()))
             return written
 
     def path(self, day: str) -> Path:
@@ -140,7 +138,7 @@ class DailyNotes:
 
 
 def _read(tx: Tx, before: float, limit: int) -> Batch:
-    cursor = Cursor.load(tx.markdown.state(STATE_KEY))
+    cursor = Cursor.load(tx.state.get(STATE_KEY))
     return Batch(
         cursor,
         tx.summaries.updated(cursor.of("summaries"), before, limit),

@@ -521,18 +521,22 @@ class FileState(NamedTuple):
 
 
 class MarkdownRows(Protocol):
-    """The Markdown projection's record of its files, and named cursors (DESIGN §9)."""
+    """The Markdown projection's record of its files (DESIGN §9)."""
 
     def file(self, path: str) -> FileState | None: ...
 
     def put_file(self, state: FileState) -> None: ...
 
-    def state(self, key: str) -> str | None: ...
-
-    def set_state(self, key: str, value: str, at: float) -> None: ...
-
     def fingerprint(self) -> tuple[object, ...]:
         """Changes whenever a global item or a profile bullet does."""
+
+
+class StateRows(Protocol):
+    """Small values background work keeps under a name (a cursor, a last measurement)."""
+
+    def get(self, key: str) -> str | None: ...
+
+    def put(self, key: str, value: str, at: float) -> None: ...
 
 
 class Tx(Protocol):
@@ -562,6 +566,8 @@ class Tx(Protocol):
     def dreams(self) -> DreamRows: ...
     @property
     def markdown(self) -> MarkdownRows: ...
+    @property
+    def state(self) -> StateRows: ...
 
 
 Unit = Callable[..., T]  # unit(tx, *args) -> T

@@ -1,4 +1,4 @@
-"""The Markdown projection's files and cursors in SQLite (`markdown_files`, `markdown_state`)."""
+"""The Markdown projection's files (`markdown_files`) and named values (`named_state`)."""
 
 from __future__ import annotations
 
@@ -36,18 +36,6 @@ class MarkdownTable:
             ),
         )
 
-    def state(self, key: str) -> str | None:
-        row = self.conn.execute("SELECT value FROM markdown_state WHERE key = ?", (key,)).fetchone()
-        return None if row is None else str(row[0])
-
-    def set_state(self, key: str, value: str, at: float) -> None:
-        self.conn.execute(
-            "INSERT INTO markdown_state (key, value, updated_at) VALUES (?, ?, ?)"
-            " ON CONFLICT (key) DO UPDATE SET value = excluded.value,"
-            " updated_at = excluded.updated_at",
-            (key, value, at),
-        )
-
     def fingerprint(self) -> tuple[object, ...]:
         """Changes whenever a global item or a profile bullet does (counts, latest change)."""
         items = self.conn.execute(
@@ -57,3 +45,20 @@ class MarkdownTable:
             "SELECT count(*), max(updated_at) FROM profile_entries"
         ).fetchone()
         return (*items, *profiles)
+
+
+class StateTable:
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+
+    def get(self, key: str) -> str | None:
+        row = self.conn.execute("SELECT value FROM named_state WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def put(self, key: str, value: str, at: float) -> None:
+        self.conn.execute(
+            "INSERT INTO named_state (key, value, updated_at) VALUES (?, ?, ?)"
+            " ON CONFLICT (key) DO UPDATE SET value = excluded.value,"
+            " updated_at = excluded.updated_at",
+            (key, value, at),
+        )

@@ -291,8 +291,8 @@ CREATE INDEX dream_runs_unwritten ON dream_runs (written) WHERE written = 0
 # The Markdown projection (DESIGN §9). `markdown_files`: per projected file (path relative to the
 # workspace), the hash and mtime it had when last written or read, and `snapshot` (JSON: the
 # bullets its generated block showed then, id → {"group": kind or section, "text": …}): what a
-# later edit of the file is compared with. `markdown_state`: small named cursors (e.g. how far
-# the daily notes have been written).
+# later edit of the file is compared with. `named_state`: small values kept under a name by
+# background work (how far the daily notes have been written, the bus depth doctor shows).
 MARKDOWN = """
 CREATE TABLE markdown_files (
     path         TEXT PRIMARY KEY,
@@ -301,7 +301,7 @@ CREATE TABLE markdown_files (
     snapshot     TEXT NOT NULL DEFAULT '{}',
     rendered_at  REAL NOT NULL
 );
-CREATE TABLE markdown_state (
+CREATE TABLE named_state (
     key         TEXT PRIMARY KEY,
     value       TEXT NOT NULL,
     updated_at  REAL NOT NULL

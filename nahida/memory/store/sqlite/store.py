@@ -13,7 +13,7 @@ from nahida.memory.store.sqlite.episodes import EpisodeTable
 from nahida.memory.store.sqlite.history import SessionTable, TurnTable
 from nahida.memory.store.sqlite.items import CandidateTable, EventTable, ItemTable
 from nahida.memory.store.sqlite.jobs import JobTable
-from nahida.memory.store.sqlite.markdown import MarkdownTable
+from nahida.memory.store.sqlite.markdown import MarkdownTable, StateTable
 from nahida.memory.store.sqlite.profiles import ProfileTable
 from nahida.memory.store.sqlite.vectors import VectorTable
 from nahida.memory.store.sqlite.working import SummaryTable
@@ -37,6 +37,7 @@ class SqliteTx:
         self.episodes = EpisodeTable(conn)
         self.dreams = DreamTable(conn)
         self.markdown = MarkdownTable(conn)
+        self.state = StateTable(conn)
 
 
 def _store_capabilities(conn: Connection) -> StoreCapabilities:
