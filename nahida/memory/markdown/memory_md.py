@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass, field, replace
 
 from nahida.memory import candidates, write
-from nahida.memory.markdown.block import Changes, Snapshot, flat
+from nahida.memory.markdown.block import Bullet, Changes, flat
 from nahida.memory.markdown.block import render as render_block
 from nahida.memory.models import KINDS, Candidate, Evidence, MemoryItem
 from nahida.memory.scopes import GLOBAL, Visibility
@@ -41,8 +41,9 @@ Everything outside the markers is yours and is never changed.
 
 
 @dataclass
-class Prepared:
-    """The changes of one sync with the write path's tokens, made before the transaction."""
+class MemoryEdits:
+    """An admin's changes of MEMORY.md with the write path's tokens, made before the
+    transaction."""
 
     edited: list[tuple[str, write.Prepared]] = field(default_factory=list)  # (old id, new)
     moved: list[tuple[str, str]] = field(default_factory=list)  # (id, new kind)
@@ -50,86 +51,91 @@ class Prepared:
     added: list[write.Prepared] = field(default_factory=list)
 
 
-def shown(tx: Tx, max_bullets: int) -> tuple[str, dict[str, dict[str, str]]]:
-    """The block's body and its snapshot."""
-    found = [i for i in _global(tx) if i.sensitivity == "public"]
-    kept = found[:max_bullets]
-    kept.sort(key=lambda i: (GROUPS.index(i.kind) if i.kind in GROUPS else 0, i.created_at, i.id))
-    groups = [(kind, [(i.id, i.content) for i in kept if _group(i) == kind]) for kind in GROUPS]
-    left = len(found) - len(kept)
-    note = f"{left} more not shown (memory.markdown.max_bullets)" if left else ""
-    snapshot = {i.id: {"group": _group(i), "text": flat(i.content)} for i in kept}
-    return render_block(groups, note), snapshot
+class MemoryFile:
+    """The projection of MEMORY.md (for `sync.MarkdownSync`)."""
 
+    path = PATH
+    begin = BEGIN
+    end = END
+    groups = GROUPS
+    header = HEADER
 
-def known(tx: Tx, ids: set[str]) -> dict[str, dict[str, str]]:
-    """Of `ids`, the active public global items (a bullet the file names without a snapshot)."""
-    found: dict[str, dict[str, str]] = {}
-    for item_id in ids:
-        item = tx.items.get(item_id)
-        if item is not None and _ours(item) and item.status == "active":
-            found[item_id] = {"group": _group(item), "text": flat(item.content)}
-    return found
+    def __init__(self, max_bullets: int) -> None:
+        self.max_bullets = max_bullets
 
+    def shown(self, tx: Tx) -> tuple[str, dict[str, dict[str, str]]]:
+        """The block's body and its snapshot."""
+        found = [i for i in _global(tx) if i.sensitivity == "public"]
+        kept = found[: self.max_bullets]
+        kept.sort(key=lambda i: (GROUPS.index(_group(i)), i.created_at, i.id))
+        groups = [(kind, [(i.id, i.content) for i in kept if _group(i) == kind]) for kind in GROUPS]
+        left = len(found) - len(kept)
+        note = f"{left} more not shown (memory.markdown.max_bullets)" if left else ""
+        snapshot = {i.id: {"group": _group(i), "text": flat(i.content)} for i in kept}
+        return render_block(groups, note), snapshot
 
-def prepare(changes: Changes, path: str) -> Prepared:
-    """Tokens for every new text (a worker thread); secrets were refused before."""
-    now = time.time()
-    ready = Prepared(moved=[(b.id or "", b.group) for b, _ in changes.moved])
-    ready.deleted = list(changes.deleted)
-    for bullet, _ in changes.edited:
-        ready.edited.append(
-            (
-                bullet.id or "",
-                write.tokens_of(_edit(bullet.text, bullet.group, path, bullet.line, now)),
-            )
-        )
-    for bullet in changes.added:
-        ready.added.append(
-            write.tokens_of(_edit(bullet.text, bullet.group, path, bullet.line, now))
-        )
-    return ready
+    def known(self, tx: Tx, ids: set[str]) -> dict[str, dict[str, str]]:
+        """Of `ids`, the active public global items (bullets the file names, not in the
+        snapshot)."""
+        found: dict[str, dict[str, str]] = {}
+        for item_id in ids:
+            item = tx.items.get(item_id)
+            if item is not None and _ours(item) and item.status == "active":
+                found[item_id] = {"group": _group(item), "text": flat(item.content)}
+        return found
 
+    def prepare(self, changes: Changes) -> MemoryEdits:
+        """Tokens for every new text (a worker thread); secrets were refused before."""
+        now = time.time()
+        edits = MemoryEdits(moved=[(b.id or "", b.group) for b, _ in changes.moved])
+        edits.deleted = list(changes.deleted)
+        for bullet, _ in changes.edited:
+            edits.edited.append((bullet.id or "", write.tokens_of(_edit(bullet, now))))
+        edits.added = [write.tokens_of(_edit(bullet, now)) for bullet in changes.added]
+        return edits
 
-def apply(tx: Tx, ready: Prepared, baseline: Snapshot) -> dict[str, int]:
-    """The admin's changes as audited item changes; counts by what was done."""
-    counts = {"edited": 0, "moved": 0, "archived": 0, "added": 0, "merged": 0}
-    for old_id, new in ready.edited:
-        old = tx.items.get(old_id)
-        if old is not None and old.status == "active":
-            superseding = _superseding(new.candidate, old)  # keeps the old title (a task's date)
-            index = write.item_index(superseding.title, superseding.content)
-            new = replace(new, candidate=superseding, index=index)
-        # else changed in the database meanwhile: the edit is kept as a memory of its own
-        write.propose(tx, new, "auto_safe", ACTOR)  # human_edit: committed in any mode
-        counts["edited"] += 1
-    for item_id, kind in ready.moved:
-        item = tx.items.get(item_id)
-        if item is not None and item.status == "active" and item.kind != kind:
-            write.update_item(tx, item, ACTOR, "update", f"moved under {kind} in {PATH}", kind=kind)
-            counts["moved"] += 1
-    for item_id in ready.deleted:
-        item = tx.items.get(item_id)
-        if item is not None and item.status == "active" and item_id in baseline:
-            write.update_item(tx, item, ACTOR, "archive", f"deleted from {PATH}", status="archived")
-            counts["archived"] += 1
-    for new in ready.added:
-        result = write.propose(tx, new, "auto_safe", ACTOR)
-        counts["merged" if result.outcome == "merged" else "added"] += 1
-    return counts
+    def apply(self, tx: Tx, edits: MemoryEdits) -> dict[str, int]:
+        """The admin's changes as audited item changes; counts by what was done."""
+        counts = {"edited": 0, "moved": 0, "archived": 0, "added": 0, "merged": 0}
+        for old_id, new in edits.edited:
+            old = tx.items.get(old_id)
+            if old is not None and old.status == "active":
+                superseding = _superseding(new.candidate, old)  # keeps its title (a task's date)
+                index = write.item_index(superseding.title, superseding.content)
+                new = replace(new, candidate=superseding, index=index)
+            # else changed in the database meanwhile: the edit is kept as a memory of its own
+            write.propose(tx, new, "auto_safe", ACTOR)  # human_edit: committed in any mode
+            counts["edited"] += 1
+        for item_id, kind in edits.moved:
+            item = tx.items.get(item_id)
+            if item is not None and item.status == "active" and item.kind != kind:
+                reason = f"moved under {kind} in {PATH}"
+                write.update_item(tx, item, ACTOR, "update", reason, kind=kind)
+                counts["moved"] += 1
+        for item_id in edits.deleted:
+            item = tx.items.get(item_id)
+            if item is not None and item.status == "active":
+                reason = f"deleted from {PATH}"
+                write.update_item(tx, item, ACTOR, "archive", reason, status="archived")
+                counts["archived"] += 1
+        for new in edits.added:
+            result = write.propose(tx, new, "auto_safe", ACTOR)
+            counts["merged" if result.outcome == "merged" else "added"] += 1
+        return counts
 
 
 def _superseding(candidate: Candidate, old: MemoryItem) -> Candidate:
     return replace(candidate, op="supersede", target=old.id, slot=old.slot, title=old.title)
 
 
-def _edit(text: str, kind: str, path: str, line: int, now: float) -> Candidate:
-    made = candidates.admin_edit(text, kind=kind, scope=GLOBAL, sensitivity="public")
+def _edit(bullet: Bullet, now: float) -> Candidate:
+    """A bullet as an admin's edit, with its file and line as evidence."""
+    made = candidates.admin_edit(bullet.text, kind=bullet.group, scope=GLOBAL, sensitivity="public")
     return replace(
         made,
-        evidence=(Evidence(ref=f"{path}:{line}", time=now),),
+        evidence=(Evidence(ref=f"{PATH}:{bullet.line}", time=now),),
         valid_from=now,
-        note=f"edited in {path}, line {line}",
+        note=f"edited in {PATH}, line {bullet.line}",
     )
 
 
@@ -143,29 +149,3 @@ def _ours(item: MemoryItem) -> bool:
 
 def _group(item: MemoryItem) -> str:
     return item.kind if item.kind in GROUPS else "fact"
-
-
-class MemoryFile:
-    """The projection of MEMORY.md (for `sync.MarkdownSync`)."""
-
-    path = PATH
-    begin = BEGIN
-    end = END
-    groups = GROUPS
-    header = HEADER
-    actor = ACTOR
-
-    def __init__(self, max_bullets: int) -> None:
-        self.max_bullets = max_bullets
-
-    def shown(self, tx: Tx) -> tuple[str, dict[str, dict[str, str]]]:
-        return shown(tx, self.max_bullets)
-
-    def known(self, tx: Tx, ids: set[str]) -> dict[str, dict[str, str]]:
-        return known(tx, ids)
-
-    def prepare(self, changes: Changes) -> Prepared:
-        return prepare(changes, PATH)
-
-    def apply(self, tx: Tx, ready: Prepared, baseline: Snapshot) -> dict[str, int]:
-        return apply(tx, ready, baseline)

@@ -64,5 +64,5 @@ class ProfileFile:
             edits.added.append((bullet.group, bullet.text, index_text(bullet.text)))
         return edits
 
-    def apply(self, tx: Tx, ready: HandEdits, baseline: object) -> dict[str, int]:
-        return hand_edit(tx, self.user, ready, self.actor, self.path)
+    def apply(self, tx: Tx, edits: HandEdits) -> dict[str, int]:
+        return hand_edit(tx, self.user, edits, self.actor, self.path)

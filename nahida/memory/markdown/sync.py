@@ -50,7 +50,7 @@ class Projection(Protocol):
     def shown(self, tx: Tx) -> tuple[str, dict[str, dict[str, str]]]: ...
     def known(self, tx: Tx, ids: set[str]) -> dict[str, dict[str, str]]: ...
     def prepare(self, changes: block.Changes) -> Any: ...
-    def apply(self, tx: Tx, ready: Any, baseline: block.Snapshot) -> dict[str, int]: ...
+    def apply(self, tx: Tx, edits: Any) -> dict[str, int]: ...
 
 
 @dataclass
@@ -138,7 +138,9 @@ class MarkdownSync:
                 self._seen[projection.path] = await asyncio.to_thread(
                     _stat, self.workspace / projection.path
                 )
-            self._fingerprint = (await self.store.read(_where))[0]
+            # what this sync wrote changed the fingerprint: read it again, but only then
+            changed = any(f.counts for f in report.files)
+            self._fingerprint = (await self.store.read(_where))[0] if changed else fingerprint
             return report
 
     async def _one(self, projection: Projection) -> FileReport:
@@ -199,7 +201,7 @@ class MarkdownSync:
         if not changes:
             return
         ready = await asyncio.to_thread(projection.prepare, changes)
-        report.counts = await self.store.write(lambda tx: projection.apply(tx, ready, baseline))
+        report.counts = await self.store.write(lambda tx: projection.apply(tx, ready))
         self.changed()
         log.info(
             "markdown_synced", path=projection.path, **report.counts, refused=len(report.refused)
