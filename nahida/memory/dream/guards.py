@@ -13,7 +13,7 @@ name, recorded with every op it rejects (`dream_runs.report`, DREAMS.md):
 - `prompt`: a prompt fragment, or an instruction addressed to the bot;
 - `bot_words`: the bot's own words presented as a person's (no person's turn cited, or the text
   is the bot's turn rather than theirs);
-- `max_ops` (applied by the run): at most that many ops of one answer are taken.
+- `max_ops`: at most that many ops of one answer are taken (`check_all`).
 
 An add that says what a shown memory says (token Jaccard ≥ 0.8, whatever kind the model gave)
 is aimed at that memory, so the write path merges it instead of adding a near copy.
@@ -23,17 +23,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from nahida.envelope import ChatKey
-from nahida.memory import candidates
+from nahida.memory import candidates, write
 from nahida.memory.dream.proposals import ProposedOp
-from nahida.memory.models import Candidate, MemoryItem, Turn
-from nahida.memory.safety import contains_secret, was_redacted
+from nahida.memory.models import Candidate, MemoryItem, Proposal, Turn
+from nahida.memory.safety import contains_secret, redact, was_redacted
 from nahida.memory.scopes import chat_scope, user_scope
 from nahida.memory.tokenize import tokenize
 from nahida.memory.write import EXPLICIT_SOURCES, NEAR_DUPLICATE, similarity
 
+WITHHELD = "[withheld: secret]"
 BOT_ECHO = 0.5  # token Jaccard with a bot's turn above which a text is the bot's words
 
 _PROMPT = re.compile(
@@ -196,3 +197,40 @@ def _duplicate(content: str, scope: str, shown: Sequence[MemoryItem]) -> MemoryI
         if score >= NEAR_DUPLICATE and (best is None or score > best[0]):
             best = (score, item)
     return best[1] if best else None
+
+
+Checked = tuple[Proposal, write.Prepared | None]  # the op's record, and its candidate if it passed
+
+
+def check_all(ops: Sequence[ProposedOp], batch: Batch, max_ops: int) -> list[Checked]:
+    """Each op of an answer through the guards (then `max_ops`) and the safety filter, in
+    order (a worker thread: tokenising)."""
+    checked: list[Checked] = []
+    taken = 0
+    for op in ops:
+        proposal = Proposal(
+            op.op,
+            op.kind or "",
+            op.content,
+            op.scope or "",
+            op.item,
+            tuple(op.evidence),
+            op.confidence,
+            op.reason,
+        )
+        try:
+            candidate = check(op, batch)
+            if taken >= max_ops:
+                raise Rejected("max_ops", f"more than {max_ops} ops in one answer")
+        except Rejected as no:
+            checked.append((rejected(proposal, no.guard, no.detail), None))
+            continue
+        taken += 1
+        checked.append((proposal, write.prepare(candidate)))
+    return checked
+
+
+def rejected(proposal: Proposal, guard: str, detail: str) -> Proposal:
+    """The record of a rejected op: its text redacted, or withheld when it held a secret."""
+    content = WITHHELD if guard == "secret" else redact(proposal.content)
+    return replace(proposal, content=content, fate="rejected", guard=guard, detail=detail)

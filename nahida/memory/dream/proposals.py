@@ -2,15 +2,25 @@
 of add / update / supersede / archive with kind, content, scope, evidence (turn ids), confidence
 and reason, validated by pydantic in strict mode (no coercion: `"0.9"` is not a number). Anything
 else — no JSON, a wrong type, an unknown field, a cut-off answer — is `Malformed`, with what was
-wrong, so the model can be asked again."""
+wrong, so the model can be asked again. When it was asked twice in vain, `from_rules` proposes
+what rule extraction finds in the same turns instead."""
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Sequence
+from datetime import tzinfo
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from nahida.envelope import ChatKey, UserKey
+from nahida.memory import write
 from nahida.memory.compress import json_object
+from nahida.memory.extract import extract
+from nahida.memory.models import Proposal, Turn
+
+if TYPE_CHECKING:
+    from nahida.memory.dream.guards import Checked
 
 Op = Literal["add", "update", "supersede", "archive"]
 Kind = Literal["fact", "preference", "decision", "task", "procedure", "warning"]
@@ -78,3 +88,35 @@ def _errors(exc: ValidationError) -> str:
         parts.append(f"{where}: {error['msg']}")
     text = "; ".join(parts)
     return text if len(text) <= ERROR_CHARS else text[: ERROR_CHARS - 1] + "…"
+
+
+def from_rules(key: ChatKey, turns: Sequence[Turn], tz: tzinfo | None) -> list[Checked]:
+    """What rule extraction finds in the people's turns, when the model's answer was unusable
+    (behavioural rules are left to the live extraction, which knows who may set them)."""
+    checked: list[Checked] = []
+    for turn in turns:
+        if turn.role != "user" or not turn.speaker:
+            continue
+        found = extract(
+            turn.content,
+            chat=key,
+            user=UserKey.parse(turn.speaker),
+            message_id=turn.message_id,
+            turn_id=turn.id,
+            time=turn.time.timestamp(),
+            tz=tz,
+        )
+        for candidate in found:
+            if candidate.kind == "procedure":
+                continue
+            proposal = Proposal(
+                "add",
+                candidate.kind,
+                candidate.content,
+                candidate.scope,
+                evidence=(f"t{turn.id}",),
+                confidence=candidate.confidence,
+                reason="rule extraction (the dream answer was unusable)",
+            )
+            checked.append((proposal, write.prepare(candidate)))
+    return checked

@@ -27,13 +27,12 @@ from pathlib import Path
 
 import structlog
 
-from nahida.envelope import ChatKey, UserKey
+from nahida.envelope import ChatKey
 from nahida.errors import ProviderError
 from nahida.memory import write
 from nahida.memory.dream import guards, prompt, proposals
-from nahida.memory.dream.guards import Batch, Rejected
+from nahida.memory.dream.guards import Batch
 from nahida.memory.dream.proposals import Malformed, ProposedOp
-from nahida.memory.extract import extract
 from nahida.memory.markdown import dreams_md
 from nahida.memory.models import (
     CommitMode,
@@ -58,7 +57,6 @@ ANSWER_TOKENS = 4096
 TOUCHED_ITEMS = 30  # memories shown per call
 QUERY_CHARS = 4000  # of the turns' text, for finding the memories they touch
 REPORT_LIMIT = 300  # proposals kept in a run's report (`fates` counts them all)
-WITHHELD = "[withheld: secret]"
 
 
 @dataclass(frozen=True, slots=True)
@@ -291,12 +289,12 @@ class Dreaming:
         ops, problem = await self._ask(messages, tally)
         if ops is None:
             bound.warning("dream_answer_unusable", error=problem)
-            checked = await asyncio.to_thread(self._fallback, key, turns)
+            checked = await asyncio.to_thread(proposals.from_rules, key, turns, self.tz)
         else:
             named = {op.item for op in ops if op.item}
             items = await self.store.read(lambda tx: _named(tx, named, sees))
             batch = Batch(run.id, key, turns, items, shown, scopes)
-            checked = await asyncio.to_thread(self._check, ops, batch)
+            checked = await asyncio.to_thread(guards.check_all, ops, batch, self.settings.max_ops)
         expected = after
         through = turns[-1].id
         mode = self.mode
@@ -336,70 +334,6 @@ class Dreaming:
         response = await asyncio.wait_for(call, self.settings.timeout)
         tally.add(response.usage, response.model)
         return response.content, response.finish_reason
-
-    def _check(
-        self, ops: Sequence[ProposedOp], batch: Batch
-    ) -> list[tuple[Proposal, write.Prepared | None]]:
-        """Each op through the guards (then `max_ops`) and the safety filter (a worker
-        thread: tokenising)."""
-        checked: list[tuple[Proposal, write.Prepared | None]] = []
-        taken = 0
-        for op in ops:
-            proposal = Proposal(
-                op.op,
-                op.kind or "",
-                op.content,
-                op.scope or "",
-                op.item,
-                tuple(op.evidence),
-                op.confidence,
-                op.reason,
-            )
-            try:
-                candidate = guards.check(op, batch)
-                if taken >= self.settings.max_ops:
-                    raise Rejected(
-                        "max_ops", f"more than {self.settings.max_ops} ops in one answer"
-                    )
-            except Rejected as no:
-                checked.append((_rejected(proposal, no.guard, no.detail), None))
-                continue
-            taken += 1
-            checked.append((proposal, write.prepare(candidate)))
-        return checked
-
-    def _fallback(
-        self, key: ChatKey, turns: Sequence[Turn]
-    ) -> list[tuple[Proposal, write.Prepared | None]]:
-        """Rule extraction over the people's turns (behavioural rules are left to the live
-        extraction, which knows who may set them)."""
-        checked: list[tuple[Proposal, write.Prepared | None]] = []
-        for turn in turns:
-            if turn.role != "user" or not turn.speaker:
-                continue
-            found = extract(
-                turn.content,
-                chat=key,
-                user=UserKey.parse(turn.speaker),
-                message_id=turn.message_id,
-                turn_id=turn.id,
-                time=turn.time.timestamp(),
-                tz=self.tz,
-            )
-            for candidate in found:
-                if candidate.kind == "procedure":
-                    continue
-                proposal = Proposal(
-                    "add",
-                    candidate.kind,
-                    candidate.content,
-                    candidate.scope,
-                    evidence=(f"t{turn.id}",),
-                    confidence=candidate.confidence,
-                    reason="rule extraction (the dream answer was unusable)",
-                )
-                checked.append((proposal, write.prepare(candidate)))
-        return checked
 
     # -- DREAMS.md ---------------------------------------------------------------------------
 
@@ -465,11 +399,6 @@ def _named(tx: Tx, ids: set[str], visibility: Visibility) -> dict[str, MemoryIte
         if item is not None:
             found[item_id] = item
     return found
-
-
-def _rejected(proposal: Proposal, guard: str, detail: str) -> Proposal:
-    content = WITHHELD if guard == "secret" else redact(proposal.content)
-    return replace(proposal, content=content, fate="rejected", guard=guard, detail=detail)
 
 
 def _fate(proposal: Proposal, result: WriteResult | None) -> Proposal:
