@@ -12,7 +12,7 @@ from typing import Any
 from nahida.adapters.console.adapter import ConsoleAdapter
 from nahida.app import App, Paths, console_app
 from nahida.config import Config
-from nahida.envelope import ChatKey, Envelope, Role, Segment, Sender, UserKey
+from nahida.envelope import ChatKey, Envelope, Reply, Role, Segment, Sender, UserKey
 from nahida.memory import MemoryItem, Session, Turn, Viewer
 from nahida.memory.store.sqlite import SqliteStore
 
@@ -165,3 +165,22 @@ def system_of(body: dict[str, Any]) -> str:
 def summary_block(body: dict[str, Any]) -> str | None:
     """The warm summary a chat request carries: the `[对话摘要]` message's text (DESIGN §7)."""
     return _labelled(body, ("[对话摘要]\n", "[Conversation summary]\n"))
+
+
+class Recorder:
+    """An adapter of platform "test" that keeps the text of every reply sent."""
+
+    platform = "test"
+
+    def __init__(self) -> None:
+        self.sent: list[str] = []
+
+    def mount(self, server: object) -> None:
+        return None
+
+    async def run(self, submit: object) -> None:
+        return None
+
+    async def send(self, reply: Reply) -> str | None:
+        self.sent.append(reply.plain_text)
+        return None

@@ -6,29 +6,10 @@ from pathlib import Path
 
 from nahida.app import App, Paths
 from nahida.config import Config
-from nahida.envelope import Reply
 from nahida.i18n import t
 from nahida.providers.echo import EchoProvider
 from nahida.providers.router import ModelRouter, resolve_routes
-from nahida.server import InboundServer
-from tests.helpers import History, envelope
-
-
-class Recorder:
-    platform = "test"
-
-    def __init__(self) -> None:
-        self.sent: list[str] = []
-
-    def mount(self, server: InboundServer) -> None:
-        return None
-
-    async def run(self, submit: object) -> None:
-        return None
-
-    async def send(self, reply: Reply) -> str | None:
-        self.sent.append(reply.plain_text)
-        return None
+from tests.helpers import History, Recorder, envelope
 
 
 async def test_over_the_limit_one_notice_then_silence_and_everything_stored(

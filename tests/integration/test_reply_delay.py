@@ -9,28 +9,10 @@ import pytest
 
 from nahida.app import App, Paths
 from nahida.config import Config
-from nahida.envelope import Reply
 from nahida.i18n import t
 from nahida.providers.echo import EchoProvider
 from nahida.providers.router import ModelRouter, resolve_routes
-from tests.helpers import History, envelope
-
-
-class Recorder:
-    platform = "test"
-
-    def __init__(self) -> None:
-        self.sent: list[str] = []
-
-    def mount(self, server: object) -> None:
-        return None
-
-    async def run(self, submit: object) -> None:
-        return None
-
-    async def send(self, reply: Reply) -> str | None:
-        self.sent.append(reply.plain_text)
-        return None
+from tests.helpers import History, Recorder, envelope
 
 
 def make_app(tmp_path: Path, **bot: object) -> tuple[App, Recorder, EchoProvider]:
