@@ -14,33 +14,26 @@ from typing import Any
 from tests.fakes.llm_server import FakeOpenAIServer, Hang
 from tests.fakes.onebot_impl import FakeOneBot, at, text
 from tests.helpers import History
-from tests.integration.test_onebot_cli import connect_when_up, free_port, start_run, stop_run
+from tests.integration.test_onebot_cli import (
+    connect_when_up,
+    free_port,
+    run_config,
+    start_run,
+    stop_run,
+)
 
 
 async def test_the_scheduler_dreams_a_chat_in_nahida_run(
     tmp_path: Path, openai_server: FakeOpenAIServer
 ) -> None:
     port = free_port()
-    config = tmp_path / "nahida.yaml"
-    config.write_text(
-        f"""
-server: {{host: 127.0.0.1, port: {port}}}
-providers:
-  main: {{type: openai, base_url: "{openai_server.url}", api_key: sk-test, model: m1}}
-models: {{dream: main/m-dream}}
-memory:
-  embedding: {{backend: none}}
-  dreaming: {{interval_seconds: 1, initial_delay_seconds: 1, min_new_turns: 2}}
-channels:
-  onebot:
-    enabled: true
-    mode: reverse_ws
-    path: /onebot/v11/ws
-    access_token: "${{ONEBOT_TOKEN}}"
-bot: {{nicknames: [nahida], group_policy: mention}}
-""",
-        encoding="utf-8",
+    more = (
+        "models: {dream: main/m-dream}\n"
+        "memory:\n"
+        "  embedding: {backend: none}\n"
+        "  dreaming: {interval_seconds: 1, initial_delay_seconds: 1, min_new_turns: 2}\n"
     )
+    config = run_config(tmp_path, port, openai_server.url, more)
     process = await start_run(tmp_path, config)
     made: list[str] = []
     try:

@@ -36,6 +36,29 @@ async def connect_when_up(impl: FakeOneBot, url: str, process: asyncio.subproces
                 await asyncio.sleep(0.1)
 
 
+def run_config(tmp_path: Path, port: int, model_url: str, more: str = "") -> Path:
+    """A YAML config for `nahida run`: the inbound server on `port`, the fake OpenAI server as
+    the provider, OneBot over reverse WS with the token from the environment; `more` YAML
+    appended."""
+    config = tmp_path / "nahida.yaml"
+    config.write_text(
+        f"""
+server: {{host: 127.0.0.1, port: {port}}}
+providers:
+  main: {{type: openai, base_url: "{model_url}", api_key: sk-test, model: m1}}
+channels:
+  onebot:
+    enabled: true
+    mode: reverse_ws
+    path: /onebot/v11/ws
+    access_token: "${{ONEBOT_TOKEN}}"
+bot: {{nicknames: [nahida], group_policy: mention}}
+{more}""",
+        encoding="utf-8",
+    )
+    return config
+
+
 async def start_run(tmp_path: Path, config: Path) -> asyncio.subprocess.Process:
     """`nahida run` with this config, data and workspace under `tmp_path`, the OneBot token in
     its environment (none of the caller's NAHIDA_/OPENAI_ variables)."""
@@ -71,23 +94,7 @@ async def test_nahida_run_answers_over_reverse_ws(
     tmp_path: Path, openai_server: FakeOpenAIServer
 ) -> None:
     port = free_port()
-    config = tmp_path / "nahida.yaml"
-    config.write_text(
-        f"""
-server: {{host: 127.0.0.1, port: {port}}}
-providers:
-  main: {{type: openai, base_url: "{openai_server.url}", api_key: sk-test, model: m1}}
-channels:
-  onebot:
-    enabled: true
-    mode: reverse_ws
-    path: /onebot/v11/ws
-    access_token: "${{ONEBOT_TOKEN}}"
-bot: {{nicknames: [nahida], group_policy: mention}}
-scheduler: {{enabled: false}}
-""",
-        encoding="utf-8",
-    )
+    config = run_config(tmp_path, port, openai_server.url, "scheduler: {enabled: false}\n")
     process = await start_run(tmp_path, config)
     try:
         async with FakeOneBot(10001) as impl:
