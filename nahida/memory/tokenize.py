@@ -73,7 +73,21 @@ def warm_up() -> None:
 
 
 def tokenize(text: str) -> list[str]:
-    """Tokens of `text` in order, with repeats, for both indexing and querying."""
+    """Tokens of `text` in order, with repeats, for both indexing and querying.
+
+    A message is cut several times on its way (stored, searched, read for memories): texts up
+    to `INLINE_CHARS` are cut once and remembered (`_cut`), longer ones each time."""
+    if len(text) <= INLINE_CHARS:
+        return list(_cut(text))
+    return _tokens(text)
+
+
+@lru_cache(maxsize=2048)
+def _cut(text: str) -> tuple[str, ...]:
+    return tuple(_tokens(text))
+
+
+def _tokens(text: str) -> list[str]:
     tokens: list[str] = []
     for run, han in _runs(unicodedata.normalize("NFKC", text).casefold()):
         if han:

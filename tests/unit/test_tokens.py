@@ -273,3 +273,30 @@ def test_jieba_is_loaded_once_under_concurrent_first_use(monkeypatch: pytest.Mon
         thread.join()
     assert len(built) == 1
     assert results == [["南京", "京市", "南京市", "长江", "大桥", "长江大桥"]] * 8
+
+
+def test_a_remembered_cut_is_the_same_and_cannot_be_changed_by_a_caller() -> None:
+    text = "我昨天去了北京大学 and painted"
+    first = tokenize(text)
+    first.append("changed")
+    assert tokenize(text) == tokenize(text) == first[:-1]
+    remembered = tokens._cut.cache_info().currsize
+    long_text = "北京大学" * (tokens.INLINE_CHARS // 4 + 1)  # not remembered, cut each time
+    assert (
+        tokenize(long_text)
+        == tokenize(long_text)
+        == ["北京", "大学", "北京大学"] * (tokens.INLINE_CHARS // 4 + 1)
+    )
+    assert tokens._cut.cache_info().currsize == remembered
+
+
+def test_visibility_keys_give_each_row_one_way_in() -> None:
+    from nahida.memory.scopes import Visibility
+
+    seen = Visibility(("global", "chat:onebot:group:1"), ("user:onebot:42",))
+    keys = fts.visibility_keys(seen)
+    assert keys == ["global", "chat:onebot:group:1", "user:onebot:42#public"]
+    # every row a viewer may see carries one of these keys, and no other row does
+    assert set(fts.item_keys("global", "public")) & set(keys) == {"global"}
+    assert set(fts.item_keys("user:onebot:42", "private")).isdisjoint(keys)
+    assert set(fts.item_keys("user:onebot:42", "public")) & set(keys) == {"user:onebot:42#public"}

@@ -14,7 +14,8 @@ and a scope token can lose at most its last few hex digits: two scopes would hav
 first 19 hex digits (76 bits of a hash) to collide.
 
 An item row carries one key per way it may be seen: its scope, and for a public item also
-`<scope>#public`. A `Visibility` becomes the keys it may match (`visibility_keys`), and
+`<scope>#public`. A `Visibility` becomes the keys it may match (`visibility_keys`: a scope seen
+in full by its own key, a scope seen in part by its public key), and
 `scoped_match(terms, keys)` gives `scopes : ("zs…" OR "zs…") AND body : ("t1" OR "t2")`, so the
 filter sits inside the MATCH and applies before ranking. Rank with `bm25(table, 1.0, 0.0)`
 (weight 0 for `scopes`) so the scope tokens do not move scores. Only quoted terms are emitted:
@@ -56,8 +57,10 @@ def item_keys(scope: str, sensitivity: str) -> list[str]:
 
 
 def visibility_keys(visibility: Visibility) -> list[str]:
-    """The keys a viewer may match: every key of a fully seen scope, the public key of the rest."""
-    keys = [key for scope in visibility.full for key in (scope, scope + PUBLIC_SUFFIX)]
+    """The keys a viewer may match: a fully seen scope's own key (every row of it carries that
+    one, its public rows the public key as well), the public key of the rest. Each key is one
+    more phrase FTS5 sets up and counts per query, so none is given twice."""
+    keys = list(visibility.full)
     keys += [scope + PUBLIC_SUFFIX for scope in visibility.public_only]
     return list(dict.fromkeys(keys))
 
