@@ -8,14 +8,17 @@ lost. `--observed` sends group talk not addressed to the bot (stored, indexed an
 never answered; "lost" then counts messages not stored). `--embedding` sets
 `memory.embedding.backend` (default auto: the local model where installed, so each answered
 message embeds its query and new turns are embedded in the background; none: lexical recall
-only). `--dream-every SECONDS` dreams while the pipeline runs: every SECONDS a background task
-runs `memory.dreams.run` over the next chat in turn (each has new turns), the instant model
-answering each dream request with one add op citing the request's first turn.
+only). `--statements` times every SQL statement on the database thread (its CPU; each one's
+first step) and prints the costliest per message. `--dream-every SECONDS` dreams while the
+pipeline runs: every SECONDS a background task runs `memory.dreams.run` over the next chat in
+turn (each has new turns), the instant model answering each dream request with one add op
+citing the request's first turn.
 
     .venv/bin/python scripts/bench_pipeline.py --chats 1000 --messages 10
     .venv/bin/python scripts/bench_pipeline.py --embedding none
     .venv/bin/python scripts/bench_pipeline.py --chats 300 --messages 30 --dream-every 1
     .venv/bin/python scripts/bench_pipeline.py --observed --embedding none
+    .venv/bin/python scripts/bench_pipeline.py --embedding none --idle-batches 0 --statements
 """
 
 from __future__ import annotations
@@ -135,9 +138,28 @@ class Costs:
     after: DbStats | None = None
 
     @classmethod
-    def start(cls, app: App) -> Costs:
+    def start(cls, app: App, statements: bool = False) -> Costs:
         db = app.memory.store.db  # type: ignore[attr-defined]  # the SQLite store
+        if statements:
+            db.time_statements()
         return cls(db, db.snapshot(), time.thread_time(), time.process_time())
+
+    def statement_rows(self, messages: int, top: int = 10) -> list[str]:
+        """The statements that cost the database thread most, per message (--statements)."""
+        times = self.db.statement_times()
+        total = sum(seconds for _, seconds in times.values())
+        lines = [
+            "| statement (first words) | runs / message | CPU / run | CPU / message |",
+            "|---|---|---|---|",
+        ]
+        ranked = sorted(times.items(), key=lambda kv: -kv[1][1])[:top]
+        for sql, (n, seconds) in ranked:
+            lines.append(
+                f"| `{sql}` | {n / messages:.2f} | {seconds / n * 1e6:.0f} µs"
+                f" | {seconds * 1000 / messages:.3f} ms |"
+            )
+        lines.append(f"| all statements | | | {total * 1000 / messages:.2f} ms |")
+        return lines
 
     def stop(self) -> None:
         self.loop_cpu = time.thread_time() - self.loop_cpu
@@ -193,6 +215,7 @@ LINES = [
 
 
 OBSERVED = False  # --observed: group talk not addressed to the bot (stored, not answered)
+STATEMENTS = False  # --statements: time each SQL statement, print the costliest
 
 
 def envelope(chat: int, n: int, kind: str) -> Envelope:
@@ -275,7 +298,7 @@ async def main(
     dreamer = (
         asyncio.create_task(dreaming(app, chats, dream_every, dreams)) if dream_every > 0 else None
     )
-    costs = Costs.start(app)
+    costs = Costs.start(app, STATEMENTS)
     elapsed = await pump(app, adapter, chats, messages, 0)
     costs.stop()
     if dreamer is not None:
@@ -340,6 +363,9 @@ async def main(
     print(f"| RSS before / after run | {rss_start:.0f} MB / {rss_after_run:.0f} MB |")
     print(f"| peak RSS | {peak_rss_mb():.0f} MB |")
     print()
+    if STATEMENTS:
+        print("\n".join(costs.statement_rows(total)))
+        print()
     print(
         f"| {idle_chats} more distinct chats (batch) | RSS after idle retirement | live workers |"
     )
@@ -371,8 +397,14 @@ if __name__ == "__main__":
         action="store_true",
         help="group talk not addressed to the bot: stored, indexed, extracted, never answered",
     )
+    parser.add_argument(
+        "--statements",
+        action="store_true",
+        help="time each SQL statement on the database thread and print the costliest",
+    )
     args = parser.parse_args()
     OBSERVED = args.observed
+    STATEMENTS = args.statements
     code = asyncio.run(
         main(
             args.chats,

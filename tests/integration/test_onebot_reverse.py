@@ -409,3 +409,36 @@ async def test_a_burst_beyond_queue_limit_is_all_delivered_in_order_with_lookups
     assert got == sent  # all of them, in order per group
     assert len(impl.calls_of("get_group_member_info")) == len(lookups)
     assert bot.adapter.inbound.peak >= limit
+
+
+async def test_a_pause_that_runs_out_reads_on_into_memory_and_keeps_the_socket() -> None:
+    # The bus stays stuck longer than a pause may last (half the ping interval here): the
+    # reader gives up holding the socket back, reads every frame into the queue and stays
+    # connected; once the bus moves, every event arrives, in order.
+    limit, total = 8, 60
+    stuck = asyncio.Event()
+
+    async def slow_bus(envelope: object) -> None:
+        await stuck.wait()
+
+    async with (
+        running_adapter(on_submit=slow_bus, queue_limit=limit, ping_interval=1) as bot,
+        FakeOneBot(BOT) as impl,
+    ):
+        assert bot.adapter.inbound.max_pause == 0.5
+        sock = await impl.connect(bot.ws_url)
+        await bot.wait_for(lambda: bot.adapter.registry.api(str(BOT)) is not None)
+        sent = []
+        for n in range(total):
+            event = impl.group_message(20001, 30001, [at(BOT), text(f"m{n}")], role="member")
+            sent.append(str(event["message_id"]))
+            await sock.send(event)
+        await bot.wait_for(lambda: bot.adapter.counters.pauses >= 1)
+        assert bot.adapter.counters.frames < total  # held back at first
+        await bot.wait_for(lambda: bot.adapter.counters.frames >= total, within=5)
+        assert not sock.ws.closed
+        assert bot.adapter.inbound.qsize() > limit  # queued in memory, not dropped
+        stuck.set()
+        got = [(await bot.next_envelope(within=10)).message_id for _ in range(total)]
+        await bot.no_envelope()
+    assert got == sent

@@ -205,3 +205,20 @@ def test_a_write_waits_for_another_process_longer_than_the_busy_timeout(
     assert store.write_sync(lambda tx: tx.sessions.create("s_waited", CHAT, "t", T0))
     assert 0.5 < time.monotonic() - started < 5
     other.close()
+
+
+def test_the_database_counts_and_times_the_statements_it_runs(store: SqliteStore) -> None:
+    before = store.db.snapshot()
+    assert store.db.statement_times() == {}  # not timed until asked
+    store.db.time_statements()
+    for n in range(3):
+        store.write_sync(lambda tx, n=n: tx.sessions.create(f"s_{n}", CHAT, "t", T0 + n))
+    store.db.call(lambda conn: conn.execute("SELECT   count(*)\n FROM sessions").fetchone())
+    after = store.db.snapshot()
+    assert after.round_trips - before.round_trips == 4
+    assert after.statements - before.statements >= 4
+    times = store.db.statement_times()
+    inserts = [n for sql, (n, _) in times.items() if sql.startswith("INSERT INTO sessions")]
+    assert inserts == [3]
+    assert times["SELECT count(*) FROM sessions"][0] == 1  # keyed by its words
+    assert all(seconds >= 0 for _, seconds in times.values())

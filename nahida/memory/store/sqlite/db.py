@@ -55,15 +55,33 @@ driver: ModuleType = _pick_driver()
 
 class _CountingCursor(driver.Cursor):  # type: ignore[name-defined,misc]
     """Counts on its connection the statements it runs (`Connection.execute` runs through
-    one too)."""
+    one too), and while the connection keeps `timings`, the CPU time of each (its first step:
+    all of a sorted or aggregated query's work, the first row of a plain one)."""
 
     def execute(self, sql: str, parameters: Any = (), /) -> Any:
-        self.connection.statements += 1
-        return super().execute(sql, parameters)
+        conn = self.connection
+        conn.statements += 1
+        if conn.timings is None:
+            return super().execute(sql, parameters)
+        started = time.thread_time()
+        try:
+            return super().execute(sql, parameters)
+        finally:
+            _timed(conn.timings, sql, time.thread_time() - started)
 
     def executemany(self, sql: str, parameters: Any, /) -> Any:
         self.connection.statements += 1
         return super().executemany(sql, parameters)
+
+
+def _timed(timings: dict[str, list[float]], sql: str, seconds: float) -> None:
+    key = " ".join(sql.split())[:72]
+    entry = timings.get(key)
+    if entry is None:
+        timings[key] = [1, seconds]
+    else:
+        entry[0] += 1
+        entry[1] += seconds
 
 
 class _PreparedConnection(driver.Connection):  # type: ignore[name-defined,misc]
@@ -73,6 +91,7 @@ class _PreparedConnection(driver.Connection):  # type: ignore[name-defined,misc]
 
     vec_version: str | None = None
     statements = 0
+    timings: dict[str, list[float]] | None = None  # statement → [count, CPU seconds]
 
     def cursor(self, factory: Any = _CountingCursor) -> Any:
         return super().cursor(factory)
@@ -287,6 +306,15 @@ class Database:
     def snapshot(self) -> DbStats:
         """The counts so far (the statements: of the connection)."""
         return replace(self.stats, statements=int(getattr(self.conn, "statements", 0)))
+
+    def time_statements(self) -> None:
+        """From now on, time each statement (`statement_times`; the benchmarks)."""
+        self.conn.timings = {}  # type: ignore[attr-defined]  # a _PreparedConnection
+
+    def statement_times(self) -> dict[str, tuple[int, float]]:
+        """Statements timed so far, by their first words: (count, CPU seconds)."""
+        timings = dict(getattr(self.conn, "timings", None) or {})
+        return {sql: (int(n), float(seconds)) for sql, (n, seconds) in timings.items()}
 
     def _submit(self, job: _Job) -> None:
         if self._closed:
