@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable, Callable
 
 import aiohttp
 import pytest
@@ -362,17 +363,23 @@ async def test_watchdog_tolerates_steady_or_absent_heartbeats() -> None:
 # -- overload: backpressure, never loss -------------------------------------------------------
 
 
+def stuck_bus() -> tuple[asyncio.Event, Callable[[object], Awaitable[None]]]:
+    """A bus that takes nothing until the event is set (the adapter's inbound queue fills)."""
+    stuck = asyncio.Event()
+
+    async def slow_bus(envelope: object) -> None:
+        await stuck.wait()
+
+    return stuck, slow_bus
+
+
 async def test_a_burst_beyond_queue_limit_is_all_delivered_in_order_with_lookups_inside() -> None:
     # The bus is stuck until every event is sent: the inbound queue passes queue_limit and the
     # reader pauses. Then, while the queue is still above the mark, parsing asks the
     # implementation for group roles on the same socket: the paused reader must read on to find
     # the answers (else each lookup would time out and the role would be lost).
     limit, groups, per_group = 8, 3, 40
-    stuck = asyncio.Event()
-
-    async def slow_bus(envelope: object) -> None:
-        await stuck.wait()
-
+    stuck, slow_bus = stuck_bus()
     async with (
         running_adapter(on_submit=slow_bus, queue_limit=limit, lookup_timeout=5) as bot,
         FakeOneBot(BOT) as impl,
@@ -416,11 +423,7 @@ async def test_a_pause_that_runs_out_reads_on_into_memory_and_keeps_the_socket()
     # reader gives up holding the socket back, reads every frame into the queue and stays
     # connected; once the bus moves, every event arrives, in order.
     limit, total = 8, 60
-    stuck = asyncio.Event()
-
-    async def slow_bus(envelope: object) -> None:
-        await stuck.wait()
-
+    stuck, slow_bus = stuck_bus()
     async with (
         running_adapter(on_submit=slow_bus, queue_limit=limit, ping_interval=1) as bot,
         FakeOneBot(BOT) as impl,
