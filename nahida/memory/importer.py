@@ -242,24 +242,21 @@ def record_batch(
     skipped lines)."""
     imported = duplicates = memories = 0
     skipped: list[BadLine] = []
-    with tx.turns.bulk():  # the batch's index bookkeeping at its end
-        for number, item in batch:
-            turn = item.turn
-            if turn.message_id is not None and tx.turns.known(turn.chat, turn.message_id):
-                duplicates += 1
-                continue
-            stored = sessions.append(tx, turn, item.index, idle_split)
-            if stored is None:
-                skipped.append(BadLine(number, "assistant turn before any user turn of its chat"))
-                continue
-            imported += 1
-            for memory in item.memories:
-                evidence = tuple(
-                    replace(e, turn_id=stored[0].id) for e in memory.candidate.evidence
-                )
-                with_turn = replace(memory, candidate=replace(memory.candidate, evidence=evidence))
-                if write.propose(tx, with_turn, mode, extract.SOURCE).outcome != "rejected":
-                    memories += 1
+    for number, item in batch:
+        turn = item.turn
+        if turn.message_id is not None and tx.turns.known(turn.chat, turn.message_id):
+            duplicates += 1
+            continue
+        stored = sessions.append(tx, turn, item.index, idle_split)
+        if stored is None:
+            skipped.append(BadLine(number, "assistant turn before any user turn of its chat"))
+            continue
+        imported += 1
+        for memory in item.memories:
+            evidence = tuple(replace(e, turn_id=stored[0].id) for e in memory.candidate.evidence)
+            with_turn = replace(memory, candidate=replace(memory.candidate, evidence=evidence))
+            if write.propose(tx, with_turn, mode, extract.SOURCE).outcome != "rejected":
+                memories += 1
     return imported, duplicates, memories, skipped
 
 

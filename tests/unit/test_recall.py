@@ -139,29 +139,11 @@ def test_excluded_turns_are_not_returned_even_as_neighbours(store: SqliteStore) 
     assert [h.message_ids for h in search(store, query)] == [["1"]]
 
 
-def _old_turn(conn: Connection, chat: str, text: str, at: float, mid: str) -> None:
-    """A turn as the code of the first migrations stored it (an unkeyed index row)."""
-    session = f"s-{chat}"
-    conn.execute(
-        "INSERT INTO sessions (id, chat, title, created_at, updated_at) VALUES (?, ?, ?, ?, ?)"
-        " ON CONFLICT (id) DO NOTHING",
-        (session, chat, text, at, at),
-    )
-    turn_id = conn.execute(
-        "INSERT INTO turns (session_id, chat, role, content, message_id, time)"
-        " VALUES (?, ?, 'user', ?, ?, ?)",
-        (session, chat, text, mid, at),
-    ).lastrowid
-    conn.execute(
-        "INSERT INTO turns_fts (rowid, body, scopes) VALUES (?, ?, ?)",
-        (turn_id, index_text(text), scopes_text([f"chat:{chat}"])),
-    )
-
-
 def _old_schema_db(path: str) -> Connection:
     conn = connect(path)
     migrations.migrate(conn, migrations.MIGRATIONS[:2])  # before 0003_porter_fts
-    _old_turn(conn, GROUP, "she was painting all day", T0, "1")
+    turn = NewTurn(GROUP, "user", "she was painting all day", T0, message_id="1")
+    sessions.record(SqliteTx(conn), turn, index_text(turn.content))
     return conn
 
 

@@ -20,7 +20,6 @@ a tsquery over the same tokens in PostgreSQL). A backend is a package under `mem
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol, TypeVar
@@ -230,11 +229,6 @@ class TurnRows(Protocol):
         """Unhidden user/assistant turns of the session after turn `after`, oldest first."""
 
     def mark_error(self, turn_id: int, error: str) -> None: ...
-
-    def bulk(self) -> contextlib.AbstractContextManager[None]:
-        """A context for many `add`s in one unit (an import batch): a backend may keep its
-        per-row bookkeeping for the end of it (an error inside leaves the unit's transaction
-        to roll back)."""
 
     def hide(self, turn_ids: Sequence[int], messages: Sequence[tuple[str, str]], by: str) -> int:
         """Keep these turns (by id, or by (chat, message id)) and the bot's direct reply to each

@@ -69,7 +69,7 @@ def match(terms: Sequence[str]) -> str | None:
     """`"t1" OR "t2" ...`, or None when there is nothing to search for."""
     if not terms:
         return None
-    return " OR ".join(quote(t) for t in terms)
+    return " OR ".join(_quote(t) for t in terms)
 
 
 def scoped_match(terms: Sequence[str] | None, keys: Sequence[str]) -> str | None:
@@ -77,7 +77,7 @@ def scoped_match(terms: Sequence[str] | None, keys: Sequence[str]) -> str | None
     row of those keys. None (search nothing) when no key or no term is given."""
     if not keys:
         return None
-    scope_part = " OR ".join(quote(t) for t in dict.fromkeys(scope_token(s) for s in keys))
+    scope_part = " OR ".join(_quote(t) for t in dict.fromkeys(scope_token(s) for s in keys))
     expression = f"{SCOPES_COLUMN} : ({scope_part})"
     if terms is None:
         return expression
@@ -98,7 +98,7 @@ def chats_match(terms: Sequence[str] | None, chats: Sequence[str] | None) -> str
     return f"{BODY_COLUMN} : ({body})" if body else None
 
 
-def quote(token: str) -> str:
+def _quote(token: str) -> str:
     return '"' + token.replace('"', '""') + '"'
 
 

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import contextlib
-from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from nahida.memory.models import NewTurn, Session, Turn
+from nahida.memory.scopes import chat_scope
 from nahida.memory.store.base import TextSearch, TurnMatch
-from nahida.memory.store.sqlite import fts, rows, turn_index
+from nahida.memory.store.sqlite import fts, rows
 from nahida.memory.store.sqlite.db import Connection
 from nahida.memory.store.sqlite.episodes import forget_sql
 from nahida.memory.store.sqlite.fts import like_escape
@@ -77,8 +76,9 @@ class SessionTable:
         return [rows.session(r) for r in found]
 
     def delete(self, session_id: str) -> bool:
-        turn_index.remove(
-            self.conn, "IN (SELECT id FROM turns WHERE session_id = ?)", (session_id,)
+        self.conn.execute(
+            "DELETE FROM turns_fts WHERE rowid IN (SELECT id FROM turns WHERE session_id = ?)",
+            (session_id,),
         )
         self.conn.execute(forget_sql("?"), (session_id,))  # its episode goes by foreign key
         return self.conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,)).rowcount > 0
@@ -109,16 +109,6 @@ class SessionTable:
 class TurnTable:
     def __init__(self, conn: Connection) -> None:
         self.conn = conn
-        self._later: Counter[str] | None = None  # inside `bulk`: terms counted at its end
-
-    @contextlib.contextmanager
-    def bulk(self) -> Iterator[None]:
-        later = self._later = Counter()
-        try:
-            yield
-        finally:
-            self._later = None
-        turn_index.count_all(self.conn, later)
 
     def known(self, chat: str, message_id: str) -> bool:
         row = self.conn.execute(
@@ -148,7 +138,10 @@ class TurnTable:
         )
         turn_id = int(cursor.lastrowid or 0)
         if tokens is not None:
-            turn_index.add(conn, turn_id, tokens, turn.chat, self._later)
+            conn.execute(
+                "INSERT INTO turns_fts (rowid, body, scopes) VALUES (?, ?, ?)",
+                (turn_id, tokens, fts.scope_token(chat_scope(turn.chat))),
+            )
         conn.execute(
             "UPDATE sessions SET updated_at = max(updated_at, ?), turn_count = turn_count + 1"
             " WHERE id = ?",
@@ -206,7 +199,7 @@ class TurnTable:
                 "UPDATE turns SET hidden_by = ? WHERE id = ? AND hidden_by IS NULL", (by, turn_id)
             )
             if cursor.rowcount:
-                turn_index.remove(self.conn, "= ?", (turn_id,))
+                self.conn.execute("DELETE FROM turns_fts WHERE rowid = ?", (turn_id,))
                 hidden += 1
         return hidden
 
@@ -230,12 +223,8 @@ class TurnTable:
         return [rows.turn(r) for r in found]
 
     def search(self, chats: Sequence[str] | None, search: TextSearch) -> list[TurnMatch]:
-        if not search.terms:  # the latest turns (of a window), or nothing to search for
-            expression = fts.chats_match(search.terms, chats)
-            return fts.ranked(self.conn, *_MATCH_FROM, expression, search, _turn_match)
-        if chats is None:
-            chats = [r[0] for r in self.conn.execute("SELECT DISTINCT chat FROM turns")]
-        return turn_index.ranked(self.conn, chats, search, rows.TURN_MATCH_COLUMNS, TurnMatch._make)
+        expression = fts.chats_match(search.terms, chats)
+        return fts.ranked(self.conn, *_MATCH_FROM, expression, search, _turn_match)
 
     def containing(
         self, chats: Sequence[str], needles: Sequence[str], search: TextSearch

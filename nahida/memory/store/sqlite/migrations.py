@@ -11,7 +11,6 @@ from dataclasses import dataclass
 
 from nahida.errors import StorageError
 from nahida.memory.safety import contains_secret, redact
-from nahida.memory.store.sqlite import turn_index
 from nahida.memory.store.sqlite.db import Connection, driver, transaction
 from nahida.memory.store.sqlite.schema import (
     CANDIDATE_VALIDITY,
@@ -25,7 +24,6 @@ from nahida.memory.store.sqlite.schema import (
     MEMORY_TABLES,
     PROFILES,
     SESSIONS_AND_TURNS,
-    TURN_TERMS,
     WORKING_MEMORY,
 )
 
@@ -103,19 +101,6 @@ def _redact_history(conn: Connection) -> None:
             conn.execute("UPDATE sessions SET title = ? WHERE id = ?", (redact(text), session_id))
 
 
-def _chat_keyed_turns(conn: Connection) -> None:
-    """Re-create the turns' index keyed by chat, with `turn_terms` (see `turn_index`); the
-    stored tokens are copied over, so nothing is re-tokenized."""
-    conn.execute("ALTER TABLE turns_fts RENAME TO turns_fts_0015")
-    conn.execute(
-        "CREATE VIRTUAL TABLE turns_fts USING fts5"
-        " (body, scopes, tokenize = 'porter unicode61 remove_diacritics 0')"
-    )
-    conn.execute(TURN_TERMS)
-    turn_index.rebuild(conn)
-    conn.execute("DROP TABLE turns_fts_0015")
-
-
 MIGRATIONS: list[Migration] = [
     Migration("0001_sessions_and_turns", _sql(SESSIONS_AND_TURNS)),
     Migration("0002_memory", _sql(MEMORY_TABLES)),
@@ -131,7 +116,6 @@ MIGRATIONS: list[Migration] = [
     Migration("0012_dreams", _sql(DREAMS)),
     Migration("0013_markdown", _sql(MARKDOWN)),
     Migration("0014_daily_notes", _sql(DAILY_NOTES)),
-    Migration("0015_chat_keyed_turns", _chat_keyed_turns),
 ]
 
 

@@ -4,9 +4,7 @@
 holds only active items: archiving or superseding an item removes its row, so status and
 visibility are both decided inside the MATCH. Its `scopes` column carries one token per way the
 item may be seen (`fts.item_keys`). Migration 0003 re-created both FTS tables with the porter
-stemmer, migration 0015 keyed `turns_fts` by chat (`turn_index`: every token of a turn
-prefixed with its chat's key, `turn_terms` counting each token's rows). `job_runs` records
-each background job run, `job_leases` which process may run a job.
+stemmer. `job_runs` records each background job run, `job_leases` which process may run a job.
 A turn with `hidden_by` (an item id) is evidence of a forgotten item: it stays in the history but
 has no FTS row and is left out of windows and neighbours. A turn with `earlier_for` is evidence
 of an item a newer value replaced: still found, but recalled as what held earlier.
@@ -318,13 +316,4 @@ CREATE INDEX memory_candidates_by_decided ON memory_candidates (decided_at, id)
     WHERE decided_at > created_at;
 CREATE INDEX session_summaries_by_time ON session_summaries (updated_at, session_id);
 CREATE INDEX episodes_by_created ON episodes (created_at, seq)
-"""
-
-
-# Migration 0015 re-creates `turns_fts` with chat-keyed bodies (`turn_index`) and adds this.
-TURN_TERMS = """
-CREATE TABLE turn_terms (
-    term  TEXT PRIMARY KEY,
-    rows  INTEGER NOT NULL
-) WITHOUT ROWID
 """
