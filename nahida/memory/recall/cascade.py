@@ -18,6 +18,7 @@ stored, or `Query.episodes` off) every list and ranking is what it was without t
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 from nahida.memory.models import Hit
 from nahida.memory.recall import lexical, vector
@@ -48,6 +49,7 @@ def _ranking(tx: Tx, query: Query, found: Plan, tuning: Tuning, kind: Searches) 
 def search(tx: Tx, query: Query, found: Plan, tuning: Tuning = TUNING) -> list[Hit]:
     """Items, turns and episodes for `query` (read as `found`), best first. Hybrid without a
     query vector is lexical; vector without one finds nothing."""
+    query = _leaving_out_the_empty(tx, query)
     has_vector = found.vector is not None
     if query.mode == "lexical" or (query.mode == "hybrid" and not has_vector):
         hits = _ranking(tx, query, found, tuning, LEXICAL)
@@ -63,6 +65,22 @@ def search(tx: Tx, query: Query, found: Plan, tuning: Tuning = TUNING) -> list[H
     if found.last_time and query.episodes:
         hits = _latest_episode_first(tx, query, hits)
     return hits[: query.limit]
+
+
+def _leaving_out_the_empty(tx: Tx, query: Query) -> Query:
+    """`query` without the lists that cannot find anything: turns when the viewer's chats hold
+    none but those the prompt shows (a young chat, its whole history in the hot window), items
+    when the viewer may see no active one. Each check is one indexed lookup; a search saved is
+    an FTS5 query (0.3–0.9 ms on the database thread) and the ranking around it."""
+    if (
+        query.turns
+        and query.exclude_turns
+        and not tx.turns.any_besides(query.viewer.turn_chats(), query.exclude_turns, query.at)
+    ):
+        query = replace(query, turns=False)
+    if query.items and not tx.items.any_active(query.viewer.visibility()):
+        query = replace(query, items=False)
+    return query
 
 
 def _latest_episode_first(tx: Tx, query: Query, hits: list[Hit]) -> list[Hit]:

@@ -20,7 +20,7 @@ a tsquery over the same tokens in PostgreSQL). A backend is a package under `mem
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol, TypeVar
 
@@ -247,6 +247,10 @@ class TurnRows(Protocol):
     def search(self, chats: Sequence[str] | None, search: TextSearch) -> list[TurnMatch]:
         """Indexed turns of these chats (every chat: None), best first."""
 
+    def any_besides(self, chats: Sequence[str], exclude: Collection[int], at: float | None) -> bool:
+        """Whether these chats hold a user or assistant turn, not hidden, said by `at`, other
+        than `exclude`: whether a history search that leaves `exclude` out could find any."""
+
     def containing(
         self, chats: Sequence[str], needles: Sequence[str], search: TextSearch
     ) -> list[TurnMatch]:
@@ -292,6 +296,10 @@ class ItemRows(Protocol):
 
     def search(self, visibility: Visibility, search: TextSearch) -> list[ItemMatch]:
         """Active items the visibility allows, best first."""
+
+    def any_active(self, visibility: Visibility) -> bool:
+        """Whether the visibility allows any active item (whether an item search could find
+        one)."""
 
     def containing(
         self, visibility: Visibility, needles: Sequence[str], search: TextSearch

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from nahida.memory.models import NewTurn, Session, Turn
@@ -225,6 +226,20 @@ class TurnTable:
     def search(self, chats: Sequence[str] | None, search: TextSearch) -> list[TurnMatch]:
         expression = fts.chats_match(search.terms, chats)
         return fts.ranked(self.conn, *_MATCH_FROM, expression, search, _turn_match)
+
+    def any_besides(self, chats: Sequence[str], exclude: Collection[int], at: float | None) -> bool:
+        if not chats:
+            return False
+        sql = (
+            f"SELECT 1 FROM turns WHERE chat IN ({', '.join('?' * len(chats))})"
+            " AND hidden_by IS NULL AND role IN ('user', 'assistant')"
+            " AND id NOT IN (SELECT value FROM json_each(?))"
+        )
+        params: list[Any] = [*chats, json.dumps(sorted(exclude))]
+        if at is not None:
+            sql += " AND time <= ?"
+            params.append(at)
+        return self.conn.execute(f"{sql} LIMIT 1", params).fetchone() is not None
 
     def containing(
         self, chats: Sequence[str], needles: Sequence[str], search: TextSearch

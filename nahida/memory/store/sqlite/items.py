@@ -194,6 +194,13 @@ class ItemTable:
         found = fts.ranked(self.conn, *_MATCH_FROM, expression, search)
         return [ItemMatch(rows.item(r), float(r["score"]), r["body"]) for r in found]
 
+    def any_active(self, visibility: Visibility) -> bool:
+        where, params = visibility_sql(visibility)
+        found = self.conn.execute(
+            f"SELECT 1 FROM memory_items WHERE status = 'active' AND {where} LIMIT 1", params
+        )
+        return found.fetchone() is not None
+
     def containing(
         self, visibility: Visibility, needles: Sequence[str], search: TextSearch
     ) -> list[ItemMatch]:
