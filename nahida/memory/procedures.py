@@ -52,7 +52,10 @@ def guidelines(rules: list[MemoryItem], budget_tokens: int = BUDGET_TOKENS) -> s
 
 
 def rules_in_force(tx: Tx, visibility: Visibility, limit: int = IN_FORCE) -> list[MemoryItem]:
-    """A unit: the active rules the visibility allows (newest first), confidence ≥ 0.3."""
+    """A unit: the active rules the visibility allows (newest first), confidence ≥ 0.3. (Most
+    viewers have none: a probe of the index first, not a sorted listing, every message.)"""
+    if not tx.items.any_active(visibility, KIND):
+        return []
     found = tx.items.listed(visibility, kind=KIND, status="active", limit=limit)
     return [item for item in found if item.confidence >= INJECTED_CONFIDENCE]
 

@@ -380,6 +380,28 @@ def test_search_finds_only_indexed_turns_of_the_given_chats(store: Store) -> Non
     assert found_turns(store, None, "espresso") == []
 
 
+def test_any_besides_tells_whether_a_search_leaving_turns_out_could_find_one(
+    store: Store,
+) -> None:
+    new_session(store, "s1")
+    new_session(store, "s2", chat=OTHER)
+    first, second = add_turns(store, "s1", said("oolong", T0 + 1), said("tea", T0 + 2))
+    add_turns(store, "s1", said("result", T0 + 3, role="tool"))
+    add_turns(store, "s2", said("oolong", T0 + 4, chat=OTHER))
+
+    def besides(chats: Sequence[str], exclude: set[int], at: float | None = None) -> bool:
+        return store.read_sync(lambda tx: tx.turns.any_besides(chats, exclude, at))
+
+    assert besides([CHAT], {first})  # the second is left
+    assert not besides([CHAT], {first, second})  # a tool turn is never found
+    assert besides([CHAT, OTHER], {first, second})
+    assert not besides([CHAT], {second}, at=T0 + 0.5)  # nothing said by then
+    assert besides([CHAT], {second}, at=T0 + 1)
+    assert not besides([], set())
+    assert store.write_sync(lambda tx: tx.turns.hide([second], [], "m1")) == 1
+    assert not besides([CHAT], {first})  # a hidden turn is never found
+
+
 def test_a_turn_match_carries_what_recall_shows(store: Store) -> None:
     new_session(store, "s1")
     turn = NewTurn(CHAT, "user", "berlin trip", T0 + 1.5, "qq:u1", "Alice", "m1")

@@ -377,6 +377,12 @@ def test_every_path_shows_exactly_what_the_visibility_allows(
                     if opened.read_sync(lambda tx, i=i, v=view: tx.items.visible(i.id, v))
                 }
                 assert shown == allowed
+                active = any(by_id[i].status == "active" for i in allowed)
+                for kind, expected_any in ((None, active), ("fact", active), ("rule", False)):
+                    assert (
+                        opened.read_sync(lambda tx, v=view, k=kind: tx.items.any_active(v, k))
+                        == expected_any
+                    )
                 near = opened.read_sync(lambda tx, v=view: tx.vectors.items(v, nearby))
                 assert {m.item.id for m in near} == {
                     i for i in allowed if by_id[i].status == "active"

@@ -297,9 +297,9 @@ class ItemRows(Protocol):
     def search(self, visibility: Visibility, search: TextSearch) -> list[ItemMatch]:
         """Active items the visibility allows, best first."""
 
-    def any_active(self, visibility: Visibility) -> bool:
-        """Whether the visibility allows any active item (whether an item search could find
-        one)."""
+    def any_active(self, visibility: Visibility, kind: str | None = None) -> bool:
+        """Whether the visibility allows any active item (of `kind`): whether an item search
+        or listing could find one."""
 
     def containing(
         self, visibility: Visibility, needles: Sequence[str], search: TextSearch

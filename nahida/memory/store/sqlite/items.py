@@ -194,12 +194,12 @@ class ItemTable:
         found = fts.ranked(self.conn, *_MATCH_FROM, expression, search)
         return [ItemMatch(rows.item(r), float(r["score"]), r["body"]) for r in found]
 
-    def any_active(self, visibility: Visibility) -> bool:
+    def any_active(self, visibility: Visibility, kind: str | None = None) -> bool:
         where, params = visibility_sql(visibility)
-        found = self.conn.execute(
-            f"SELECT 1 FROM memory_items WHERE status = 'active' AND {where} LIMIT 1", params
-        )
-        return found.fetchone() is not None
+        sql = f"SELECT 1 FROM memory_items WHERE status = 'active' AND {where}"
+        if kind is not None:
+            sql, params = f"{sql} AND kind = ?", [*params, kind]
+        return self.conn.execute(f"{sql} LIMIT 1", params).fetchone() is not None
 
     def containing(
         self, visibility: Visibility, needles: Sequence[str], search: TextSearch
