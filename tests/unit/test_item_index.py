@@ -51,19 +51,3 @@ def test_item_writes_leave_at_most_a_few_segments_and_every_item_is_found(
         assert [m.item.id for m in found] == ([] if n < MERGE_EVERY else [one.id])
     tea = store.read_sync(lambda tx: tx.items.search(seen, TextSearch(("oolong",), 50)))
     assert {m.item.id for m in tea} == {i.id for i in items[MERGE_EVERY:] if "oolong" in i.content}
-
-
-def test_a_larger_index_is_merged_after_proportionally_more_writes(store: SqliteStore) -> None:
-    many = [item(n) for n in range(3000)]
-    words = " ".join(f"word{n}" for n in range(40))  # ~40 distinct terms an item: many pages
-    many = [replace(i, content=f"{i.content} {words}") for i in many]
-    store.write_sync(lambda tx: [tx.items.add(i, index_text(i.content)) for i in many])
-    items = store._tx.items
-    assert items._merge_after > MERGE_EVERY  # the last merge saw many pages
-    left = items._merge_after - items._writes
-    for n in range(3000, 3000 + left):  # the next merge comes after that many more
-        if n == 3000 + left - 1:
-            assert segments(store) > 1  # no merge in between
-        one = item(n)
-        store.write_sync(lambda tx, i=one: tx.items.add(i, index_text(i.content)))
-    assert segments(store) == 1

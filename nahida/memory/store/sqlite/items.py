@@ -29,13 +29,11 @@ _MATCH_FROM = (
     "m.created_at",
 )
 _INDEXED = ("title", "content", "scope", "sensitivity", "status")
-# FTS5's segments are merged into one now and then: each write leaves a segment of its own, and a
-# search looks every phrase up in each (nine segments made an item search ~3x slower than one).
-# A merge rewrites the whole index, so it comes after a number of writes that grows with the
-# index (MERGE_EVERY, or a MERGE_EVERY-th of its pages): a few pages of work per write, however
-# large it grows; one merge does at most MERGE_PAGES pages, the next one goes on.
+# Every few index writes, FTS5's segments are merged into one (at most MERGE_PAGES pages of work
+# a time): each write leaves a segment of its own, and a search looks each phrase up in every
+# segment (nine segments made an item search ~3x slower than one).
 MERGE_EVERY = 4
-MERGE_PAGES = 2048
+MERGE_PAGES = 256
 
 
 def _values(item: MemoryItem) -> list[Any]:
@@ -69,20 +67,15 @@ class ItemTable:
     def __init__(self, conn: Connection) -> None:
         self.conn = conn
         self._writes = 0  # index writes since the last merge
-        self._merge_after = MERGE_EVERY
 
     def _written(self) -> None:
         self._writes += 1
-        if self._writes < self._merge_after:
-            return
-        conn = self.conn
-        pages = int(conn.execute("SELECT count(*) FROM memory_items_fts_data").fetchone()[0])
-        conn.execute(
-            "INSERT INTO memory_items_fts (memory_items_fts, rank) VALUES ('merge', ?)",
-            (-max(1, min(pages, MERGE_PAGES)),),  # negative: every segment into one
-        )
-        self._writes = 0
-        self._merge_after = max(MERGE_EVERY, pages // MERGE_EVERY)
+        if self._writes >= MERGE_EVERY:
+            self._writes = 0
+            self.conn.execute(
+                "INSERT INTO memory_items_fts (memory_items_fts, rank) VALUES ('merge', ?)",
+                (-MERGE_PAGES,),  # negative: every segment into one, not only a full level's
+            )
 
     def get(self, item_id: str) -> MemoryItem | None:
         row = self.conn.execute("SELECT * FROM memory_items WHERE id = ?", (item_id,)).fetchone()
