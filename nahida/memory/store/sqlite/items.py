@@ -29,11 +29,6 @@ _MATCH_FROM = (
     "m.created_at",
 )
 _INDEXED = ("title", "content", "scope", "sensitivity", "status")
-# Every few index writes, FTS5's segments are merged into one (at most MERGE_PAGES pages of work
-# a time): each write leaves a segment of its own, and a search looks each phrase up in every
-# segment (nine segments made an item search ~3x slower than one).
-MERGE_EVERY = 4
-MERGE_PAGES = 256
 
 
 def _values(item: MemoryItem) -> list[Any]:
@@ -66,16 +61,6 @@ def visibility_sql(visibility: Visibility) -> tuple[str, list[str]]:
 class ItemTable:
     def __init__(self, conn: Connection) -> None:
         self.conn = conn
-        self._writes = 0  # index writes since the last merge
-
-    def _written(self) -> None:
-        self._writes += 1
-        if self._writes >= MERGE_EVERY:
-            self._writes = 0
-            self.conn.execute(
-                "INSERT INTO memory_items_fts (memory_items_fts, rank) VALUES ('merge', ?)",
-                (-MERGE_PAGES,),  # negative: every segment into one, not only a full level's
-            )
 
     def get(self, item_id: str) -> MemoryItem | None:
         row = self.conn.execute("SELECT * FROM memory_items WHERE id = ?", (item_id,)).fetchone()
@@ -94,7 +79,6 @@ class ItemTable:
             "INSERT INTO memory_items_fts (rowid, body, scopes) VALUES (?, ?, ?)",
             (rowid, tokens, fts.scopes_text(fts.item_keys(item.scope, item.sensitivity))),
         )
-        self._written()
 
     def change(self, before: MemoryItem, after: MemoryItem, tokens: str | None) -> None:
         conn = self.conn
@@ -117,7 +101,6 @@ class ItemTable:
         old = conn.execute("SELECT body FROM memory_items_fts WHERE rowid = ?", (rowid,)).fetchone()
         conn.execute("DELETE FROM memory_items_fts WHERE rowid = ?", (rowid,))
         if after.status != "active":
-            self._written()
             return
         text_changed = before.title != after.title or before.content != after.content
         body = tokens if tokens is not None else (None if text_changed or old is None else old[0])
