@@ -10,6 +10,10 @@ Measured on the dev sets, one fusion of all four lists with the lexical lists' k
 search alone: the lexical ranking is tuned much further, and its flat RRF scores let vector
 ranks reorder it.
 
+A list that cannot find anything is not searched (`_leaving_out_the_empty`: a chat whose every
+turn the prompt shows already, a viewer who may see no active item): one indexed lookup in place
+of an FTS5 query, and the same answer.
+
 A question about the last conversation (`Plan.last_time`) gets the chat's latest episode first,
 found or not: "上次我们聊到哪了" has no words an episode would match. Without episodes (none
 stored, or `Query.episodes` off) every list and ranking is what it was without them.
