@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from nahida.memory import timeparse
 from nahida.memory.timeparse import parse, strip
 
 CHINA = timezone(timedelta(hours=8))
@@ -149,3 +153,84 @@ def test_month_arithmetic_crosses_years() -> None:
     assert window("上个月", january) == (day(2023, 12, 1), day(2024, 1, 1))
     assert window("两个月前", january) == (day(2023, 11, 1), day(2023, 12, 1))
     assert window("12月25日", january) == (day(2023, 12, 25), day(2023, 12, 26))
+
+
+# The needles: a rule none of whose literals is in the text is not run -------------------------
+
+_FRAGMENTS = [
+    *("昨天", "前天", "大前天", "今晚", "今年", "去年", "前年", "最近", "这段时间", "前几天"),
+    *(
+        "这些天",
+        "上周三",
+        "这个星期",
+        "本周末",
+        "上个月",
+        "这个月",
+        "月饼",
+        "3天前",
+        "两个星期以前",
+    ),
+    *("5月4日", "2023年5月4日", "2023年5月", "2023-05-04", "2019/1/2"),
+    "Yesterday",
+    "last NIGHT",
+    "3 weeks ago",
+    "a few days ago",
+    "the other day",
+    "May 4, 2023",
+    "4th of July 2022",
+    "in 2021",
+    "this past Friday",
+    "Last Weekend",
+    "THIS MONTH",
+    "Sept. 9",
+    "tonıght",
+    "THİS WEEK",
+    "ſeptember 3",
+    "the past 5 days",
+    "recently",
+    "lately",
+    "these days",
+    "we",
+    "吃饭",
+    "ok",
+    ".",
+    "-",
+    "/",
+    "1",
+    "20",
+    "19",
+    "年",
+    "月",
+    "日",
+    "号",
+    "前",
+    "上",
+    "周",
+]
+
+
+def _all_rules(text: str, now: datetime) -> list[tuple[int, int, object]]:
+    """`_matches` with every rule run, whatever the text holds."""
+    with pytest.MonkeyPatch.context() as patched:
+        patched.setattr(timeparse, "_RULES", [(*r[:3], ("",)) for r in timeparse._RULES])
+        patched.setattr(timeparse, "_NEEDLES", ("",))
+        return list(timeparse._matches(text, now))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(_FRAGMENTS), max_size=6), st.sampled_from(["", " ", "，"]))
+def test_rules_left_out_for_want_of_a_needle_would_have_found_nothing(
+    parts: list[str], glue: str
+) -> None:
+    text = glue.join(parts)
+    assert list(timeparse._matches(text, NOW)) == _all_rules(text, NOW)
+
+
+def test_the_needles_leave_most_chat_lines_to_a_few_substring_tests() -> None:
+    lines = Path("tests/data/chat_lines_zh_en.txt").read_text("utf-8").splitlines()
+    run = 0
+    for line in lines:
+        assert list(timeparse._matches(line, NOW)) == _all_rules(line, NOW), line
+        present = {n for n in timeparse._NEEDLES if n in timeparse._folded(line)}
+        run += sum(not present.isdisjoint(r[3]) for r in timeparse._RULES)
+    assert run < len(lines) * len(timeparse._RULES) / 4  # most rules are never run
