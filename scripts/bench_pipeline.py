@@ -9,16 +9,19 @@ never answered; "lost" then counts messages not stored). `--embedding` sets
 `memory.embedding.backend` (default auto: the local model where installed, so each answered
 message embeds its query and new turns are embedded in the background; none: lexical recall
 only). `--statements` times every SQL statement on the database thread (its CPU; each one's
-first step) and prints the costliest per message. `--dream-every SECONDS` dreams while the
-pipeline runs: every SECONDS a background task runs `memory.dreams.run` over the next chat in
-turn (each has new turns), the instant model answering each dream request with one add op
-citing the request's first turn.
+first step) and prints the costliest per message. `--history N` first imports N older turns
+into the same chats (a day back, through the history importer), so every message's history
+search has history to search, as in a chat older than its prompt window. `--dream-every SECONDS`
+dreams while the pipeline runs: every SECONDS a background task runs `memory.dreams.run` over
+the next chat in turn (each has new turns), the instant model answering each dream request with
+one add op citing the request's first turn.
 
     .venv/bin/python scripts/bench_pipeline.py --chats 1000 --messages 10
     .venv/bin/python scripts/bench_pipeline.py --embedding none
     .venv/bin/python scripts/bench_pipeline.py --chats 300 --messages 30 --dream-every 1
     .venv/bin/python scripts/bench_pipeline.py --observed --embedding none
     .venv/bin/python scripts/bench_pipeline.py --embedding none --idle-batches 0 --statements
+    .venv/bin/python scripts/bench_pipeline.py --embedding none --idle-batches 0 --history 100000
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ import tempfile
 import time
 from collections import defaultdict
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +48,7 @@ from nahida.app import App, Paths  # noqa: E402
 from nahida.config import Config  # noqa: E402
 from nahida.envelope import ChatKey, Envelope, Reply, Role, Segment, Sender, UserKey  # noqa: E402
 from nahida.logs import configure_logging  # noqa: E402
+from nahida.memory.importer import import_lines  # noqa: E402
 from nahida.memory.models import DreamRun  # noqa: E402
 from nahida.memory.store.sqlite.db import DbStats  # noqa: E402
 from nahida.providers.base import ChatRequest, ChatResponse  # noqa: E402
@@ -235,6 +239,26 @@ def envelope(chat: int, n: int, kind: str) -> Envelope:
     )
 
 
+def history_lines(chats: int, turns: int) -> list[str]:
+    """`turns` older turns of the bench's chats (user and reply in turn), a day before now."""
+    start = datetime.now(UTC) - timedelta(days=1)
+    lines = []
+    for n in range(turns):
+        chat = n % chats
+        kind = "group" if OBSERVED or chat % 2 else "private"
+        record = {
+            "chat": f"bench:{kind}:c{chat}",
+            "user": f"u{chat % 97}",
+            "name": f"user{chat % 97}",
+            "text": f"{LINES[(chat * 13 + n * 11) % len(LINES)]} (earlier {n})",
+            "time": (start + timedelta(seconds=n * 0.5)).isoformat(),
+            "message_id": f"h{n}",
+            "role": "assistant" if (n // chats) % 2 else "user",
+        }
+        lines.append(json.dumps(record, ensure_ascii=False))
+    return lines
+
+
 def _stored_turns(app: App) -> int:
     db = app.memory.store.db  # type: ignore[attr-defined]
     found: int = db.call(lambda conn: conn.execute("SELECT count(*) FROM turns").fetchone()[0])
@@ -265,6 +289,7 @@ async def main(
     memory: bool,
     embedding: str,
     dream_every: float,
+    history: int = 0,
 ) -> int:
     configure_logging("WARNING", "json")  # as `nahida run` would, minus the info lines
     tmp = Path(tempfile.mkdtemp(prefix="nahida-bench-"))
@@ -291,6 +316,11 @@ async def main(
         overhead.append(time.perf_counter() - t0)
 
     app.bus._handler = timed  # measure the runner's own time per message
+    if history:
+        report = await asyncio.to_thread(
+            import_lines, app.memory.store, history_lines(chats, history), 0.0, pause=0.0
+        )
+        print(f"imported {report.imported:,} older turns in {report.seconds:.1f} s", flush=True)
     runner_task = asyncio.create_task(app.run())
     await asyncio.sleep(0.1)
     rss_start = rss_mb()
@@ -398,6 +428,13 @@ if __name__ == "__main__":
         help="group talk not addressed to the bot: stored, indexed, extracted, never answered",
     )
     parser.add_argument(
+        "--history",
+        type=int,
+        default=0,
+        metavar="N",
+        help="first import N older turns into the same chats (their history gets searched)",
+    )
+    parser.add_argument(
         "--statements",
         action="store_true",
         help="time each SQL statement on the database thread and print the costliest",
@@ -414,6 +451,7 @@ if __name__ == "__main__":
             not args.no_memory,
             args.embedding,
             args.dream_every,
+            args.history,
         )
     )
     sys.exit(code)
