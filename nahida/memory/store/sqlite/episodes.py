@@ -60,6 +60,7 @@ def forget_sql(sessions: str) -> str:
 class EpisodeTable:
     def __init__(self, conn: Connection) -> None:
         self.conn = conn
+        self._compaction = fts.Compaction("episodes_fts")
 
     def put(self, episode: Episode, tokens: str) -> Episode:
         conn = self.conn
@@ -83,6 +84,7 @@ class EpisodeTable:
             "INSERT INTO episodes_fts (rowid, body, scopes) VALUES (?, ?, ?)",
             (seq, tokens, fts.scope_token(chat_scope(episode.chat))),
         )
+        self._compaction.written(conn)
         return episode_of(row)
 
     def drop_told(self, item_id: str) -> int:

@@ -61,6 +61,7 @@ def visibility_sql(visibility: Visibility) -> tuple[str, list[str]]:
 class ItemTable:
     def __init__(self, conn: Connection) -> None:
         self.conn = conn
+        self._compaction = fts.Compaction("memory_items_fts")
 
     def get(self, item_id: str) -> MemoryItem | None:
         row = self.conn.execute("SELECT * FROM memory_items WHERE id = ?", (item_id,)).fetchone()
@@ -79,6 +80,7 @@ class ItemTable:
             "INSERT INTO memory_items_fts (rowid, body, scopes) VALUES (?, ?, ?)",
             (rowid, tokens, fts.scopes_text(fts.item_keys(item.scope, item.sensitivity))),
         )
+        self._compaction.written(self.conn)
 
     def change(self, before: MemoryItem, after: MemoryItem, tokens: str | None) -> None:
         conn = self.conn
@@ -101,6 +103,7 @@ class ItemTable:
         old = conn.execute("SELECT body FROM memory_items_fts WHERE rowid = ?", (rowid,)).fetchone()
         conn.execute("DELETE FROM memory_items_fts WHERE rowid = ?", (rowid,))
         if after.status != "active":
+            self._compaction.written(conn)
             return
         text_changed = before.title != after.title or before.content != after.content
         body = tokens if tokens is not None else (None if text_changed or old is None else old[0])
