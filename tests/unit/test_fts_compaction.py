@@ -89,3 +89,19 @@ def test_item_writes_leave_few_segments_and_every_item_is_found(store: SqliteSto
             lambda tx, n=n: tx.items.search(seen, TextSearch((f"number{n}",), 5))
         )
         assert [m.item.id for m in found] == [item.id]
+
+
+def test_an_index_past_the_limit_is_left_to_fts5s_own_merging(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(Compaction, "MAX_ROWS", 100)
+    conn = connect(tmp_path / "c.db")
+    conn.execute(f"CREATE VIRTUAL TABLE kept USING fts5 {SCHEMA}")
+    compaction = Compaction("kept")
+    for rowid in range(1, 10 * Compaction.EVERY + 1):
+        conn.execute("INSERT INTO kept (rowid, body, scopes) VALUES (?, 'tea', 'zs')", (rowid,))
+        compaction.written(conn)
+        if rowid == 5 * Compaction.EVERY:  # 80 rows: rebuilt on its 80th write
+            assert segments(conn, "kept") == 1
+    assert segments(conn, "kept") > 1  # 160 rows: its 160th write rebuilt nothing
+    conn.close()
