@@ -218,7 +218,7 @@ def _back(unit: str, n: int, now: datetime) -> tuple[datetime, datetime]:
 
 
 _YEARS = ("19", "20")  # every _YEAR starts so
-_MONTH_STEMS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+_MONTH_STEMS = tuple(sorted({name[:3] for name in _MONTHS}))  # each month name holds its own
 
 
 def _rules() -> list[Rule]:

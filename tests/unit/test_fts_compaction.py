@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -34,9 +35,9 @@ def _stdlib(path: Path) -> Connection:
 @pytest.mark.parametrize("open_db", [connect, _stdlib], ids=["nahida", "stdlib"])
 @pytest.mark.parametrize("per_transaction", [1, 6])
 def test_rebuilt_index_finds_what_an_untouched_one_finds(
-    tmp_path: Path, open_db: object, per_transaction: int
+    tmp_path: Path, open_db: Callable[[Path], Connection], per_transaction: int
 ) -> None:
-    conn = open_db(tmp_path / "c.db")  # type: ignore[operator]
+    conn = open_db(tmp_path / "c.db")
     for table in ("kept", "plain"):
         conn.execute(f"CREATE VIRTUAL TABLE {table} USING fts5 {SCHEMA}")
     compaction = Compaction("kept")

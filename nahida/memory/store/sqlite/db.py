@@ -59,19 +59,21 @@ class _CountingCursor(driver.Cursor):  # type: ignore[name-defined,misc]
     all of a sorted or aggregated query's work, the first row of a plain one)."""
 
     def execute(self, sql: str, parameters: Any = (), /) -> Any:
+        return self._counted(super().execute, sql, parameters)
+
+    def executemany(self, sql: str, parameters: Any, /) -> Any:
+        return self._counted(super().executemany, sql, parameters)
+
+    def _counted(self, run: Callable[[str, Any], Any], sql: str, parameters: Any) -> Any:
         conn = self.connection
         conn.statements += 1
         if conn.timings is None:
-            return super().execute(sql, parameters)
+            return run(sql, parameters)
         started = time.thread_time()
         try:
-            return super().execute(sql, parameters)
+            return run(sql, parameters)
         finally:
             _timed(conn.timings, sql, time.thread_time() - started)
-
-    def executemany(self, sql: str, parameters: Any, /) -> Any:
-        self.connection.statements += 1
-        return super().executemany(sql, parameters)
 
 
 def _timed(timings: dict[str, list[float]], sql: str, seconds: float) -> None:

@@ -19,7 +19,8 @@ in full by its own key, a scope seen in part by its public key), and
 `scoped_match(terms, keys)` gives `scopes : ("zs…" OR "zs…") AND body : ("t1" OR "t2")`, so the
 filter sits inside the MATCH and applies before ranking. Rank with `bm25(table, 1.0, 0.0)`
 (weight 0 for `scopes`) so the scope tokens do not move scores. Only quoted terms are emitted:
-no user text can become FTS5 syntax.
+no user text can become FTS5 syntax. `Compaction` keeps a small index (items, episodes) in few
+segments.
 """
 
 from __future__ import annotations

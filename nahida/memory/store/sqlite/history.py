@@ -235,7 +235,7 @@ class TurnTable:
             " AND hidden_by IS NULL AND role IN ('user', 'assistant')"
             " AND id NOT IN (SELECT value FROM json_each(?))"
         )
-        params: list[Any] = [*chats, json.dumps(sorted(exclude))]
+        params: list[Any] = [*chats, json.dumps(list(exclude))]
         if at is not None:
             sql += " AND time <= ?"
             params.append(at)
