@@ -301,15 +301,21 @@ class SessionRunner:
                 await _run_hook(hook, ctx, reply)
             return
         for hook in self.background_hooks:
-            work = functools.partial(_run_hook, hook, ctx, reply)
+            work = functools.partial(_run_hook_later, hook, ctx, reply)
             if not await self.background.submit(str(ctx.envelope.chat), hook.name, work):
                 log.warning("background_work_refused", hook=hook.name)  # shutting down
 
 
 async def _run_hook(hook: PostTurnHook, ctx: TurnContext, reply: str | None) -> None:
+    """A hook run inside `handle`, whose log context (chat, msg) is already bound."""
+    try:
+        await hook.after_turn(ctx, reply)
+    except Exception:
+        log.exception("post_turn_hook_failed", hook=hook.name)
+
+
+async def _run_hook_later(hook: PostTurnHook, ctx: TurnContext, reply: str | None) -> None:
+    """A hook run as background work, outside `handle`: its log lines get the message's context."""
     envelope = ctx.envelope
     with structlog.contextvars.bound_contextvars(chat=str(envelope.chat), msg=envelope.message_id):
-        try:
-            await hook.after_turn(ctx, reply)
-        except Exception:
-            log.exception("post_turn_hook_failed", hook=hook.name)
+        await _run_hook(hook, ctx, reply)

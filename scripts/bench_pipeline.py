@@ -11,10 +11,12 @@ message embeds its query and new turns are embedded in the background; none: lex
 only). `--statements` times every SQL statement on the database thread (its CPU; each one's
 first step) and prints the costliest per message. `--history N` first imports N older turns
 into the same chats (a day back, through the history importer), so every message's history
-search has history to search, as in a chat older than its prompt window. `--dream-every SECONDS`
-dreams while the pipeline runs: every SECONDS a background task runs `memory.dreams.run` over
-the next chat in turn (each has new turns), the instant model answering each dream request with
-one add op citing the request's first turn.
+search has history to search, as in a chat older than its prompt window. `--concurrency N` sets
+`bus.concurrency` (how many messages are handled at once; the runner's time per message includes
+its waits for the event loop and the database thread, so fewer at once means lower latency).
+`--dream-every SECONDS` dreams while the pipeline runs: every SECONDS a background task runs
+`memory.dreams.run` over the next chat in turn (each has new turns), the instant model answering
+each dream request with one add op citing the request's first turn.
 
     .venv/bin/python scripts/bench_pipeline.py --chats 1000 --messages 10
     .venv/bin/python scripts/bench_pipeline.py --embedding none
@@ -290,12 +292,13 @@ async def main(
     embedding: str,
     dream_every: float,
     history: int = 0,
+    concurrency: int = 16,
 ) -> int:
     configure_logging("WARNING", "json")  # as `nahida run` would, minus the info lines
     tmp = Path(tempfile.mkdtemp(prefix="nahida-bench-"))
-    config = Config.model_validate(  # default concurrency
+    config = Config.model_validate(
         {
-            "bus": {"idle_timeout": 1.0},
+            "bus": {"idle_timeout": 1.0, "concurrency": concurrency},
             "memory": {"embedding": {"backend": embedding}},
             "bot": {"rate_limit": {"per_chat_per_minute": 0}},  # throughput, not the cap
         }
@@ -369,6 +372,7 @@ async def main(
     print("| metric | value |")
     print("|---|---|")
     print(f"| messages | {total} |")
+    print(f"| handled at once (bus.concurrency) | {concurrency} |")
     print(f"| wall time | {elapsed:.2f} s |")
     print(f"| throughput | {total / elapsed:,.0f} messages/s |")
     print(f"| runner overhead p50 | {p50:.2f} ms |")
@@ -439,6 +443,13 @@ if __name__ == "__main__":
         action="store_true",
         help="time each SQL statement on the database thread and print the costliest",
     )
+    parser.add_argument(
+        "--concurrency",
+        type=int,
+        default=16,
+        metavar="N",
+        help="bus.concurrency: messages handled at once (default 16, the config's default)",
+    )
     args = parser.parse_args()
     OBSERVED = args.observed
     STATEMENTS = args.statements
@@ -452,6 +463,7 @@ if __name__ == "__main__":
             args.embedding,
             args.dream_every,
             args.history,
+            args.concurrency,
         )
     )
     sys.exit(code)

@@ -2,7 +2,9 @@
 regular expressions are in `statement_patterns`).
 
 Each sentence is cut into clauses; at each clause start (after filler such as "其实", "btw") the
-rules of `RULES` are tried in order and the first that fits wins. A clause rule must cover its
+rules of `RULES` are tried in order and the first that fits wins. A rule is tried only when the
+sentence holds one of the literals its every match holds (`needles.required`: "过敏", "remind
+me"), so an ordinary chat line runs a few of the 76 patterns, not all. A clause rule must cover its
 whole clause ("我喜欢乌龙茶"); a sentence rule takes the rest of the sentence ("提醒我明天交报告，
 别迟到"). What a wrapper captures ("记住…", "以后…") is read again; a statement found there
 ("记住我叫小明") wins with the higher confidence. A Chinese clause that leaves out its subject
@@ -42,6 +44,7 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from nahida.memory import statement_patterns as p
+from nahida.memory.needles import folded, required
 
 MIN_TEXT, MAX_TEXT = 3, 1000  # characters of a message worth reading
 MAX_CLAUSE_VALUE, MAX_SENTENCE_VALUE = 60, 200
@@ -266,6 +269,7 @@ _TAIL = frozenset("。.!！?？~～…,，;；:：、'\"“”」』)）")
 _PARTICLES = frozenset("了啦啊呀哦喔噢呢哈嘛吧的耶")  # dropped at the end after a Han character
 _FILLERS: tuple[str, ...] = ("anymore", "any more", "now", "too", "either", "a lot", "lol")
 _FILLERS += ("very much", "so much", "haha", "though", "honestly")
+_FILLER_TAILS = tuple(" " + word for word in _FILLERS)
 _EN_QUESTION = _compiled(
     r"(?:do|does|did|what|who|whom|where|when|why|how|is|are|am|was|were|can|could|would|should"
     r"|will|which|have|has)\b"
@@ -323,10 +327,9 @@ def trim(text: str) -> str:
             end -= 1
         else:
             tail = text[max(0, end - 12) : end].lower()
-            word = next((w for w in _FILLERS if tail.endswith(" " + w)), None)
-            if word is None:
+            if not tail.endswith(_FILLER_TAILS):
                 break
-            end -= len(word)
+            end -= len(next(w for w in _FILLERS if tail.endswith(" " + w)))
     return text[:end]
 
 
@@ -399,20 +402,68 @@ def _build(rule: Rule, match: re.Match[str], depth: int) -> Statement | None:
     return Statement(rule.kind, content, slot, rule.confidence, about)
 
 
+@functools.cache
+def _needle_index() -> tuple[int, dict[str, list[tuple[str, int]]]]:
+    """The rules that are always tried (a bit each, as in `_possible`), and each literal some
+    rule's every match holds, by its first character, with the bits of the rules needing it."""
+    always = 0
+    by_needle: dict[str, int] = {}
+    index: dict[str, list[tuple[str, int]]] = {}
+    for bit, rule in enumerate(RULES):
+        needles = required(rule.pattern, re.IGNORECASE)
+        if needles is None:
+            always |= 1 << bit
+            continue
+        for needle in needles:
+            by_needle[needle] = by_needle.get(needle, 0) | 1 << bit
+    for needle, bits in by_needle.items():
+        index.setdefault(needle[0], []).append((needle, bits))
+    return always, index
+
+
+def _possible(text: str) -> int:
+    """The rules (bit i: `RULES[i]`) that may match somewhere in `text`: those whose needed
+    literals are in it. Any text the rules are run on must lie inside `text`."""
+    always, index = _needle_index()
+    text = folded(text)
+    bits = always
+    for char in index.keys() & set(text):
+        for needle, needed_by in index[char]:
+            if needle in text:
+                bits |= needed_by
+    return bits
+
+
 def _match(
-    body: str, start: int, end: int, depth: int, requests_only: bool = False, carried: bool = False
+    body: str,
+    start: int,
+    end: int,
+    depth: int,
+    requests_only: bool = False,
+    carried: bool = False,
+    possible: int | None = None,
 ) -> tuple[Statement, Rule] | None:
     """The first rule that reads `body` from `start` (a clause ending at `end`), and the rule;
-    `carried`: only the rules whose subject a clause may leave out."""
-    clause, rest = trim(body[start:end]), trim(body[start:])
-    for rule in RULES:
+    `carried`: only the rules whose subject a clause may leave out; `possible`: `_possible` of
+    a text holding `body[start:]` (computed when not given)."""
+    clause, rest = trim(body[start:end]), ""
+    if possible is None:
+        possible = _possible(body[start:])
+    while possible:  # the rules whose literals are in the text, in order
+        lowest = possible & -possible
+        possible ^= lowest
+        rule = RULES[lowest.bit_length() - 1]
         if rule.wrap == "explicit" and depth > 0:
             continue
         if requests_only and not (rule.asked or rule.wrap == "explicit" or rule.kind == "task"):
             continue
         if carried and not rule.carry:
             continue
-        found = rule.regex.fullmatch(clause) if rule.reach == "clause" else rule.regex.match(rest)
+        if rule.reach == "clause":
+            found = rule.regex.fullmatch(clause)
+        else:
+            rest = rest or trim(body[start:])
+            found = rule.regex.match(rest)
         statement = _build(rule, found, depth) if found else None
         if statement is not None:
             return statement, rule
@@ -452,6 +503,7 @@ def _read_sentence(sentence: str) -> list[Statement]:
         body, requests_only = _QUESTION_TAIL.sub("", sentence[request.end() :]), True
     statements: list[Statement] = []
     checked, carrier = 0, False
+    possible = _possible(body)  # once for all of its clauses
     for start, end in _clause_starts(body):
         lead = _LEAD.match(body, start).end()  # type: ignore[union-attr]
         if _REPORTED.search(body, max(0, checked - 3), lead):
@@ -459,7 +511,7 @@ def _read_sentence(sentence: str) -> list[Statement]:
         checked = lead
         if lead >= end:
             continue
-        found = _match(body, lead, end, 0, requests_only)
+        found = _match(body, lead, end, 0, requests_only, possible=possible)
         clause = trim(body[lead:end])
         if found is None and clause.startswith("本人"):  # QQ self-introductions: "本人女，95年的"
             found = _carried(clause[2:])

@@ -5,7 +5,13 @@ from __future__ import annotations
 import asyncio
 import io
 import time
+from collections.abc import Awaitable, MutableMapping
 from pathlib import Path
+from typing import Any
+
+import pytest
+import structlog
+from structlog.testing import LogCapture
 
 from nahida.adapters.console.adapter import ConsoleAdapter
 from nahida.app import App, Paths, console_app
@@ -61,6 +67,37 @@ async def test_a_slow_hook_never_holds_up_the_chats_next_message(tmp_path: Path)
     assert out.times[-1] < first_hook_done  # the third reply went out before the first hook ended
     assert [text for text, _ in hook.done] == ["一", "二", "三"]  # in the chat's order, all drained
     assert app.background.done == 3 and app.background.failed == 0
+
+
+class FailingHook:
+    name = "failing"
+
+    async def after_turn(self, turn: TurnContext, reply: str | None) -> None:
+        raise RuntimeError("broken hook")
+
+
+async def logged_with_context(work: Awaitable[object]) -> list[MutableMapping[str, Any]]:
+    """The log lines `work` writes, with the context bound around them (as `nahida run` logs)."""
+    capture, processors = LogCapture(), structlog.get_config()["processors"]
+    structlog.configure(processors=[structlog.contextvars.merge_contextvars, capture])
+    try:
+        await work
+    finally:
+        structlog.configure(processors=processors)
+    return capture.entries
+
+
+@pytest.mark.parametrize("background", [False, True])
+async def test_a_failing_hook_is_logged_with_its_message(tmp_path: Path, background: bool) -> None:
+    app, out = terminal(tmp_path, ["一", "二"], config(scheduler={"enabled": False}))
+    hooks = app.runner.background_hooks if background else app.runner.hooks
+    hooks.append(FailingHook())
+    logs = await logged_with_context(app.run())
+    assert len(out.times) == 2  # both messages answered despite the hook
+    failed = [line for line in logs if line["event"] == "post_turn_hook_failed"]
+    assert [line["hook"] for line in failed] == ["failing", "failing"]
+    assert {line.get("chat") for line in failed} == {"console:private:local"}
+    assert len({line.get("msg") for line in failed}) == 2  # each line names its own message
 
 
 class Steps:
