@@ -135,12 +135,14 @@ async def dreaming(app: App, chats: int, every: float, runs: list[tuple[DreamRun
 @dataclass
 class Costs:
     """Per-message costs over a run: database round trips and statements, the database thread's
-    CPU, the event loop's (this thread's) and the whole process's."""
+    CPU, the event loop's (this thread's) and the whole process's; and how many cores the
+    process kept busy (its CPU over the wall time: at most 1.0 while the GIL serialises it)."""
 
     db: Any
     before: DbStats
     loop_cpu: float
     process_cpu: float
+    wall: float
     after: DbStats | None = None
 
     @classmethod
@@ -148,7 +150,7 @@ class Costs:
         db = app.memory.store.db  # type: ignore[attr-defined]  # the SQLite store
         if statements:
             db.time_statements()
-        return cls(db, db.snapshot(), time.thread_time(), time.process_time())
+        return cls(db, db.snapshot(), time.thread_time(), time.process_time(), time.perf_counter())
 
     def statement_rows(self, messages: int, top: int = 10) -> list[str]:
         """The statements that cost the database thread most, per message (--statements)."""
@@ -170,6 +172,7 @@ class Costs:
     def stop(self) -> None:
         self.loop_cpu = time.thread_time() - self.loop_cpu
         self.process_cpu = time.process_time() - self.process_cpu
+        self.wall = time.perf_counter() - self.wall
         self.after = self.db.snapshot()
 
     def rows(self, messages: int) -> list[tuple[str, str]]:
@@ -185,6 +188,7 @@ class Costs:
             ),
             ("event-loop thread CPU / message", f"{self.loop_cpu * 1000 / messages:.2f} ms"),
             ("process CPU / message", f"{self.process_cpu * 1000 / messages:.2f} ms"),
+            ("cores busy (process CPU / wall time)", f"{self.process_cpu / self.wall:.2f}"),
         ]
 
 
