@@ -93,11 +93,15 @@ class SessionRunner:
         return str(envelope.sender.user) in self.settings.admins
 
     async def handle(self, envelope: Envelope) -> None:
-        # Every log line of this message's journey (providers, memory, adapters) carries these.
-        with structlog.contextvars.bound_contextvars(
+        # Every log line of this message's journey (providers, memory, adapters) carries these
+        # (bound and reset by token: `bound_contextvars` copies the whole context twice).
+        bound = structlog.contextvars.bind_contextvars(
             chat=str(envelope.chat), msg=envelope.message_id
-        ):
+        )
+        try:
             await self._handle(envelope)
+        finally:
+            structlog.contextvars.reset_contextvars(**bound)
 
     async def _handle(self, envelope: Envelope) -> None:
         if self._is_command_for_me(envelope):

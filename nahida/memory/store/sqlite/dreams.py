@@ -98,7 +98,8 @@ class DreamTable:
         """A chat's turns after `after` (user and assistant, in every session), oldest first;
         turns a forgotten item was learned from are left out (a dream must not bring it back)."""
         found = self.conn.execute(
-            "SELECT * FROM turns WHERE chat = ? AND id > ? AND hidden_by IS NULL"
+            f"SELECT {rows.TURN_COLUMNS} FROM turns"
+            " WHERE chat = ? AND id > ? AND hidden_by IS NULL"
             " AND role IN ('user', 'assistant') ORDER BY id LIMIT ?",
             (chat, after, limit),
         )

@@ -32,6 +32,8 @@ _REPLY = (
     " WHERE c.id = ? AND c.role = 'user' AND n.role = 'assistant'"
 )
 
+_SELECT_TURNS = f"SELECT {rows.TURN_COLUMNS} FROM turns"
+
 
 class SessionTable:
     def __init__(self, conn: Connection) -> None:
@@ -152,7 +154,7 @@ class TurnTable:
 
     def window(self, session_id: str, before: int, limit: int) -> list[Turn]:
         found = self.conn.execute(
-            "SELECT * FROM turns WHERE session_id = ? AND id < ? AND hidden_by IS NULL"
+            _SELECT_TURNS + " WHERE session_id = ? AND id < ? AND hidden_by IS NULL"
             " ORDER BY id DESC LIMIT ?",
             (session_id, before, limit),
         ).fetchall()
@@ -160,13 +162,13 @@ class TurnTable:
 
     def of_session(self, session_id: str) -> list[Turn]:
         found = self.conn.execute(
-            "SELECT * FROM turns WHERE session_id = ? ORDER BY id", (session_id,)
+            _SELECT_TURNS + " WHERE session_id = ? ORDER BY id", (session_id,)
         )
         return [rows.turn(r) for r in found]
 
     def after(self, session_id: str, after: int, limit: int) -> list[Turn]:
         found = self.conn.execute(
-            "SELECT * FROM turns WHERE session_id = ? AND id > ? AND hidden_by IS NULL"
+            _SELECT_TURNS + " WHERE session_id = ? AND id > ? AND hidden_by IS NULL"
             " AND role IN ('user', 'assistant') ORDER BY id LIMIT ?",
             (session_id, after, limit),
         )
@@ -218,7 +220,7 @@ class TurnTable:
 
     def hidden_for(self, item_id: str) -> list[Turn]:
         found = self.conn.execute(
-            "SELECT * FROM turns WHERE hidden_by = ? OR earlier_for = ? ORDER BY id",
+            _SELECT_TURNS + " WHERE hidden_by = ? OR earlier_for = ? ORDER BY id",
             (item_id, item_id),
         )
         return [rows.turn(r) for r in found]

@@ -16,6 +16,13 @@ from nahida.memory.models import (
     moment,
 )
 
+# The columns `turn` reads, in its order: a turn is built by position, not by name (several
+# microseconds less a turn, and a prompt window reads up to forty of them a message).
+TURN_COLUMNS = (
+    "id, session_id, chat, role, content, time, speaker, speaker_name, message_id, tool_calls,"
+    " addressed, error, hidden_by, earlier_for"
+)
+
 # The fields of `TurnMatch` but its score, in its order (a row of them plus a score is one).
 TURN_MATCH_COLUMNS = (
     "t.id, t.session_id, t.chat, t.content, t.message_id, t.time, t.speaker, t.speaker_name,"
@@ -96,21 +103,24 @@ def session(row: Any) -> Session:
 
 
 def turn(row: Any) -> Turn:
+    """A turn from a row of `TURN_COLUMNS`."""
+    (id_, session_id, chat, role, content, at, speaker, name, message_id, tool_calls, addressed,
+     error, hidden_by, earlier_for) = row  # fmt: skip
     return Turn(
-        id=row["id"],
-        session_id=row["session_id"],
-        chat=row["chat"],
-        role=row["role"],
-        content=row["content"],
-        time=moment(row["time"]),
-        speaker=row["speaker"],
-        speaker_name=row["speaker_name"],
-        message_id=row["message_id"],
-        tool_calls=json.loads(row["tool_calls"]) if row["tool_calls"] else None,
-        addressed=bool(row["addressed"]),
-        error=row["error"],
-        hidden_by=row["hidden_by"],
-        earlier_for=row["earlier_for"],
+        id_,
+        session_id,
+        chat,
+        role,
+        content,
+        moment(at),
+        speaker,
+        name,
+        message_id,
+        json.loads(tool_calls) if tool_calls else None,
+        bool(addressed),
+        error,
+        hidden_by,
+        earlier_for,
     )
 
 
