@@ -99,7 +99,6 @@ def required(pattern: str, flags: int = 0) -> Needles | None:
     if sre_parse is None:
         return None
     try:
-        tree = sre_parse.parse(pattern, flags)
-    except (re.error, RecursionError, AttributeError, TypeError):
+        return _of_sequence(sre_parse.parse(pattern, flags).data)
+    except (re.error, RecursionError, AttributeError, TypeError):  # or a tree of another shape
         return None
-    return _of_sequence(tree.data)
