@@ -109,10 +109,12 @@ def record_with_window(
     recorded, ended = stored
     if hot <= 0:
         return Recorded(recorded, [], ended=ended)
-    window = tx.turns.window(recorded.session_id, recorded.id, hot + slack)
     warm = tx.summaries.get(recorded.session_id) if slack else None
-    if warm is None or not warm.summary:
-        return Recorded(recorded, window[-hot:], ended=ended)
+    if warm is None or not warm.summary:  # the last `hot`: no need to read the slack's rows
+        return Recorded(
+            recorded, tx.turns.window(recorded.session_id, recorded.id, hot), ended=ended
+        )
+    window = tx.turns.window(recorded.session_id, recorded.id, hot + slack)
     shown = [t for t in window if t.id > warm.through_turn]
     return Recorded(recorded, shown, warm.summary, ended)
 

@@ -125,6 +125,20 @@ async def test_a_failure_is_counted_and_waits_before_it_is_tried_again(store: Sq
     assert len(turns) == 6  # every turn kept
 
 
+async def test_without_a_summary_the_hot_window_is_the_last_turns(store: SqliteStore) -> None:
+    memory = MemoryService(
+        store, model=Scripted(ROLL), working=WorkingSettings(hot_size=2, compress_batch=3)
+    )
+    assert memory.sessions.slack > 0  # turns beyond the window a summary would let it show
+    session = await rounds(memory, 6)
+    recorded = await memory.sessions.record_user_turn(
+        NewTurn(CHAT, "user", "现在", 10.0, speaker=USER), 4
+    )
+    assert recorded is not None and recorded.summary == ""
+    before = [t.id for t in await memory.sessions.turns(session)][:-1]  # all but the new one
+    assert [t.id for t in recorded.hot] == before[-4:]
+
+
 async def test_the_hot_window_shows_what_no_summary_covers(store: SqliteStore) -> None:
     memory = MemoryService(
         store, model=Scripted(ROLL), working=WorkingSettings(hot_size=2, compress_batch=3)
