@@ -1,5 +1,5 @@
 """Literals a regular expression's every match holds: a few substring tests that rule a pattern
-out before it runs (the statement rules of extraction, `statements`).
+out before it runs (`Prefilter`: the statement rules of extraction, the time expressions).
 
 `required(pattern, flags)` reads the pattern's parse tree: a run of literal characters must be
 in every match, so must one of a group's alternatives, a repeat taken at least once, or a
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import importlib
 import re
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 sre: Any
@@ -102,3 +103,40 @@ def required(pattern: str, flags: int = 0) -> Needles | None:
         return _of_sequence(sre_parse.parse(pattern, flags).data)
     except (re.error, RecursionError, AttributeError, TypeError):  # or a tree of another shape
         return None
+
+
+class Prefilter:
+    """Which of a list of patterns may match somewhere in a text, as a bit mask (bit i: the
+    i-th pattern): those with one of their `required` literals in it, and those without any."""
+
+    def __init__(self, patterns: Iterable[tuple[str, int]]) -> None:
+        self.always = 0  # the patterns that promise no literal: always run
+        by_needle: dict[str, int] = {}
+        for bit, (pattern, flags) in enumerate(patterns):
+            needles = required(pattern, flags)
+            if needles is None:
+                self.always |= 1 << bit
+                continue
+            for needle in needles:
+                by_needle[needle] = by_needle.get(needle, 0) | 1 << bit
+        self.needles = frozenset(by_needle)
+        self._by_first: dict[str, list[tuple[str, int]]] = {}  # by a literal's first character
+        for needle, bits in by_needle.items():
+            self._by_first.setdefault(needle[0], []).append((needle, bits))
+
+    def possible(self, text: str) -> int:
+        text = folded(text)
+        bits = self.always
+        for char in self._by_first.keys() & set(text):
+            for needle, needed_by in self._by_first[char]:
+                if needle in text:
+                    bits |= needed_by
+        return bits
+
+
+def ones(bits: int) -> Iterator[int]:
+    """The set bits of a mask, lowest first: the patterns `Prefilter.possible` left in, in order."""
+    while bits:
+        lowest = bits & -bits
+        bits ^= lowest
+        yield lowest.bit_length() - 1

@@ -44,7 +44,7 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from nahida.memory import statement_patterns as p
-from nahida.memory.needles import folded, required
+from nahida.memory.needles import Prefilter, ones
 
 MIN_TEXT, MAX_TEXT = 3, 1000  # characters of a message worth reading
 MAX_CLAUSE_VALUE, MAX_SENTENCE_VALUE = 60, 200
@@ -403,35 +403,14 @@ def _build(rule: Rule, match: re.Match[str], depth: int) -> Statement | None:
 
 
 @functools.cache
-def _needle_index() -> tuple[int, dict[str, list[tuple[str, int]]]]:
-    """The rules that are always tried (a bit each, as in `_possible`), and each literal some
-    rule's every match holds, by its first character, with the bits of the rules needing it."""
-    always = 0
-    by_needle: dict[str, int] = {}
-    index: dict[str, list[tuple[str, int]]] = {}
-    for bit, rule in enumerate(RULES):
-        needles = required(rule.pattern, re.IGNORECASE)
-        if needles is None:
-            always |= 1 << bit
-            continue
-        for needle in needles:
-            by_needle[needle] = by_needle.get(needle, 0) | 1 << bit
-    for needle, bits in by_needle.items():
-        index.setdefault(needle[0], []).append((needle, bits))
-    return always, index
+def _prefilter() -> Prefilter:
+    return Prefilter((rule.pattern, re.IGNORECASE) for rule in RULES)
 
 
 def _possible(text: str) -> int:
-    """The rules (bit i: `RULES[i]`) that may match somewhere in `text`: those whose needed
-    literals are in it. Any text the rules are run on must lie inside `text`."""
-    always, index = _needle_index()
-    text = folded(text)
-    bits = always
-    for char in index.keys() & set(text):
-        for needle, needed_by in index[char]:
-            if needle in text:
-                bits |= needed_by
-    return bits
+    """The rules (bit i: `RULES[i]`) that may match somewhere in `text`; any text they are then
+    run on must lie inside it."""
+    return _prefilter().possible(text)
 
 
 def _match(
@@ -449,10 +428,8 @@ def _match(
     clause, rest = trim(body[start:end]), ""
     if possible is None:
         possible = _possible(body[start:])
-    while possible:  # the rules whose literals are in the text, in order
-        lowest = possible & -possible
-        possible ^= lowest
-        rule = RULES[lowest.bit_length() - 1]
+    for bit in ones(possible):  # the rules whose literals are in the text, in order
+        rule = RULES[bit]
         if rule.wrap == "explicit" and depth > 0:
             continue
         if requests_only and not (rule.asked or rule.wrap == "explicit" or rule.kind == "task"):

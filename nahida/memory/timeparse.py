@@ -19,10 +19,13 @@ absolute dates win over relative ones; windows of the same kind are joined. Wind
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+
+from nahida.memory.needles import Prefilter, ones
 
 __all__ = ["Parsed", "TimeWindow", "parse", "strip"]
 
@@ -188,10 +191,10 @@ def _date(
 # the patterns ---------------------------------------------------------------------------------
 
 Window = Callable[[re.Match[str], datetime], tuple[datetime, datetime]]
-# A compiled pattern, its window, whether it names a date, and its needles: literals of which a
-# match holds at least one (`_folded` text), so a rule none of whose needles is in the text is
-# not run (most texts name no time: 45 regex scans become a few substring tests).
-Rule = tuple[re.Pattern[str], Window, bool, tuple[str, ...]]
+# A compiled pattern, its window, and whether it names a date. A rule is run only when the text
+# holds one of the literals its every match holds (`needles.Prefilter`): most texts name no
+# time, so 45 regex scans become a few substring tests.
+Rule = tuple[re.Pattern[str], Window, bool]
 
 _CN_NUM = r"(\d{1,2}|[一二两俩三四五六七八九十]{1,3})"
 _EN_NUM = (
@@ -217,202 +220,174 @@ def _back(unit: str, n: int, now: datetime) -> tuple[datetime, datetime]:
     return _year(now, n)
 
 
-_YEARS = ("19", "20")  # every _YEAR starts so
-_MONTH_STEMS = tuple(sorted({name[:3] for name in _MONTHS}))  # each month name holds its own
-
-
 def _rules() -> list[Rule]:
-    cn: list[tuple[str, Window, bool, tuple[str, ...]]] = [
+    cn: list[tuple[str, Window, bool]] = [
         (
             _YEAR + r"\s*年\s*(\d{1,2})\s*月\s*(\d{1,2})\s*[日号]",
             lambda m, now: _date(now, int(m[1]), int(m[2]), int(m[3])),
             True,
-            ("年",),
         ),
         (
             _YEAR + r"[-/.](\d{1,2})[-/.](\d{1,2})",
             lambda m, now: _date(now, int(m[1]), int(m[2]), int(m[3])),
             True,
-            _YEARS,
         ),
         (
             _YEAR + r"\s*年\s*(\d{1,2})\s*月(?!\s*\d)",
             lambda m, now: _date(now, int(m[1]), int(m[2]), None),
             True,
-            ("年",),
         ),
         (
             r"(?<![\d年])(\d{1,2})\s*月\s*(\d{1,2})\s*[日号]",
             lambda m, now: _date(now, None, int(m[1]), int(m[2])),
             True,
-            ("月",),
         ),
         (
             _CN_NUM + r"\s*(?:个)?\s*(天|日|周|星期|礼拜|月|年)(?:以前|之前|前)",
             lambda m, now: _back(_UNITS_CN[m[2]], cn_number(m[1]), now),
             False,
-            ("前",),
         ),
         (
             r"前几天|几天前|这几天|这些天|近几天|最近几天",
             lambda m, now: _last_days(now, 7),
             False,
-            ("几", "些"),
         ),
-        (r"大前天", lambda m, now: _day(now, 3), False, ("大前天",)),
-        (r"前天|前日", lambda m, now: _day(now, 2), False, ("前天", "前日")),
-        (r"昨天|昨日|昨儿|昨晚|昨夜|昨早", lambda m, now: _day(now, 1), False, ("昨",)),
-        (r"今天|今日|今儿|今早|今晚|今夜|今晨", lambda m, now: _day(now), False, ("今",)),
+        (r"大前天", lambda m, now: _day(now, 3), False),
+        (r"前天|前日", lambda m, now: _day(now, 2), False),
+        (r"昨天|昨日|昨儿|昨晚|昨夜|昨早", lambda m, now: _day(now, 1), False),
+        (r"今天|今日|今儿|今早|今晚|今夜|今晨", lambda m, now: _day(now), False),
         (
             r"最近|近来|近期|这段时间",
             lambda m, now: _last_days(now, 30),
             False,
-            ("最近", "近来", "近期", "这段时间"),
         ),
         (
             r"上(?:个)?(?:周|星期|礼拜)([一二三四五六日天])",
             lambda m, now: _weekday(now, WEEKDAYS_CN[m[1]], 1),
             False,
-            ("上",),
         ),
         (
             r"(?:这|本)(?:个)?(?:周|星期|礼拜)([一二三四五六日天])",
             lambda m, now: _weekday(now, WEEKDAYS_CN[m[1]], 0),
             False,
-            ("周", "星期", "礼拜"),
         ),
-        (r"上(?:个)?(?:周末|星期天?末|礼拜末)", lambda m, now: _weekend(now, 1), False, ("上",)),
-        (r"(?<![上下个])(?:这个?|本)?周末", lambda m, now: _weekend(now, 0), False, ("周末",)),
-        (r"上(?:个)?(?:周|星期|礼拜)", lambda m, now: _week(now, 1), False, ("上",)),
+        (r"上(?:个)?(?:周末|星期天?末|礼拜末)", lambda m, now: _weekend(now, 1), False),
+        (r"(?<![上下个])(?:这个?|本)?周末", lambda m, now: _weekend(now, 0), False),
+        (r"上(?:个)?(?:周|星期|礼拜)", lambda m, now: _week(now, 1), False),
         (
             r"(?:这|本)(?:个)?(?:周|星期|礼拜)",
             lambda m, now: _week(now, 0),
             False,
-            ("周", "星期", "礼拜"),
         ),
-        (r"上(?:个)?月", lambda m, now: _month(now, 1), False, ("月",)),
-        (r"(?:这|本)(?:个)?月(?![饼亮光])", lambda m, now: _month(now, 0), False, ("月",)),
-        (r"前年", lambda m, now: _year(now, 2), False, ("前年",)),
-        (r"去年", lambda m, now: _year(now, 1), False, ("去年",)),
-        (r"今年", lambda m, now: _year(now, 0), False, ("今年",)),
+        (r"上(?:个)?月", lambda m, now: _month(now, 1), False),
+        (r"(?:这|本)(?:个)?月(?![饼亮光])", lambda m, now: _month(now, 0), False),
+        (r"前年", lambda m, now: _year(now, 2), False),
+        (r"去年", lambda m, now: _year(now, 1), False),
+        (r"今年", lambda m, now: _year(now, 0), False),
     ]
-    en: list[tuple[str, Window, bool, tuple[str, ...]]] = [
+    en: list[tuple[str, Window, bool]] = [
         (
             _EN_DAY + r"(?:\s+of)?\s+" + _EN_MONTH + r",?\s+" + _YEAR,
             lambda m, now: _date(now, int(m[3]), _MONTHS[m[2].lower()], int(m[1])),
             True,
-            _YEARS,
         ),
         (
             _EN_MONTH + r"\s+" + _EN_DAY + r",?\s+" + _YEAR,
             lambda m, now: _date(now, int(m[3]), _MONTHS[m[1].lower()], int(m[2])),
             True,
-            _YEARS,
         ),
         (
             _EN_MONTH + r",?\s+" + _YEAR,
             lambda m, now: _date(now, int(m[2]), _MONTHS[m[1].lower()], None),
             True,
-            _YEARS,
         ),
         (
             _EN_DAY + r"(?:\s+of)?\s+" + _EN_MONTH + r"(?![a-z])",
             lambda m, now: _date(now, None, _MONTHS[m[2].lower()], int(m[1])),
             True,
-            _MONTH_STEMS,
         ),
         (
             _EN_MONTH + r"\s+" + _EN_DAY + r"(?![\d:])",
             lambda m, now: _date(now, None, _MONTHS[m[1].lower()], int(m[2])),
             True,
-            _MONTH_STEMS,
         ),
         (
             r"(?:the\s+)?day\s+before\s+yesterday",
             lambda m, now: _day(now, 2),
             False,
-            ("yesterday",),
         ),
-        (r"yesterday|last\s+night", lambda m, now: _day(now, 1), False, ("yesterday", "night")),
+        (r"yesterday|last\s+night", lambda m, now: _day(now, 1), False),
         (
             r"today|tonight|this\s+(?:morning|afternoon|evening)",
             lambda m, now: _day(now),
             False,
-            ("today", "tonight", "this"),
         ),
         (
             r"(?:a\s+)?(?:few|couple\s+of|several)\s+days\s+ago",
             lambda m, now: _last_days(now, 7),
             False,
-            ("ago",),
         ),
         (
             _EN_NUM + r"\s+(days?|weeks?|months?|years?)\s+ago",
             lambda m, now: _back(m[2].lower(), _en_number(m[1]), now),
             False,
-            ("ago",),
         ),
         (
             r"(?:in\s+)?the\s+(?:past|last)\s+" + _EN_NUM + r"\s+days",
             lambda m, now: _last_days(now, _en_number(m[1])),
             False,
-            ("days",),
         ),
         (
             r"the\s+other\s+day|(?:in\s+)?the\s+(?:past|last)\s+(?:few|couple\s+of)\s+days",
             lambda m, now: _last_days(now, 7),
             False,
-            ("other", "days"),
         ),
         (
             r"recently|lately|these\s+days",
             lambda m, now: _last_days(now, 30),
             False,
-            ("recently", "lately", "days"),
         ),
-        (r"last\s+weekend", lambda m, now: _weekend(now, 1), False, ("weekend",)),
-        (r"this\s+weekend", lambda m, now: _weekend(now, 0), False, ("weekend",)),
+        (r"last\s+weekend", lambda m, now: _weekend(now, 1), False),
+        (r"this\s+weekend", lambda m, now: _weekend(now, 0), False),
         (
             r"(?:last|this\s+past)\s+" + _EN_WEEKDAY,
             lambda m, now: _weekday(now, WEEKDAYS_EN.index(m[1].lower()), None),
             False,
-            ("last", "past"),
         ),
-        (r"(?:last|past)\s+week", lambda m, now: _week(now, 1), False, ("week",)),
-        (r"this\s+week", lambda m, now: _week(now, 0), False, ("week",)),
-        (r"last\s+month", lambda m, now: _month(now, 1), False, ("month",)),
-        (r"this\s+month", lambda m, now: _month(now, 0), False, ("month",)),
-        (r"last\s+year", lambda m, now: _year(now, 1), False, ("year",)),
-        (r"this\s+year", lambda m, now: _year(now, 0), False, ("year",)),
-        (r"\bin\s+" + _YEAR + r"(?!\d)", lambda m, now: _year(now, 0, int(m[1])), True, _YEARS),
+        (r"(?:last|past)\s+week", lambda m, now: _week(now, 1), False),
+        (r"this\s+week", lambda m, now: _week(now, 0), False),
+        (r"last\s+month", lambda m, now: _month(now, 1), False),
+        (r"this\s+month", lambda m, now: _month(now, 0), False),
+        (r"last\s+year", lambda m, now: _year(now, 1), False),
+        (r"this\s+year", lambda m, now: _year(now, 0), False),
+        (r"\bin\s+" + _YEAR + r"(?!\d)", lambda m, now: _year(now, 0, int(m[1])), True),
     ]
-    rules: list[Rule] = [(re.compile(p), fn, a, needles) for p, fn, a, needles in cn]
+    rules: list[Rule] = [(re.compile(p), fn, a) for p, fn, a in cn]
     rules += [
-        (re.compile(r"(?<![a-z0-9])(?:" + p + r")(?![a-z0-9])", re.IGNORECASE), fn, a, needles)
-        for p, fn, a, needles in en
+        (re.compile(r"(?<![a-z0-9])(?:" + p + r")(?![a-z0-9])", re.IGNORECASE), fn, a)
+        for p, fn, a in en
     ]
     return rules
 
 
 _RULES = _rules()
-_NEEDLES = tuple(sorted({needle for *_, needles in _RULES for needle in needles}))
 
 
-def _folded(text: str) -> str:
-    """`text` as the needles are looked for in it: every letter an IGNORECASE pattern matches to
-    an ASCII one becomes that ASCII letter (casefold does so but for the dotted and dotless i,
-    which Python's `re` also matches to "i"), so no match loses its needle."""
-    return text.replace("İ", "i").replace("ı", "i").casefold()
+@functools.cache
+def _prefilter() -> Prefilter:
+    return Prefilter((pattern.pattern, pattern.flags) for pattern, *_ in _RULES)
+
+
+def _possible(text: str) -> int:
+    """The rules (bit i: `_RULES[i]`) that may match in `text`."""
+    return _prefilter().possible(text)
 
 
 def _matches(text: str, now: datetime) -> Iterator[tuple[int, int, TimeWindow]]:
     """Non-overlapping expressions, earlier rules first (they are the more specific)."""
     taken: list[tuple[int, int]] = []
-    folded = _folded(text)
-    present = {needle for needle in _NEEDLES if needle in folded}
-    for pattern, window_of, absolute, needles in _RULES:
-        if present.isdisjoint(needles):
-            continue  # no match is possible
+    for index in ones(_possible(text)):  # the rules whose literals are in the text
+        pattern, window_of, absolute = _RULES[index]
         for match in pattern.finditer(text):
             start, end = match.span()
             if any(start < e and s < end for s, e in taken):

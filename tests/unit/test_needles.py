@@ -91,7 +91,7 @@ def _every_rule(text: str) -> list[statements.Statement]:
     """`statements(text)` with every rule run, whatever the text holds."""
     every = (1 << len(statements.RULES)) - 1
     with pytest.MonkeyPatch.context() as patched:
-        patched.setattr(statements, "_needle_index", lambda: (every, {}))
+        patched.setattr(statements, "_possible", lambda text: every)
         return statements.statements(text)
 
 
@@ -113,8 +113,7 @@ def test_the_rules_left_out_would_have_read_nothing_in_the_corpus_and_chat_lines
 
 
 def _rule_literals() -> list[str]:
-    _always, index = statements._needle_index()
-    return sorted({needle for entries in index.values() for needle, _ in entries})
+    return sorted(statements._prefilter().needles)
 
 
 _FRAGMENTS = [*_rule_literals(), "我", "乌龙茶", "猫", "Berlin", "tea", "a nurse", "I", "I'm", "my"]
