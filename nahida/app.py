@@ -32,7 +32,7 @@ from nahida.commands import profile as profile_commands
 from nahida.commands import rules as rules_commands
 from nahida.commands import session as session_commands
 from nahida.commands.router import CommandRouter
-from nahida.config import Config, ProviderConfig
+from nahida.config import Config, LoggingConfig, ProviderConfig
 from nahida.envelope import Reply
 from nahida.errors import AdapterError, ConfigError
 from nahida.memory import (
@@ -112,10 +112,18 @@ def build_provider(name: str, settings: ProviderConfig) -> Provider:
     return provider
 
 
-def open_store(paths: Paths) -> Store:
+def open_store(paths: Paths, logging: LoggingConfig | None = None) -> Store:
+    """The store; with `logging`, SQLite in a process of its own that logs as configured
+    (`memory.store_process`)."""
+    if logging is not None:
+        process = importlib.import_module("nahida.memory.store.sqlite.process")
+        store: Store = process.ProcessStore(
+            paths.database, log_level=logging.level, log_format=logging.format
+        )
+        return store
     module, cls = STORES[STORE]
-    store: Store = getattr(importlib.import_module(module), cls)(paths.database)
-    return store
+    found: Store = getattr(importlib.import_module(module), cls)(paths.database)
+    return found
 
 
 def store_capabilities() -> StoreCapabilities:
@@ -164,13 +172,15 @@ def open_memory(
     model: ModelRouter | None = None,
     *,
     choice: EmbedderChoice | None = None,
+    process: bool = False,
 ) -> MemoryService:
     """Memory as the app and the CLI use it: the store, migrated, behind the facade, with the
-    configured embedder (or `choice`, when the caller has made it already)."""
+    configured embedder (or `choice`, when the caller has made it already). `process`: the
+    store in a process of its own (the bot, with `memory.store_process`)."""
     choice = choice or choose_embedder(config, model)
     reranker = LLMReranker(model) if model is not None and config.memory.rerank else None
     return MemoryService(
-        open_store(paths),
+        open_store(paths, config.logging if process else None),
         mode=config.memory.commit_mode,
         budget_tokens=config.memory.budget_tokens,
         idle_split=config.session.idle_split_minutes * 60.0,
@@ -260,7 +270,7 @@ class App:
         source = str(paths.config) if paths.config else "config"
         ensure_workspace(paths.workspace)
         self.model = model or build_model_router(config, source)
-        self.memory = open_memory(config, paths, self.model)
+        self.memory = open_memory(config, paths, self.model, process=config.memory.store_process)
         self.adapters = {a.platform: a for a in adapters}
         commands = CommandRouter()
         session_commands.register(commands)

@@ -164,6 +164,10 @@ class MemoryConfig(_Model):
     embedding: EmbeddingConfig = Field(default_factory=EmbeddingConfig)
     dreaming: DreamingConfig = Field(default_factory=DreamingConfig)
     markdown: MarkdownConfig = Field(default_factory=MarkdownConfig)
+    # the database in a process of its own: its SQL runs beside the bot's Python on a second
+    # core instead of taking turns with it for the GIL (README, Throughput). The bot only; the
+    # CLI keeps it in its own process.
+    store_process: bool = False
 
 
 class LimitsConfig(_Model):

@@ -14,6 +14,7 @@ import pytest
 
 from nahida.memory.store.base import Store
 from nahida.memory.store.sqlite import SqliteStore
+from nahida.memory.store.sqlite.process import ProcessStore
 
 Factory = Callable[[Path], Store]
 
@@ -21,6 +22,8 @@ BACKENDS: dict[str, Factory] = {
     "sqlite": lambda directory: SqliteStore(directory / "contract.db"),
     # the same file format, vector search ranked by numpy (no sqlite-vec): the same answers
     "sqlite-numpy": lambda directory: SqliteStore(directory / "contract.db", vec=False),
+    # the same store run by a child process (`memory.store_process`): units travel pickled
+    "sqlite-process": lambda directory: ProcessStore(directory / "contract.db"),
 }
 
 

@@ -131,3 +131,21 @@ async def test_interactive_console_prompts_and_waits_for_each_reply(tmp_path: Pa
     assert out.getvalue() == (
         f"你 > Nahida > {t('no_model', 'zh')}\n你 > Nahida > {t('new_session', 'zh')}\n你 > \n"
     )
+
+
+async def test_with_the_store_in_its_own_process_memory_is_kept_and_recalled(
+    tmp_path: Path, openai_server: FakeOpenAIServer
+) -> None:
+    cfg = config(**openai_provider(openai_server.url), memory={"store_process": True})
+    lines = ["我喜欢乌龙茶", "/memory search 乌龙茶", "我喜欢喝什么？"]
+    out, app = await chat_through_console(tmp_path, lines, cfg)
+    assert type(app.memory.store).__name__ == "ProcessStore"
+    replies = out.splitlines()
+    assert replies[0] == "echo: 我喜欢乌龙茶"
+    assert "乌龙茶" in replies[1]  # the extracted preference, found by the child's search
+    injected = openai_server.requests[1].body["messages"][1]["content"]
+    assert "喜欢乌龙茶" in injected and "[m_" in injected  # recalled as a memory item
+    assert app.memory.store._child.process.poll() == 0  # type: ignore[attr-defined]  # stopped
+    with _db(tmp_path) as db:
+        (session,) = db.sessions(None, 10)
+        assert [t.content for t in db.turns(session.id)][::2] == ["我喜欢乌龙茶", "我喜欢喝什么？"]

@@ -177,16 +177,16 @@ class Dreaming:
             return await self._run(key, trigger, stopping)
         finally:
             self._running.discard(chat)
-            await self.store.write(lambda tx: tx.jobs.release(f"dream:{chat}", self.holder))
+            holder = self.holder  # a unit captures values, not the dreamer (process store)
+            await self.store.write(lambda tx: tx.jobs.release(f"dream:{chat}", holder))
             await self.write_journal()
 
     async def _lease(self, chat: str) -> bool:
         now = time.time()
         until = now + self.settings.lease
+        holder = self.holder
         return bool(
-            await self.store.write(
-                lambda tx: tx.jobs.lease(f"dream:{chat}", self.holder, until, now)
-            )
+            await self.store.write(lambda tx: tx.jobs.lease(f"dream:{chat}", holder, until, now))
         )
 
     async def _run(self, key: ChatKey, trigger: str, stopping: Callable[[], bool]) -> DreamRun:

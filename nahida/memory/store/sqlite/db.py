@@ -213,18 +213,20 @@ def transaction(conn: Connection) -> Iterator[Connection]:
 
 
 @dataclass
-class _Job:
+class Job:
+    """`fn(conn, *args)`, a write or a read; `future` (on `loop`, if any) learns its outcome."""
+
     fn: Callable[..., Any]
     args: tuple[Any, ...]
-    future: asyncio.Future[Any] | concurrent.futures.Future[Any]
-    loop: asyncio.AbstractEventLoop | None
     write: bool
+    future: asyncio.Future[Any] | concurrent.futures.Future[Any] | None = None
+    loop: asyncio.AbstractEventLoop | None = None
 
 
-def _deliver(outcome: tuple[_Job, bool, Any]) -> None:
+def _deliver(outcome: tuple[Job, bool, Any]) -> None:
     job, ok, value = outcome
     future = job.future
-    if future.done():  # the awaiting task was cancelled
+    if future is None or future.done():  # the awaiting task was cancelled
         return
     if ok:
         future.set_result(value)
@@ -232,12 +234,12 @@ def _deliver(outcome: tuple[_Job, bool, Any]) -> None:
         future.set_exception(value)
 
 
-def _deliver_all(outcomes: list[tuple[_Job, bool, Any]]) -> None:
+def _deliver_all(outcomes: list[tuple[Job, bool, Any]]) -> None:
     for outcome in outcomes:
         _deliver(outcome)
 
 
-def _attempt(job: _Job, conn: Connection) -> tuple[_Job, bool, Any]:
+def _attempt(job: Job, conn: Connection) -> tuple[Job, bool, Any]:
     try:
         return (job, True, job.fn(conn, *job.args))
     except BaseException as exc:
@@ -280,29 +282,33 @@ class Database:
 
     MAX_BATCH = 256
 
-    def __init__(self, path: str | Path, *, vec: bool = True) -> None:
+    def __init__(self, path: str | Path, *, vec: bool = True, threaded: bool = True) -> None:
+        """`threaded=False`: no worker thread; the owner calls `run_batch` itself (the store
+        process does, on its only thread)."""
         from nahida.memory.store.sqlite.migrations import migrate
 
         self.path = str(path)
         self.conn = connect(self.path, vec=vec)
         migrate(self.conn)
-        self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+        self._jobs: queue.SimpleQueue[Job | None] = queue.SimpleQueue()
         self.stats = DbStats()
-        self._thread = threading.Thread(target=self._work, name="nahida-db", daemon=True)
-        self._thread.start()
+        self._thread: threading.Thread | None = None
+        if threaded:
+            self._thread = threading.Thread(target=self._work, name="nahida-db", daemon=True)
+            self._thread.start()
         self._closed = False
 
     async def run(self, fn: Callable[..., T], *args: Any, write: bool = True) -> T:
         """Run `fn(conn, *args)` on the database thread."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
-        self._submit(_Job(fn, args, future, loop, write))
+        self._submit(Job(fn, args, write, future, loop))
         return await future
 
     def call(self, fn: Callable[..., T], *args: Any, write: bool = True) -> T:
         """Run `fn(conn, *args)` on the database thread and wait (CLI, scripts, tests)."""
         future: concurrent.futures.Future[T] = concurrent.futures.Future()
-        self._submit(_Job(fn, args, future, None, write))
+        self._submit(Job(fn, args, write, future))
         return future.result()
 
     def snapshot(self) -> DbStats:
@@ -318,7 +324,9 @@ class Database:
         timings = dict(getattr(self.conn, "timings", None) or {})
         return {sql: (int(n), float(seconds)) for sql, (n, seconds) in timings.items()}
 
-    def _submit(self, job: _Job) -> None:
+    def _submit(self, job: Job) -> None:
+        if self._thread is None:
+            raise StorageError("this database has no worker thread (run_batch only)")
         if self._closed:
             raise StorageError("the database is closed")
         self._jobs.put(job)
@@ -340,8 +348,8 @@ class Database:
                     break
                 batch.append(job)
             started = time.thread_time()
-            outcomes = self._run_batch(batch)
-            by_loop: dict[asyncio.AbstractEventLoop, list[tuple[_Job, bool, Any]]] = {}
+            outcomes = self.run_batch(batch)
+            by_loop: dict[asyncio.AbstractEventLoop, list[tuple[Job, bool, Any]]] = {}
             for outcome in outcomes:
                 loop = outcome[0].loop
                 if loop is None:
@@ -356,7 +364,9 @@ class Database:
             stats.batches += 1
             stats.cpu_seconds += time.thread_time() - started
 
-    def _run_batch(self, batch: list[_Job]) -> list[tuple[_Job, bool, Any]]:
+    def run_batch(self, batch: list[Job]) -> list[tuple[Job, bool, Any]]:
+        """Run jobs in one transaction (reads alone: one snapshot), in order; each job's
+        outcome is (job, True, result) or (job, False, exception)."""
         conn = self.conn
         if not any(job.write for job in batch):  # one read snapshot, no write lock
             conn.execute("BEGIN")
@@ -374,7 +384,7 @@ class Database:
                 if conn.in_transaction:  # COMMIT itself failed
                     conn.execute("ROLLBACK")
                 return [(job, False, exc)]
-        outcomes: list[tuple[_Job, bool, Any]] = []
+        outcomes: list[tuple[Job, bool, Any]] = []
         try:
             begin_immediate(conn)
             for job in batch:
@@ -405,8 +415,9 @@ class Database:
         if self._closed:
             return
         self._closed = True
-        self._jobs.put(None)
-        self._thread.join()
+        if self._thread is not None:
+            self._jobs.put(None)
+            self._thread.join()
         with contextlib.suppress(Exception):
             self.conn.execute("PRAGMA optimize")
         self.conn.close()

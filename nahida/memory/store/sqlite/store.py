@@ -56,8 +56,8 @@ class SqliteStore:
     """`vec=False` leaves sqlite-vec unloaded (vector search then ranks with numpy), as on a
     build that cannot load extensions."""
 
-    def __init__(self, path: str | Path, *, vec: bool = True) -> None:
-        self.db = Database(path, vec=vec)
+    def __init__(self, path: str | Path, *, vec: bool = True, threaded: bool = True) -> None:
+        self.db = Database(path, vec=vec, threaded=threaded)
         self.path = self.db.path
         self._tx = SqliteTx(self.db.conn)
         self._capabilities: StoreCapabilities | None = None
@@ -68,21 +68,22 @@ class SqliteStore:
             self._capabilities = self.db.call(_store_capabilities)  # DDL: a temp probe table
         return self._capabilities
 
-    def _unit(self, conn: Connection, unit: Callable[..., T], args: tuple[Any, ...]) -> T:
+    def run_unit(self, conn: Connection, unit: Callable[..., T], args: tuple[Any, ...]) -> T:
+        """`unit(tx, *args)` on this store's tables (a `Database` job's function)."""
         return unit(self._tx, *args)
 
     async def read(self, unit: Callable[..., T], *args: Any) -> T:
-        return await self.db.run(self._unit, unit, args, write=False)
+        return await self.db.run(self.run_unit, unit, args, write=False)
 
     async def write(self, unit: Callable[..., T], *args: Any) -> T:
-        return await self.db.run(self._unit, unit, args)
+        return await self.db.run(self.run_unit, unit, args)
 
     def read_sync(self, unit: Callable[..., T], *args: Any) -> T:
-        result: T = self.db.call(self._unit, unit, args, write=False)
+        result: T = self.db.call(self.run_unit, unit, args, write=False)
         return result
 
     def write_sync(self, unit: Callable[..., T], *args: Any) -> T:
-        result: T = self.db.call(self._unit, unit, args)
+        result: T = self.db.call(self.run_unit, unit, args)
         return result
 
     def close(self) -> None:

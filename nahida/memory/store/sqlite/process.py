@@ -1,0 +1,500 @@
+"""`ProcessStore`: the SQLite store in a process of its own (`memory.store_process`).
+
+In one process the database thread and the event loop take turns for the GIL: a burst keeps the
+bot on one core (README, Throughput). Here a child process (`python -m` this module) owns the
+connection and runs units exactly as `SqliteStore`'s thread does: the requests that arrived
+together are one batch, with group commit (`Database.run_batch`). Units, their arguments, their
+results and their errors travel pickled (`units`: lambdas and local functions by code and
+closure). The event loop speaks to the child through an asyncio protocol over a socket pair, so
+the bot has no database thread at all; `*_sync` calls (from any thread) use a second socket.
+
+A frame is a 4-byte length and a payload. A request's payload is its id (8 bytes) and the
+pickled `(kind, write, fn, args)`; an answer frame holds a pickled list of `(id, ok, value)`.
+If the child dies, the calls waiting on it fail with `StorageError` and the next call starts a
+new child (a batch it was running either committed or not, as with a crash in one process).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import os
+import select
+import socket
+import struct
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import structlog
+
+from nahida.errors import StorageError
+from nahida.memory.store.base import StoreCapabilities
+from nahida.memory.store.sqlite.db import DbStats, Job
+from nahida.memory.store.sqlite.store import SqliteStore, _store_capabilities, probe
+from nahida.memory.store.sqlite.units import dumps, loads
+
+__all__ = ["ProcessStore", "probe"]
+
+log = structlog.get_logger(__name__)
+T = TypeVar("T")
+_LENGTH = struct.Struct("!I")
+_ID = struct.Struct("!Q")
+_SYNC_ID = 0  # the sync socket carries one request at a time
+
+
+def _frame(payload: bytes) -> bytes:
+    return _LENGTH.pack(len(payload)) + payload
+
+
+class _Frames:
+    """Splits a byte stream into frames."""
+
+    def __init__(self) -> None:
+        self.buffer = bytearray()
+
+    def feed(self, data: bytes) -> list[bytes]:
+        buffer = self.buffer
+        buffer += data
+        frames = []
+        start, end = 0, len(buffer)
+        while end - start >= 4:
+            (size,) = _LENGTH.unpack_from(buffer, start)
+            if end - start - 4 < size:
+                break
+            frames.append(bytes(buffer[start + 4 : start + 4 + size]))
+            start += 4 + size
+        if start:
+            del buffer[:start]
+        return frames
+
+
+def _request(request_id: int, kind: str, write: bool, fn: Any, args: tuple[Any, ...]) -> bytes:
+    try:
+        payload = dumps((kind, write, fn, args))
+    except Exception as exc:  # a unit that captured what cannot travel (a lock, a socket)
+        raise StorageError(f"a unit of work could not be sent to the store process: {exc}") from exc
+    return _frame(_ID.pack(request_id) + payload)
+
+
+class _Connection:
+    """One event loop's link to one child, on a socket of its own (non-blocking, watched by the
+    loop): the futures of the requests sent over it."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, sock: socket.socket) -> None:
+        self.loop = loop
+        self.sock = sock
+        self.fd = sock.fileno()
+        self.frames = _Frames()
+        self.pending: dict[int, asyncio.Future[Any]] = {}
+        self.outbox: list[bytes] = []
+        self.unsent = bytearray()
+        self.writing = False
+        self.open = True
+        sock.setblocking(False)
+        loop.add_reader(self.fd, self._readable)
+
+    def send(self, request_id: int, frame: bytes) -> asyncio.Future[Any]:
+        future = self.loop.create_future()
+        self.pending[request_id] = future
+        if not self.outbox:  # one write per loop iteration, however many units it sent
+            self.loop.call_soon(self._flush)
+        self.outbox.append(frame)
+        return future
+
+    def _flush(self) -> None:
+        frames, self.outbox = self.outbox, []
+        if not self.open:
+            self._fail(StorageError("the store process went away (connection closed)"))
+            return
+        self.unsent += b"".join(frames)
+        self._writable()
+
+    def _writable(self) -> None:
+        try:
+            sent = self.sock.send(self.unsent)
+        except (BlockingIOError, InterruptedError):
+            sent = 0
+        except OSError as exc:
+            self._lost(exc)
+            return
+        del self.unsent[:sent]
+        if self.unsent and not self.writing:  # the child is busy: the rest when it reads
+            self.loop.add_writer(self.fd, self._writable)
+            self.writing = True
+        elif not self.unsent and self.writing:
+            self.loop.remove_writer(self.fd)
+            self.writing = False
+
+    def _readable(self) -> None:
+        try:
+            data = self.sock.recv(1 << 20)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as exc:
+            self._lost(exc)
+            return
+        if not data:
+            self._lost(None)
+            return
+        self._deliver(data)
+
+    def _deliver(self, data: bytes) -> None:
+        pending = self.pending
+        for frame in self.frames.feed(data):
+            for request_id, ok, value in loads(frame):
+                future = pending.pop(request_id, None)
+                if future is None or future.done():  # its caller was cancelled
+                    continue
+                if ok:
+                    future.set_result(value)
+                else:
+                    future.set_exception(value)
+
+    def _lost(self, exc: OSError | None) -> None:
+        self.close()
+        self._fail(StorageError(f"the store process went away ({exc or 'connection closed'})"))
+
+    def _fail(self, error: StorageError) -> None:
+        pending, self.pending = self.pending, {}
+        for future in pending.values():
+            if not future.done():
+                future.set_exception(error)
+
+    def finish(self, last: bytes) -> None:
+        """Send what is queued, then `last`, waiting for the child to take it all."""
+        self.sock.setblocking(True)
+        self.sock.sendall(bytes(self.unsent) + b"".join(self.outbox) + last)
+        self.unsent.clear()
+        self.outbox = []
+
+    def drain(self) -> None:
+        """Deliver every answer left on the socket (the child has exited), then close it."""
+        self.sock.setblocking(True)
+        while self.open:
+            try:
+                data = self.sock.recv(1 << 20)
+            except OSError:
+                break
+            if not data:
+                break
+            self._deliver(data)
+        self.close()
+        self._fail(StorageError("the store is closed"))
+
+    def close(self) -> None:
+        """Stop watching the socket (a no-op on a closed loop) and close it."""
+        if not self.open:
+            return
+        self.open = False
+        self.loop.remove_reader(self.fd)
+        if self.writing:
+            self.loop.remove_writer(self.fd)
+        self.sock.close()
+
+
+@dataclass
+class _Child:
+    process: subprocess.Popen[bytes]
+    async_sock: socket.socket
+    sync_sock: socket.socket
+    sync_frames: _Frames = field(default_factory=_Frames)
+
+    def answer(self) -> list[tuple[int, bool, Any]] | None:
+        """The next answer on the sync socket (None: the child went away)."""
+        while True:
+            try:
+                data = self.sync_sock.recv(1 << 20)
+            except OSError:
+                return None
+            if not data:
+                return None
+            frames = self.sync_frames.feed(data)
+            if frames:
+                answered: list[tuple[int, bool, Any]] = loads(frames[0])
+                return answered
+
+    def close(self) -> None:
+        self.async_sock.close()
+        self.sync_sock.close()
+
+
+class ProcessStats:
+    """What the benchmarks read from `SqliteStore.db`, answered by the child (its CPU is the
+    whole child process's)."""
+
+    def __init__(self, store: ProcessStore) -> None:
+        self.store = store
+
+    def snapshot(self) -> DbStats:
+        stats: DbStats = self.store._sync("stats", False, None, ())
+        return stats
+
+    def time_statements(self) -> None:
+        self.store._sync("time", False, None, ())
+
+    def statement_times(self) -> dict[str, tuple[int, float]]:
+        times: dict[str, tuple[int, float]] = self.store._sync("times", False, None, ())
+        return times
+
+    def call(self, fn: Callable[..., T], *args: Any, write: bool = True) -> T:
+        """`fn(conn, *args)` in the child."""
+        result: T = self.store._sync("conn", write, fn, args)
+        return result
+
+
+class ProcessStore:
+    """The `Store` over one SQLite file, run by a child process. Async calls come from one event
+    loop at a time (a new loop gets a new link); sync calls from any thread."""
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        vec: bool = True,
+        log_level: str = "INFO",
+        log_format: str = "auto",
+    ) -> None:
+        self.path = str(path)
+        self._argv = ["1" if vec else "0", log_level, log_format]
+        self._ids = itertools.count(1)
+        self._lock = threading.Lock()  # the child's (re)start and the sync socket
+        self._child: _Child | None = None
+        self._link: _Connection | None = None
+        self._capabilities: StoreCapabilities | None = None
+        self._closed = False
+        self.db = ProcessStats(self)
+        self._sync("stats", False, None, ())  # up and migrated, or its error raised here
+
+    @property
+    def capabilities(self) -> StoreCapabilities:
+        if self._capabilities is None:
+            self._capabilities = self._sync("caps", False, None, ())
+        return self._capabilities
+
+    def _running(self) -> _Child:
+        """The child, started (again, if it died); under `_lock`."""
+        if self._closed:
+            raise StorageError("the store is closed")
+        child = self._child
+        if child is not None and child.process.poll() is None:
+            return child
+        if child is not None:
+            log.warning("store_process_restarted", exit_code=child.process.returncode)
+            child.close()
+        mine_async, its_async = socket.socketpair()
+        mine_sync, its_sync = socket.socketpair()
+        fds = (its_async.fileno(), its_sync.fileno())
+        command = [sys.executable, "-m", __name__, self.path, *self._argv, *map(str, fds)]
+        try:
+            process = subprocess.Popen(command, pass_fds=fds)
+        finally:
+            its_async.close()
+            its_sync.close()
+        self._child = _Child(process, mine_async, mine_sync)
+        return self._child
+
+    def _connect(self, loop: asyncio.AbstractEventLoop) -> _Connection:
+        with self._lock:
+            child = self._running()
+        if self._link is not None:
+            self._link.close()
+        self._link = _Connection(loop, child.async_sock.dup())  # its own socket, to close
+        return self._link
+
+    async def _run(self, write: bool, unit: Callable[..., T], args: tuple[Any, ...]) -> T:
+        request_id = next(self._ids)
+        frame = _request(request_id, "tx", write, unit, args)
+        link = self._link
+        loop = asyncio.get_running_loop()
+        if link is None or link.loop is not loop or not link.open:
+            link = self._connect(loop)
+        result: T = await link.send(request_id, frame)
+        return result
+
+    async def read(self, unit: Callable[..., T], *args: Any) -> T:
+        return await self._run(False, unit, args)
+
+    async def write(self, unit: Callable[..., T], *args: Any) -> T:
+        return await self._run(True, unit, args)
+
+    def _sync(self, kind: str, write: bool, fn: Any, args: tuple[Any, ...]) -> Any:
+        frame = _request(_SYNC_ID, kind, write, fn, args)
+        with self._lock:
+            child = self._running()
+            try:
+                child.sync_sock.sendall(frame)
+            except OSError:
+                answered = None
+            else:
+                answered = child.answer()
+        if answered is None:
+            code = child.process.poll()
+            raise StorageError(f"the store process went away (exit code {code})")
+        ((_, ok, value),) = answered
+        if not ok:
+            raise value
+        return value
+
+    def read_sync(self, unit: Callable[..., T], *args: Any) -> T:
+        result: T = self._sync("tx", False, unit, args)
+        return result
+
+    def write_sync(self, unit: Callable[..., T], *args: Any) -> T:
+        result: T = self._sync("tx", True, unit, args)
+        return result
+
+    def close(self) -> None:
+        """Stop the child once it has run every unit already handed to the store (their
+        callers get their answers), then refuse calls."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            child, link = self._child, self._link
+            if child is None:
+                return
+            bye = _request(_SYNC_ID, "close", False, None, ())
+            with contextlib.suppress(OSError):  # the child is gone already
+                if link is not None and link.open:
+                    link.finish(bye)  # after the units queued on the link
+                else:
+                    child.sync_sock.sendall(bye)
+            try:
+                child.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                log.error("store_process_killed", reason="did not stop within 30 s")
+                child.process.kill()
+                child.process.wait()
+        if link is not None:
+            link.drain()
+        child.close()
+
+
+# --- the child -------------------------------------------------------------------------------
+
+
+def _sendable(error: BaseException) -> BaseException:
+    """`error`, if it survives the trip back; else a StorageError that names it."""
+    try:
+        loads(dumps(error))
+    except Exception:
+        return StorageError(f"{type(error).__name__}: {error}")
+    return error
+
+
+class _Server:
+    def __init__(self, store: SqliteStore) -> None:
+        self.store = store
+        self.stats = DbStats()
+        self.cpu_at_start = time.process_time()
+
+    def special(self, kind: str) -> Any:
+        db = self.store.db
+        if kind == "stats":
+            stats = self.stats
+            statements = int(getattr(db.conn, "statements", 0))
+            cpu = time.process_time() - self.cpu_at_start
+            return DbStats(stats.round_trips, stats.batches, statements, cpu)
+        if kind == "time":
+            return db.time_statements()
+        if kind == "times":
+            return db.statement_times()
+        if kind == "caps":
+            return _store_capabilities(db.conn)
+        raise StorageError(f"unknown store request {kind!r}")
+
+    def serve(self, requests: list[tuple[int, int, bytes]]) -> dict[int, list[Any]]:
+        """Answers, by socket, to `(socket, id, payload)` requests: the units in one batch."""
+        answers: dict[int, list[Any]] = {}
+        jobs: list[tuple[int, int, Job]] = []
+        for sock, request_id, payload in requests:
+            answered = answers.setdefault(sock, [])
+            try:
+                kind, write, fn, args = loads(payload)
+                if kind == "tx":
+                    jobs.append((sock, request_id, Job(self.store.run_unit, (fn, args), write)))
+                elif kind == "conn":
+                    jobs.append((sock, request_id, Job(fn, args, write)))
+                else:
+                    answered.append((request_id, True, self.special(kind)))
+            except Exception as exc:
+                answered.append((request_id, False, _sendable(exc)))
+        if jobs:
+            outcomes = self.store.db.run_batch([job for _, _, job in jobs])
+            self.stats.round_trips += len(jobs)
+            self.stats.batches += 1
+            for (sock, request_id, _), (_, ok, value) in zip(jobs, outcomes, strict=True):
+                answers[sock].append((request_id, ok, value if ok else _sendable(value)))
+        return answers
+
+
+def _answer(sock: socket.socket, answered: list[Any]) -> None:
+    try:
+        payload = dumps(answered)
+    except Exception:  # a result that cannot travel: its caller learns why, the others theirs
+        fixed = []
+        for request_id, ok, value in answered:
+            try:
+                dumps(value)
+            except Exception as exc:
+                error = StorageError(f"a store result could not be sent back: {exc}")
+                fixed.append((request_id, False, error))
+            else:
+                fixed.append((request_id, ok, value))
+        payload = dumps(fixed)
+    sock.sendall(_frame(payload))
+
+
+def main(argv: list[str]) -> None:
+    from nahida.logs import configure_logging
+
+    path, vec, level, fmt, async_fd, sync_fd = argv
+    configure_logging(level, fmt)
+    socks = [socket.socket(fileno=int(async_fd)), socket.socket(fileno=int(sync_fd))]
+    try:
+        store = SqliteStore(path, vec=vec == "1", threaded=False)
+    except Exception as exc:  # the first request (the parent's start-up check) learns why
+        _answer(socks[1], [(_SYNC_ID, False, _sendable(exc))])
+        return
+    server = _Server(store)
+    frames = [_Frames(), _Frames()]
+    running = True
+    while running:
+        ready, _, _ = select.select(socks, [], [])
+        requests: list[tuple[int, int, bytes]] = []
+        for index, sock in enumerate(socks):
+            if sock not in ready:
+                continue
+            data = sock.recv(1 << 20)
+            if not data:  # the bot went away
+                running = False
+                continue
+            for frame in frames[index].feed(data):
+                (request_id,) = _ID.unpack_from(frame)
+                if frame[_ID.size :] == _CLOSE:
+                    running = False
+                    continue
+                requests.append((index, request_id, frame[_ID.size :]))
+        for index, answered in server.serve(requests).items():
+            if answered:
+                with contextlib.suppress(OSError):  # the bot went away
+                    _answer(socks[index], answered)
+    store.close()
+
+
+_CLOSE = dumps(("close", False, None, ()))
+
+if __name__ == "__main__":
+    if os.environ.get("NAHIDA_STORE_PROFILE"):  # cProfile the child into this file
+        import cProfile
+
+        cProfile.run("main(sys.argv[1:])", os.environ["NAHIDA_STORE_PROFILE"])
+    else:
+        main(sys.argv[1:])

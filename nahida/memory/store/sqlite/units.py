@@ -1,0 +1,145 @@
+"""Pickling for the store process (`process.py`): units of work, their arguments, their results.
+
+A unit is usually a lambda or a local function, which `pickle` refuses. Here one travels as its
+module's name, its code (marshalled once per code object; both processes run the same Python
+and the same checkout) and the values of its closure, so what it captures must pickle too: a
+unit that captures `self` of a service drags the service along, and fails on its locks. A
+function of `__main__` (a script) travels with the globals it names, since the other process
+has a `__main__` of its own. Everything else pickles as usual, module-level functions by name;
+dataclasses go as their field values (a tuple), which costs a fraction of pickle's own way
+(`__getstate__` in Python, with `dataclasses.fields()` on every call).
+"""
+
+from __future__ import annotations
+
+import copyreg
+import dataclasses
+import importlib
+import io
+import marshal
+import operator
+import pickle
+import types
+from collections.abc import Callable, Iterator
+from typing import Any
+
+_CODE: dict[types.CodeType, bytes] = {}
+_LOADED: dict[bytes, types.CodeType] = {}
+
+
+class _EmptyCell:
+    """A closure cell not yet filled (pickles by reference: the one instance)."""
+
+    def __reduce__(self) -> str:
+        return "_EMPTY"
+
+
+_EMPTY = _EmptyCell()
+
+
+def _cell(value: Any) -> types.CellType:
+    return types.CellType() if value is _EMPTY else types.CellType(value)
+
+
+def _contents(cell: types.CellType) -> Any:
+    try:
+        return cell.cell_contents
+    except ValueError:
+        return _EMPTY
+
+
+def _function(
+    module: str,
+    code: bytes,
+    closure: tuple[Any, ...] | None,
+    defaults: tuple[Any, ...] | None,
+    kwdefaults: dict[str, Any] | None,
+    names: dict[str, Any] | None,
+) -> types.FunctionType:
+    loaded = _LOADED.get(code)
+    if loaded is None:
+        loaded = _LOADED[code] = marshal.loads(code)
+    if names is None:
+        namespace = importlib.import_module(module).__dict__
+    else:  # a function of the sender's __main__: the globals it names, sent along
+        namespace = {"__builtins__": __builtins__, "__name__": module, **names}
+    cells = None if closure is None else tuple(_cell(value) for value in closure)
+    function = types.FunctionType(loaded, namespace, loaded.co_name, defaults, cells)
+    function.__kwdefaults__ = kwdefaults
+    return function
+
+
+def _names(code: types.CodeType) -> Iterator[str]:
+    yield from code.co_names
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            yield from _names(const)
+
+
+def _by_value(fn: types.FunctionType) -> tuple[Any, ...]:
+    code = fn.__code__
+    marshalled = _CODE.get(code)
+    if marshalled is None:
+        marshalled = _CODE[code] = marshal.dumps(code)
+    closure = fn.__closure__
+    values = None if closure is None else tuple(_contents(cell) for cell in closure)
+    names = None
+    if fn.__module__ == "__main__":
+        scope = fn.__globals__
+        names = {name: scope[name] for name in set(_names(code)) if name in scope}
+    return (fn.__module__, marshalled, values, fn.__defaults__, fn.__kwdefaults__, names)
+
+
+def _dataclass(cls: type, values: tuple[Any, ...]) -> Any:
+    fields = _fields(cls)
+    assert fields is not None
+    obj: Any = object.__new__(cls)
+    for name, value in zip(fields[0], values, strict=True):
+        object.__setattr__(obj, name, value)  # frozen ones too
+    return obj
+
+
+# class → (its dataclass fields' names, a getter of their values as a tuple), None: not sent so
+_FIELDS: dict[type, tuple[tuple[str, ...], Callable[[Any], Any]] | None] = {}
+
+
+def _fields(cls: type) -> tuple[tuple[str, ...], Callable[[Any], Any]] | None:
+    if cls in _FIELDS:
+        return _FIELDS[cls]
+    found = None
+    if dataclasses.is_dataclass(cls) and "__reduce__" not in vars(cls):
+        names = tuple(field.name for field in dataclasses.fields(cls))
+        if len(names) > 1:  # attrgetter of one name returns the value, not a tuple
+            found = (names, operator.attrgetter(*names))
+    _FIELDS[cls] = found
+    return found
+
+
+def _module(name: str) -> types.ModuleType:
+    return importlib.import_module(name)
+
+
+class _Pickler(pickle.Pickler):
+    dispatch_table = copyreg.dispatch_table
+
+    def reducer_override(self, obj: Any) -> Any:
+        cls = type(obj)
+        if cls is types.FunctionType:
+            if "<" in obj.__qualname__ or obj.__module__ == "__main__":
+                return (_function, _by_value(obj))
+            return NotImplemented
+        if cls is types.ModuleType:
+            return (_module, (obj.__name__,))
+        fields = _FIELDS[cls] if cls in _FIELDS else _fields(cls)
+        if fields is None:
+            return NotImplemented
+        return (_dataclass, (cls, fields[1](obj)))
+
+
+def dumps(value: Any) -> bytes:
+    buffer = io.BytesIO()
+    _Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(value)
+    return buffer.getvalue()
+
+
+loads = pickle.loads

@@ -1,0 +1,127 @@
+"""The store process (`memory.store_process`): what travels, and what happens when it cannot or
+when the child dies. The contract suite runs every store test against it as well."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from nahida.errors import StorageError
+from nahida.memory.models import Session
+from nahida.memory.store.base import Tx
+from nahida.memory.store.sqlite.process import ProcessStore
+from nahida.memory.store.sqlite.units import dumps, loads
+
+T0 = 1_780_000_000.0
+
+
+@dataclass(frozen=True, slots=True)
+class Pair:
+    left: int
+    right: list[str]
+
+
+def test_lambdas_and_local_functions_travel_with_their_closures() -> None:
+    offset, words = 5, ["a"]
+
+    def counted(tx: object, n: int = 1, *, more: int = 0) -> int:
+        return len(words) + offset + n + more
+
+    moved = loads(dumps(counted))
+    words.append("b")  # the copy took the values as they were
+    assert moved(None) == 7
+    assert moved(None, 2, more=3) == 11
+    assert loads(dumps(lambda tx: offset * 2))(None) == 10
+
+
+def test_dataclasses_travel_as_their_fields() -> None:
+    pair = Pair(3, ["x", "y"])
+    assert loads(dumps(pair)) == pair
+    session = Session("s1", "qq:group:1", "title", None, None, 2)  # type: ignore[arg-type]
+    assert loads(dumps([session, session])) == [session, session]
+
+
+def test_what_cannot_travel_is_refused_with_its_reason(tmp_path: Path) -> None:
+    store = ProcessStore(tmp_path / "p.db")
+    lock = threading.Lock()
+    try:
+        with pytest.raises(StorageError, match="could not be sent to the store process"):
+            store.read_sync(lambda tx: lock.locked())
+        # the store goes on
+        assert store.write_sync(lambda tx: tx.sessions.create("s1", "qq:group:1", "t", T0))
+    finally:
+        store.close()
+
+
+async def test_an_async_unit_that_cannot_travel_fails_alone(tmp_path: Path) -> None:
+    store = ProcessStore(tmp_path / "p.db")
+    lock = threading.Lock()
+    try:
+        good = asyncio.ensure_future(
+            store.write(lambda tx: tx.sessions.create("s1", "qq:group:1", "t", T0))
+        )
+        with pytest.raises(StorageError, match="could not be sent"):
+            await store.read(lambda tx: lock.locked())
+        assert await good is True
+    finally:
+        store.close()
+
+
+def _create(tx: Tx, session_id: str) -> bool:
+    return tx.sessions.create(session_id, "qq:group:1", session_id, T0)
+
+
+async def test_a_dead_child_fails_its_callers_and_the_next_call_starts_another(
+    tmp_path: Path,
+) -> None:
+    store = ProcessStore(tmp_path / "p.db")
+    try:
+        assert await store.write(_create, "s1")
+        child = store._child
+        assert child is not None
+        os.kill(child.process.pid, signal.SIGKILL)
+        child.process.wait()
+        with pytest.raises(StorageError, match="went away"):
+            await store.read(lambda tx: tx.sessions.get("s1"))
+        # a new child, on the same file: what was committed is there
+        found = await store.read(lambda tx: tx.sessions.get("s1"))
+        assert found is not None and found.id == "s1"
+        assert store._child is not child
+        assert store.read_sync(lambda tx: tx.sessions.get("s1")) == found
+    finally:
+        store.close()
+
+
+def test_a_unit_error_comes_back_as_itself_or_as_a_storage_error(tmp_path: Path) -> None:
+    class Local(Exception):  # cannot be pickled by reference: a local class
+        pass
+
+    def boom(tx: Tx) -> None:
+        raise KeyError("missing")
+
+    def local(tx: Tx) -> None:
+        raise Local("mine")
+
+    store = ProcessStore(tmp_path / "p.db")
+    try:
+        with pytest.raises(KeyError, match="missing"):
+            store.write_sync(boom)
+        with pytest.raises(StorageError):
+            store.write_sync(local)
+    finally:
+        store.close()
+
+
+def test_a_closed_store_refuses_calls(tmp_path: Path) -> None:
+    store = ProcessStore(tmp_path / "p.db")
+    child = store._child
+    store.close()
+    assert child is not None and child.process.poll() == 0
+    with pytest.raises(StorageError, match="closed"):
+        store.read_sync(lambda tx: None)
