@@ -47,6 +47,7 @@ T = TypeVar("T")
 _LENGTH = struct.Struct("!I")
 _ID = struct.Struct("!Q")
 _SYNC_ID = 0  # the sync socket carries one request at a time
+_MODULE = "nahida.memory.store.sqlite.process"  # the child runs it with `python -m`
 
 
 def _frame(payload: bytes) -> bytes:
@@ -291,9 +292,9 @@ class ProcessStore:
         mine_async, its_async = socket.socketpair()
         mine_sync, its_sync = socket.socketpair()
         fds = (its_async.fileno(), its_sync.fileno())
-        command = [sys.executable, "-m", __name__, self.path, *self._argv, *map(str, fds)]
+        command = [sys.executable, "-m", _MODULE, self.path, *self._argv, *map(str, fds)]
         try:
-            process = subprocess.Popen(command, pass_fds=fds)
+            process = subprocess.Popen(command, pass_fds=fds, env=_child_env())
         finally:
             its_async.close()
             its_sync.close()
@@ -375,6 +376,14 @@ class ProcessStore:
         if link is not None:
             link.drain()
         child.close()
+
+
+def _child_env() -> dict[str, str]:
+    """This environment, with this checkout's `nahida` first on the path (a script may have
+    imported it from its checkout without installing it)."""
+    root = str(Path(__file__).resolve().parents[4])
+    path = os.environ.get("PYTHONPATH")
+    return {**os.environ, "PYTHONPATH": root if not path else f"{root}{os.pathsep}{path}"}
 
 
 # --- the child -------------------------------------------------------------------------------
