@@ -112,13 +112,13 @@ def build_provider(name: str, settings: ProviderConfig) -> Provider:
     return provider
 
 
-def open_store(paths: Paths, logging: LoggingConfig | None = None) -> Store:
-    """The store; with `logging`, SQLite in a process of its own that logs as configured
-    (`memory.store_process`)."""
-    if logging is not None:
+def open_store(paths: Paths, own_process: LoggingConfig | None = None) -> Store:
+    """The store; `own_process`: SQLite in a process of its own (`memory.store_process`),
+    which logs as this `logging` section says."""
+    if own_process is not None:
         process = importlib.import_module("nahida.memory.store.sqlite.process")
         store: Store = process.ProcessStore(
-            paths.database, log_level=logging.level, log_format=logging.format
+            paths.database, log_level=own_process.level, log_format=own_process.format
         )
         return store
     module, cls = STORES[STORE]

@@ -16,7 +16,7 @@ from nahida.errors import StorageError
 from nahida.memory.models import Session
 from nahida.memory.store.base import Tx
 from nahida.memory.store.sqlite.process import ProcessStore
-from nahida.memory.store.sqlite.units import dumps, loads
+from nahida.memory.store.sqlite.wire import dumps, loads
 
 T0 = 1_780_000_000.0
 

@@ -359,14 +359,13 @@ class Database:
             for loop, delivered in by_loop.items():  # one wake-up per loop and batch
                 with contextlib.suppress(RuntimeError):  # loop already closed
                     loop.call_soon_threadsafe(_deliver_all, delivered)
-            stats = self.stats
-            stats.round_trips += len(batch)
-            stats.batches += 1
-            stats.cpu_seconds += time.thread_time() - started
+            self.stats.cpu_seconds += time.thread_time() - started
 
     def run_batch(self, batch: list[Job]) -> list[tuple[Job, bool, Any]]:
         """Run jobs in one transaction (reads alone: one snapshot), in order; each job's
         outcome is (job, True, result) or (job, False, exception)."""
+        self.stats.round_trips += len(batch)
+        self.stats.batches += 1
         conn = self.conn
         if not any(job.write for job in batch):  # one read snapshot, no write lock
             conn.execute("BEGIN")

@@ -1,17 +1,14 @@
 """`ProcessStore`: the SQLite store in a process of its own (`memory.store_process`).
 
 In one process the database thread and the event loop take turns for the GIL: a burst keeps the
-bot on one core (README, Throughput). Here a child process (`python -m` this module) owns the
-connection and runs units exactly as `SqliteStore`'s thread does: the requests that arrived
-together are one batch, with group commit (`Database.run_batch`). Units, their arguments, their
-results and their errors travel pickled (`units`: lambdas and local functions by code and
-closure). The event loop speaks to the child through an asyncio protocol over a socket pair, so
-the bot has no database thread at all; `*_sync` calls (from any thread) use a second socket.
-
-A frame is a 4-byte length and a payload. A request's payload is its id (8 bytes) and the
-pickled `(kind, write, fn, args)`; an answer frame holds a pickled list of `(id, ok, value)`.
-If the child dies, the calls waiting on it fail with `StorageError` and the next call starts a
-new child (a batch it was running either committed or not, as with a crash in one process).
+bot on one core (README, Throughput). Here a child process (`child.py`) owns the connection and
+runs units exactly as `SqliteStore`'s thread does: the requests that arrived together are one
+batch, with group commit (`Database.run_batch`). Units, their arguments, their results and their
+errors travel pickled (`wire`: lambdas and local functions by code and closure). The event loop
+watches its end of a socket pair itself, so the bot has no database thread at all; `*_sync`
+calls (from any thread) use a second socket. If the child dies, the calls waiting on it fail
+with `StorageError` and the next call starts a new child (a batch it was running either
+committed or not, as with a crash in one process).
 """
 
 from __future__ import annotations
@@ -20,13 +17,10 @@ import asyncio
 import contextlib
 import itertools
 import os
-import select
 import socket
-import struct
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,52 +30,15 @@ import structlog
 
 from nahida.errors import StorageError
 from nahida.memory.store.base import StoreCapabilities
-from nahida.memory.store.sqlite.db import DbStats, Job
-from nahida.memory.store.sqlite.store import SqliteStore, _store_capabilities, probe
-from nahida.memory.store.sqlite.units import dumps, loads
+from nahida.memory.store.sqlite.db import DbStats
+from nahida.memory.store.sqlite.store import probe
+from nahida.memory.store.sqlite.wire import CLOSE, SYNC_ID, Frames, loads, request
 
 __all__ = ["ProcessStore", "probe"]
 
 log = structlog.get_logger(__name__)
 T = TypeVar("T")
-_LENGTH = struct.Struct("!I")
-_ID = struct.Struct("!Q")
-_SYNC_ID = 0  # the sync socket carries one request at a time
-_MODULE = "nahida.memory.store.sqlite.process"  # the child runs it with `python -m`
-
-
-def _frame(payload: bytes) -> bytes:
-    return _LENGTH.pack(len(payload)) + payload
-
-
-class _Frames:
-    """Splits a byte stream into frames."""
-
-    def __init__(self) -> None:
-        self.buffer = bytearray()
-
-    def feed(self, data: bytes) -> list[bytes]:
-        buffer = self.buffer
-        buffer += data
-        frames = []
-        start, end = 0, len(buffer)
-        while end - start >= 4:
-            (size,) = _LENGTH.unpack_from(buffer, start)
-            if end - start - 4 < size:
-                break
-            frames.append(bytes(buffer[start + 4 : start + 4 + size]))
-            start += 4 + size
-        if start:
-            del buffer[:start]
-        return frames
-
-
-def _request(request_id: int, kind: str, write: bool, fn: Any, args: tuple[Any, ...]) -> bytes:
-    try:
-        payload = dumps((kind, write, fn, args))
-    except Exception as exc:  # a unit that captured what cannot travel (a lock, a socket)
-        raise StorageError(f"a unit of work could not be sent to the store process: {exc}") from exc
-    return _frame(_ID.pack(request_id) + payload)
+_MODULE = "nahida.memory.store.sqlite.child"  # the child runs it with `python -m`
 
 
 class _Connection:
@@ -92,7 +49,7 @@ class _Connection:
         self.loop = loop
         self.sock = sock
         self.fd = sock.fileno()
-        self.frames = _Frames()
+        self.frames = Frames()
         self.pending: dict[int, asyncio.Future[Any]] = {}
         self.outbox: list[bytes] = []
         self.unsent = bytearray()
@@ -205,7 +162,7 @@ class _Child:
     process: subprocess.Popen[bytes]
     async_sock: socket.socket
     sync_sock: socket.socket
-    sync_frames: _Frames = field(default_factory=_Frames)
+    sync_frames: Frames = field(default_factory=Frames)
 
     def answer(self) -> list[tuple[int, bool, Any]] | None:
         """The next answer on the sync socket (None: the child went away)."""
@@ -311,7 +268,7 @@ class ProcessStore:
 
     async def _run(self, write: bool, unit: Callable[..., T], args: tuple[Any, ...]) -> T:
         request_id = next(self._ids)
-        frame = _request(request_id, "tx", write, unit, args)
+        frame = request(request_id, "tx", write, unit, args)
         link = self._link
         loop = asyncio.get_running_loop()
         if link is None or link.loop is not loop or not link.open:
@@ -326,7 +283,7 @@ class ProcessStore:
         return await self._run(True, unit, args)
 
     def _sync(self, kind: str, write: bool, fn: Any, args: tuple[Any, ...]) -> Any:
-        frame = _request(_SYNC_ID, kind, write, fn, args)
+        frame = request(SYNC_ID, kind, write, fn, args)
         with self._lock:
             child = self._running()
             try:
@@ -361,12 +318,11 @@ class ProcessStore:
             child, link = self._child, self._link
             if child is None:
                 return
-            bye = _request(_SYNC_ID, "close", False, None, ())
             with contextlib.suppress(OSError):  # the child is gone already
                 if link is not None and link.open:
-                    link.finish(bye)  # after the units queued on the link
+                    link.finish(CLOSE)  # after the units queued on the link
                 else:
-                    child.sync_sock.sendall(bye)
+                    child.sync_sock.sendall(CLOSE)
             try:
                 child.process.wait(timeout=30)
             except subprocess.TimeoutExpired:
@@ -384,126 +340,3 @@ def _child_env() -> dict[str, str]:
     root = str(Path(__file__).resolve().parents[4])
     path = os.environ.get("PYTHONPATH")
     return {**os.environ, "PYTHONPATH": root if not path else f"{root}{os.pathsep}{path}"}
-
-
-# --- the child -------------------------------------------------------------------------------
-
-
-def _sendable(error: BaseException) -> BaseException:
-    """`error`, if it survives the trip back; else a StorageError that names it."""
-    try:
-        loads(dumps(error))
-    except Exception:
-        return StorageError(f"{type(error).__name__}: {error}")
-    return error
-
-
-class _Server:
-    def __init__(self, store: SqliteStore) -> None:
-        self.store = store
-        self.stats = DbStats()
-        self.cpu_at_start = time.process_time()
-
-    def special(self, kind: str) -> Any:
-        db = self.store.db
-        if kind == "stats":
-            stats = self.stats
-            statements = int(getattr(db.conn, "statements", 0))
-            cpu = time.process_time() - self.cpu_at_start
-            return DbStats(stats.round_trips, stats.batches, statements, cpu)
-        if kind == "time":
-            return db.time_statements()
-        if kind == "times":
-            return db.statement_times()
-        if kind == "caps":
-            return _store_capabilities(db.conn)
-        raise StorageError(f"unknown store request {kind!r}")
-
-    def serve(self, requests: list[tuple[int, int, bytes]]) -> dict[int, list[Any]]:
-        """Answers, by socket, to `(socket, id, payload)` requests: the units in one batch."""
-        answers: dict[int, list[Any]] = {}
-        jobs: list[tuple[int, int, Job]] = []
-        for sock, request_id, payload in requests:
-            answered = answers.setdefault(sock, [])
-            try:
-                kind, write, fn, args = loads(payload)
-                if kind == "tx":
-                    jobs.append((sock, request_id, Job(self.store.run_unit, (fn, args), write)))
-                elif kind == "conn":
-                    jobs.append((sock, request_id, Job(fn, args, write)))
-                else:
-                    answered.append((request_id, True, self.special(kind)))
-            except Exception as exc:
-                answered.append((request_id, False, _sendable(exc)))
-        if jobs:
-            outcomes = self.store.db.run_batch([job for _, _, job in jobs])
-            self.stats.round_trips += len(jobs)
-            self.stats.batches += 1
-            for (sock, request_id, _), (_, ok, value) in zip(jobs, outcomes, strict=True):
-                answers[sock].append((request_id, ok, value if ok else _sendable(value)))
-        return answers
-
-
-def _answer(sock: socket.socket, answered: list[Any]) -> None:
-    try:
-        payload = dumps(answered)
-    except Exception:  # a result that cannot travel: its caller learns why, the others theirs
-        fixed = []
-        for request_id, ok, value in answered:
-            try:
-                dumps(value)
-            except Exception as exc:
-                error = StorageError(f"a store result could not be sent back: {exc}")
-                fixed.append((request_id, False, error))
-            else:
-                fixed.append((request_id, ok, value))
-        payload = dumps(fixed)
-    sock.sendall(_frame(payload))
-
-
-def main(argv: list[str]) -> None:
-    from nahida.logs import configure_logging
-
-    path, vec, level, fmt, async_fd, sync_fd = argv
-    configure_logging(level, fmt)
-    socks = [socket.socket(fileno=int(async_fd)), socket.socket(fileno=int(sync_fd))]
-    try:
-        store = SqliteStore(path, vec=vec == "1", threaded=False)
-    except Exception as exc:  # the first request (the parent's start-up check) learns why
-        _answer(socks[1], [(_SYNC_ID, False, _sendable(exc))])
-        return
-    server = _Server(store)
-    frames = [_Frames(), _Frames()]
-    running = True
-    while running:
-        ready, _, _ = select.select(socks, [], [])
-        requests: list[tuple[int, int, bytes]] = []
-        for index, sock in enumerate(socks):
-            if sock not in ready:
-                continue
-            data = sock.recv(1 << 20)
-            if not data:  # the bot went away
-                running = False
-                continue
-            for frame in frames[index].feed(data):
-                (request_id,) = _ID.unpack_from(frame)
-                if frame[_ID.size :] == _CLOSE:
-                    running = False
-                    continue
-                requests.append((index, request_id, frame[_ID.size :]))
-        for index, answered in server.serve(requests).items():
-            if answered:
-                with contextlib.suppress(OSError):  # the bot went away
-                    _answer(socks[index], answered)
-    store.close()
-
-
-_CLOSE = dumps(("close", False, None, ()))
-
-if __name__ == "__main__":
-    if os.environ.get("NAHIDA_STORE_PROFILE"):  # cProfile the child into this file
-        import cProfile
-
-        cProfile.run("main(sys.argv[1:])", os.environ["NAHIDA_STORE_PROFILE"])
-    else:
-        main(sys.argv[1:])

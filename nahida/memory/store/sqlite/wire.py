@@ -1,4 +1,9 @@
-"""Pickling for the store process (`process.py`): units of work, their arguments, their results.
+"""What travels between the bot and its store process (`process.py`, `child.py`): frames over a
+socket, and in them pickled units of work, their arguments, their results.
+
+A frame is a 4-byte length and a payload. A request's payload is its id (8 bytes) and the
+pickled `(kind, write, fn, args)`; `CLOSE_ID` with nothing after it stops the child. An answer
+frame holds a pickled list of `(id, ok, value)`.
 
 A unit is usually a lambda or a local function, which `pickle` refuses. Here one travels as its
 module's name, its code (marshalled once per code object; both processes run the same Python
@@ -19,9 +24,12 @@ import io
 import marshal
 import operator
 import pickle
+import struct
 import types
 from collections.abc import Callable, Iterator
 from typing import Any
+
+from nahida.errors import StorageError
 
 _CODE: dict[types.CodeType, bytes] = {}
 _LOADED: dict[bytes, types.CodeType] = {}
@@ -130,7 +138,7 @@ class _Pickler(pickle.Pickler):
             return NotImplemented
         if cls is types.ModuleType:
             return (_module, (obj.__name__,))
-        fields = _FIELDS[cls] if cls in _FIELDS else _fields(cls)
+        fields = _fields(cls)
         if fields is None:
             return NotImplemented
         return (_dataclass, (cls, fields[1](obj)))
@@ -143,3 +151,47 @@ def dumps(value: Any) -> bytes:
 
 
 loads = pickle.loads
+
+
+_LENGTH = struct.Struct("!I")
+ID = struct.Struct("!Q")
+SYNC_ID = 0  # the sync socket carries one request at a time
+CLOSE_ID = 2**64 - 1  # a request of no payload: stop once what came before it is answered
+
+
+def frame(payload: bytes) -> bytes:
+    return _LENGTH.pack(len(payload)) + payload
+
+
+def request(request_id: int, kind: str, write: bool, fn: Any, args: tuple[Any, ...]) -> bytes:
+    """The frame of one request; StorageError if it cannot travel."""
+    try:
+        payload = dumps((kind, write, fn, args))
+    except Exception as exc:  # a unit that captured what cannot travel (a lock, a socket)
+        raise StorageError(f"a unit of work could not be sent to the store process: {exc}") from exc
+    return frame(ID.pack(request_id) + payload)
+
+
+CLOSE = frame(ID.pack(CLOSE_ID))
+
+
+class Frames:
+    """Splits a byte stream into frames."""
+
+    def __init__(self) -> None:
+        self.buffer = bytearray()
+
+    def feed(self, data: bytes) -> list[bytes]:
+        buffer = self.buffer
+        buffer += data
+        frames = []
+        start, end = 0, len(buffer)
+        while end - start >= 4:
+            (size,) = _LENGTH.unpack_from(buffer, start)
+            if end - start - 4 < size:
+                break
+            frames.append(bytes(buffer[start + 4 : start + 4 + size]))
+            start += 4 + size
+        if start:
+            del buffer[:start]
+        return frames

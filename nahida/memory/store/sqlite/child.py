@@ -1,0 +1,136 @@
+"""The store process: `python -m nahida.memory.store.sqlite.child PATH VEC LEVEL FORMAT FD FD`.
+
+It owns one `SqliteStore` without a worker thread and serves the bot's two sockets (`process.py`)
+on its only thread: each round of requests that arrived together is one `Database.run_batch`
+(group commit), and each socket gets its answers in one frame. It stops at a close request or
+when the bot goes away (its sockets close).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import select
+import socket
+import sys
+import time
+from typing import Any
+
+from nahida.errors import StorageError
+from nahida.memory.store.sqlite.db import Job
+from nahida.memory.store.sqlite.store import SqliteStore, _store_capabilities
+from nahida.memory.store.sqlite.wire import CLOSE_ID, ID, SYNC_ID, Frames, dumps, frame, loads
+
+
+def _sendable(error: BaseException) -> BaseException:
+    """`error`, if it survives the trip back; else a StorageError that names it."""
+    try:
+        loads(dumps(error))
+    except Exception:
+        return StorageError(f"{type(error).__name__}: {error}")
+    return error
+
+
+class _Server:
+    def __init__(self, store: SqliteStore) -> None:
+        self.store = store
+        self.cpu_at_start = time.process_time()
+
+    def special(self, kind: str) -> Any:
+        db = self.store.db
+        if kind == "stats":  # the CPU: this whole process's
+            cpu = time.process_time() - self.cpu_at_start
+            return dataclasses.replace(db.snapshot(), cpu_seconds=cpu)
+        if kind == "time":
+            return db.time_statements()
+        if kind == "times":
+            return db.statement_times()
+        if kind == "caps":
+            return _store_capabilities(db.conn)
+        raise StorageError(f"unknown store request {kind!r}")
+
+    def serve(self, requests: list[tuple[int, int, bytes]]) -> dict[int, list[Any]]:
+        """Answers, by socket, to `(socket, id, payload)` requests: the units in one batch."""
+        answers: dict[int, list[Any]] = {}
+        jobs: list[tuple[int, int, Job]] = []
+        for sock, request_id, payload in requests:
+            answered = answers.setdefault(sock, [])
+            try:
+                kind, write, fn, args = loads(payload)
+                if kind == "tx":
+                    jobs.append((sock, request_id, Job(self.store.run_unit, (fn, args), write)))
+                elif kind == "conn":
+                    jobs.append((sock, request_id, Job(fn, args, write)))
+                else:
+                    answered.append((request_id, True, self.special(kind)))
+            except Exception as exc:
+                answered.append((request_id, False, _sendable(exc)))
+        if jobs:
+            outcomes = self.store.db.run_batch([job for _, _, job in jobs])
+            for (sock, request_id, _), (_, ok, value) in zip(jobs, outcomes, strict=True):
+                answers[sock].append((request_id, ok, value if ok else _sendable(value)))
+        return answers
+
+
+def _answer(sock: socket.socket, answered: list[Any]) -> None:
+    try:
+        payload = dumps(answered)
+    except Exception:  # a result that cannot travel: its caller learns why, the others theirs
+        fixed = []
+        for request_id, ok, value in answered:
+            try:
+                dumps(value)
+            except Exception as exc:
+                error = StorageError(f"a store result could not be sent back: {exc}")
+                fixed.append((request_id, False, error))
+            else:
+                fixed.append((request_id, ok, value))
+        payload = dumps(fixed)
+    sock.sendall(frame(payload))
+
+
+def main(argv: list[str]) -> None:
+    from nahida.logs import configure_logging
+
+    path, vec, level, fmt, async_fd, sync_fd = argv
+    configure_logging(level, fmt)
+    socks = [socket.socket(fileno=int(async_fd)), socket.socket(fileno=int(sync_fd))]
+    try:
+        store = SqliteStore(path, vec=vec == "1", threaded=False)
+    except Exception as exc:  # the first request (the parent's start-up check) learns why
+        _answer(socks[1], [(SYNC_ID, False, _sendable(exc))])
+        return
+    server = _Server(store)
+    frames = [Frames(), Frames()]
+    running = True
+    while running:
+        ready, _, _ = select.select(socks, [], [])
+        requests: list[tuple[int, int, bytes]] = []
+        for index, sock in enumerate(socks):
+            if sock not in ready:
+                continue
+            data = sock.recv(1 << 20)
+            if not data:  # the bot went away
+                running = False
+                continue
+            for received in frames[index].feed(data):
+                (request_id,) = ID.unpack_from(received)
+                if request_id == CLOSE_ID:
+                    running = False
+                    continue
+                requests.append((index, request_id, received[ID.size :]))
+        for index, answered in server.serve(requests).items():
+            if answered:
+                with contextlib.suppress(OSError):  # the bot went away
+                    _answer(socks[index], answered)
+    store.close()
+
+
+if __name__ == "__main__":
+    if os.environ.get("NAHIDA_STORE_PROFILE"):  # cProfile the child into this file
+        import cProfile
+
+        cProfile.run("main(sys.argv[1:])", os.environ["NAHIDA_STORE_PROFILE"])
+    else:
+        main(sys.argv[1:])
