@@ -148,17 +148,20 @@ class Costs:
     process_cpu: float
     wall: float
     after: DbStats | None = None
+    statements: dict[str, tuple[int, float]] | None = None
 
     @classmethod
     def start(cls, app: App, statements: bool = False) -> Costs:
         db = app.memory.store.db  # type: ignore[attr-defined]  # the SQLite store
         if statements:
             db.time_statements()
-        return cls(db, db.snapshot(), time.thread_time(), time.process_time(), time.perf_counter())
+        costs = cls(db, db.snapshot(), time.thread_time(), time.process_time(), time.perf_counter())
+        costs.statements = {} if statements else None
+        return costs
 
-    def statement_rows(self, messages: int, top: int = 10) -> list[str]:
+    def statement_rows(self, messages: int, top: int = 15) -> list[str]:
         """The statements that cost the database thread most, per message (--statements)."""
-        times = self.db.statement_times()
+        times = self.statements or {}
         total = sum(seconds for _, seconds in times.values())
         lines = [
             "| statement (first words) | runs / message | CPU / run | CPU / message |",
@@ -178,6 +181,8 @@ class Costs:
         self.process_cpu = time.process_time() - self.process_cpu
         self.wall = time.perf_counter() - self.wall
         self.after = self.db.snapshot()
+        if self.statements is not None:  # read now: a store process is gone once the app stops
+            self.statements = self.db.statement_times()
 
     def rows(self, messages: int) -> list[tuple[str, str]]:
         assert self.after is not None

@@ -27,6 +27,17 @@ class Pair:
     right: list[str]
 
 
+@dataclass
+class Plain:  # no slots: its fields live in its __dict__
+    left: int
+    right: str = "r"
+
+
+@dataclass(frozen=True, slots=True)
+class Triple(Pair):  # two of its slots are its base's
+    third: float = 0.5
+
+
 def test_lambdas_and_local_functions_travel_with_their_closures() -> None:
     offset, words = 5, ["a"]
 
@@ -45,6 +56,9 @@ def test_dataclasses_travel_as_their_fields() -> None:
     assert loads(dumps(pair)) == pair
     session = Session("s1", "qq:group:1", "title", None, None, 2)  # type: ignore[arg-type]
     assert loads(dumps([session, session])) == [session, session]
+    plain, triple = loads(dumps((Plain(1), Triple(1, ["z"], 2.0))))
+    assert (plain, triple) == (Plain(1), Triple(1, ["z"], 2.0))
+    assert type(plain) is Plain and vars(plain) == {"left": 1, "right": "r"}
 
 
 def test_what_cannot_travel_is_refused_with_its_reason(tmp_path: Path) -> None:

@@ -102,25 +102,42 @@ def _dataclass(cls: type, values: tuple[Any, ...]) -> Any:
     fields = _fields(cls)
     assert fields is not None
     obj: Any = object.__new__(cls)
-    for name, value in zip(fields[0], values, strict=True):
-        object.__setattr__(obj, name, value)  # frozen ones too
+    for set_field, value in zip(fields.setters, values, strict=True):
+        set_field(obj, value)  # frozen ones too
     return obj
 
 
-# class → (its dataclass fields' names, a getter of their values as a tuple), None: not sent so
-_FIELDS: dict[type, tuple[tuple[str, ...], Callable[[Any], Any]] | None] = {}
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Fields:
+    """How a dataclass travels: a getter of its field values as a tuple, and one setter a field
+    (a slot's own descriptor: a third of the time `object.__setattr__` takes)."""
+
+    get: Callable[[Any], tuple[Any, ...]]
+    setters: tuple[Callable[[Any, Any], None], ...]
 
 
-def _fields(cls: type) -> tuple[tuple[str, ...], Callable[[Any], Any]] | None:
+# class → how it travels; None: as pickle sends it
+_FIELDS: dict[type, _Fields | None] = {}
+
+
+def _fields(cls: type) -> _Fields | None:
     if cls in _FIELDS:
         return _FIELDS[cls]
     found = None
     if dataclasses.is_dataclass(cls) and "__reduce__" not in vars(cls):
         names = tuple(field.name for field in dataclasses.fields(cls))
         if len(names) > 1:  # attrgetter of one name returns the value, not a tuple
-            found = (names, operator.attrgetter(*names))
+            found = _Fields(operator.attrgetter(*names), tuple(_setter(cls, n) for n in names))
     _FIELDS[cls] = found
     return found
+
+
+def _setter(cls: type, name: str) -> Callable[[Any, Any], None]:
+    for klass in cls.__mro__:
+        slot = vars(klass).get(name)
+        if isinstance(slot, types.MemberDescriptorType):
+            return slot.__set__
+    return lambda obj, value: object.__setattr__(obj, name, value)
 
 
 def _module(name: str) -> types.ModuleType:
@@ -141,7 +158,7 @@ class _Pickler(pickle.Pickler):
         fields = _fields(cls)
         if fields is None:
             return NotImplemented
-        return (_dataclass, (cls, fields[1](obj)))
+        return (_dataclass, (cls, fields.get(obj)))
 
 
 def dumps(value: Any) -> bytes:
