@@ -254,6 +254,8 @@ def test_current_session_and_last_activity_that_never_goes_back(store: Store) ->
     assert current() == ("s2", T0 + 100)
     point("s2", T0 + 200)
     assert current() == ("s2", T0 + 200)
+    point("s2", T0 + 150)  # the same session, an earlier moment: the activity stays
+    assert current() == ("s2", T0 + 200)
     store.write_sync(lambda tx: tx.sessions.clear_current(CHAT))
     assert current() == (None, T0 + 200)
     assert current(OTHER) is None

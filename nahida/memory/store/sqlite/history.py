@@ -98,6 +98,14 @@ class SessionTable:
         return (row[0], float(row[1])) if row else None
 
     def set_current(self, chat: str, session_id: str, at: float) -> None:
+        # Most user turns keep their chat's session: then only the time moves, by a statement
+        # that leaves the foreign key alone (an upsert checks it: ~4x the CPU, measured).
+        if self.conn.execute(
+            "UPDATE chats SET last_active = max(last_active, ?)"
+            " WHERE chat = ? AND current_session = ?",
+            (at, chat, session_id),
+        ).rowcount:
+            return
         self.conn.execute(
             "INSERT INTO chats (chat, current_session, last_active) VALUES (?, ?, ?)"
             " ON CONFLICT (chat) DO UPDATE SET current_session = excluded.current_session,"
