@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import dataclasses
 import importlib
+import os
 import signal
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -255,6 +256,15 @@ def platform_adapters(config: Config, source: str = "config") -> list[Adapter]:
     return adapters
 
 
+def store_in_process(config: Config) -> bool:
+    """Whether the bot runs its store in a process of its own: `memory.store_process`, where
+    this system can (a child over inherited sockets: POSIX)."""
+    if config.memory.store_process and os.name != "posix":
+        log.warning("store_process_unavailable", reason="POSIX only: the store runs on a thread")
+        return False
+    return config.memory.store_process
+
+
 class App:
     def __init__(
         self,
@@ -270,7 +280,7 @@ class App:
         source = str(paths.config) if paths.config else "config"
         ensure_workspace(paths.workspace)
         self.model = model or build_model_router(config, source)
-        self.memory = open_memory(config, paths, self.model, process=config.memory.store_process)
+        self.memory = open_memory(config, paths, self.model, process=store_in_process(config))
         self.adapters = {a.platform: a for a in adapters}
         commands = CommandRouter()
         session_commands.register(commands)

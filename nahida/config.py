@@ -166,8 +166,8 @@ class MemoryConfig(_Model):
     markdown: MarkdownConfig = Field(default_factory=MarkdownConfig)
     # the database in a process of its own: its SQL runs beside the bot's Python on a second
     # core instead of taking turns with it for the GIL (README, Throughput). The bot only; the
-    # CLI keeps it in its own process.
-    store_process: bool = False
+    # CLI keeps it in its own process. POSIX only: elsewhere the bot keeps it on a thread.
+    store_process: bool = os.name == "posix"
 
 
 class LimitsConfig(_Model):

@@ -57,7 +57,7 @@ class Load:
     runner: bool = True  # False: the bus handler replies at once (measures adapter + bus + WS)
     concurrency: int = 16  # bus.concurrency (the default)
     embedding: str = "auto"  # memory.embedding.backend (auto: the local model where installed)
-    store_process: bool = False  # memory.store_process: the database in a process of its own
+    store_process: bool = True  # memory.store_process: the database in a process of its own
 
 
 # -- the fake implementation (child process) ------------------------------------------------------
@@ -229,7 +229,7 @@ async def main(load: Load, runs: int) -> int:
     mode = f"open loop at {load.rate:g}/s" if load.rate else f"window {load.window}"
     runner = "full runner + SQLite" if load.runner else "no runner (direct reply)"
     runner += f", bus concurrency {load.concurrency}, embedding {load.embedding}"
-    runner += ", store process" if load.store_process else ""
+    runner += ", store process" if load.store_process else ", store thread"
     print(
         f"# bench_onebot: {load.messages} messages from {load.groups} groups over one reverse WS, "
         f"{load.duplicates:.0%} duplicates, reconnect: {'yes' if load.reconnect else 'no'}, "
@@ -271,7 +271,10 @@ if __name__ == "__main__":
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--embedding", choices=["auto", "local", "none"], default="auto")
     parser.add_argument(
-        "--store-process", action="store_true", help="memory.store_process: the DB in a process"
+        "--store",
+        choices=["process", "thread"],
+        default="process",
+        help="memory.store_process: the DB in a process (the default), or on the bot's thread",
     )
     args = parser.parse_args()
     bench = Load(
@@ -284,6 +287,6 @@ if __name__ == "__main__":
         not args.no_runner,
         args.concurrency,
         args.embedding,
-        args.store_process,
+        args.store == "process",
     )
     sys.exit(asyncio.run(main(bench, args.runs)))

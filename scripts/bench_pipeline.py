@@ -139,8 +139,8 @@ class Costs:
     """Per-message costs over a run: database round trips and statements, the database thread's
     CPU, the event loop's (this thread's) and the whole process's; and how many cores the
     process kept busy (its CPU over the wall time: at most 1.0 while the GIL serialises it).
-    With `--store-process` the database's CPU is the store process's, and the cores busy count
-    both processes."""
+    With the store in its own process (`--store process`, the default) the database's CPU is
+    the store process's, and the cores busy count both processes."""
 
     db: Any
     before: DbStats
@@ -314,7 +314,7 @@ async def main(
     dream_every: float,
     history: int = 0,
     concurrency: int = 16,
-    store_process: bool = False,
+    store_process: bool = True,
 ) -> int:
     configure_logging("WARNING", "json")  # as `nahida run` would, minus the info lines
     tmp = Path(tempfile.mkdtemp(prefix="nahida-bench-"))
@@ -478,9 +478,11 @@ if __name__ == "__main__":
         help="bus.concurrency: messages handled at once (default 16, the config's default)",
     )
     parser.add_argument(
-        "--store-process",
-        action="store_true",
-        help="memory.store_process: the database in a process of its own",
+        "--store",
+        choices=["process", "thread"],
+        default="process",
+        help="memory.store_process: the database in a process of its own (the default), or"
+        " on a thread of the bot's process",
     )
     args = parser.parse_args()
     OBSERVED = args.observed
@@ -496,7 +498,7 @@ if __name__ == "__main__":
             args.dream_every,
             args.history,
             args.concurrency,
-            args.store_process,
+            args.store == "process",
         )
     )
     sys.exit(code)

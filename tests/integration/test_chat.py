@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from nahida.i18n import t
 from tests.fakes.llm_server import FakeAnthropicServer, FakeOpenAIServer
 from tests.helpers import History, chat_through_console, config, openai_provider
@@ -133,19 +135,22 @@ async def test_interactive_console_prompts_and_waits_for_each_reply(tmp_path: Pa
     )
 
 
-async def test_with_the_store_in_its_own_process_memory_is_kept_and_recalled(
-    tmp_path: Path, openai_server: FakeOpenAIServer
+@pytest.mark.parametrize("own_process", [True, False], ids=["store-process", "store-thread"])
+async def test_memory_is_kept_and_recalled_with_the_store_in_a_process_or_on_a_thread(
+    tmp_path: Path, openai_server: FakeOpenAIServer, own_process: bool
 ) -> None:
-    cfg = config(**openai_provider(openai_server.url), memory={"store_process": True})
+    cfg = config(**openai_provider(openai_server.url), memory={"store_process": own_process})
     lines = ["我喜欢乌龙茶", "/memory search 乌龙茶", "我喜欢喝什么？"]
     out, app = await chat_through_console(tmp_path, lines, cfg)
-    assert type(app.memory.store).__name__ == "ProcessStore"
+    store = app.memory.store
+    assert type(store).__name__ == ("ProcessStore" if own_process else "SqliteStore")
     replies = out.splitlines()
     assert replies[0] == "echo: 我喜欢乌龙茶"
-    assert "乌龙茶" in replies[1]  # the extracted preference, found by the child's search
+    assert "乌龙茶" in replies[1]  # the extracted preference, found by the store's search
     injected = openai_server.requests[1].body["messages"][1]["content"]
     assert "喜欢乌龙茶" in injected and "[m_" in injected  # recalled as a memory item
-    assert app.memory.store._child.process.poll() == 0  # type: ignore[attr-defined]  # stopped
+    if own_process:
+        assert store._child.process.poll() == 0  # type: ignore[attr-defined]  # stopped
     with _db(tmp_path) as db:
         (session,) = db.sessions(None, 10)
         assert [t.content for t in db.turns(session.id)][::2] == ["我喜欢乌龙茶", "我喜欢喝什么？"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -234,3 +235,21 @@ def test_chat_modes_name_chats_and_modes(tmp_path: Path) -> None:
         with pytest.raises(ConfigError) as caught:
             load_config(path, env={})
         assert "bot.chat_modes" in str(caught.value) and key in str(caught.value)
+
+
+def test_the_bot_runs_its_store_in_a_process_of_its_own_where_it_can(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from nahida import app
+    from nahida.config import Config
+
+    assert Config().memory.store_process is (os.name == "posix")
+    off = Config.model_validate({"memory": {"store_process": False}})
+    on = Config.model_validate({"memory": {"store_process": True}})
+    assert app.store_in_process(off) is False
+    if os.name != "posix":
+        assert app.store_in_process(on) is False
+        return
+    assert app.store_in_process(on) is True
+    monkeypatch.setattr(app.os, "name", "nt")  # no inherited sockets there: a thread instead
+    assert app.store_in_process(on) is False

@@ -132,6 +132,30 @@ def test_a_unit_error_comes_back_as_itself_or_as_a_storage_error(tmp_path: Path)
         store.close()
 
 
+def test_the_child_outlives_the_signals_that_stop_the_bot(tmp_path: Path) -> None:
+    store = ProcessStore(tmp_path / "p.db")
+    child = store._child
+    assert child is not None
+    try:
+        for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):  # Ctrl-C, systemd, a hangup
+            os.kill(child.process.pid, signum)
+        assert store.write_sync(_create, "s1")  # what the bot stores while it shuts down
+        assert child.process.poll() is None
+    finally:
+        store.close()
+    assert child.process.returncode == 0
+
+
+def test_the_child_stops_when_the_bot_goes_away(tmp_path: Path) -> None:
+    store = ProcessStore(tmp_path / "p.db")
+    child = store._child
+    assert child is not None
+    assert store.write_sync(_create, "s1")
+    child.close()  # the bot's ends of the sockets, as when it dies
+    assert child.process.wait(timeout=30) == 0
+    store._closed = True  # nothing left to stop
+
+
 def test_a_closed_store_refuses_calls(tmp_path: Path) -> None:
     store = ProcessStore(tmp_path / "p.db")
     child = store._child

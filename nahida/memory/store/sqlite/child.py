@@ -3,7 +3,9 @@
 It owns one `SqliteStore` without a worker thread and serves the bot's two sockets (`process.py`)
 on its only thread: each round of requests that arrived together is one `Database.run_batch`
 (group commit), and each socket gets its answers in one frame. It stops at a close request or
-when the bot goes away (its sockets close).
+when the bot goes away (its sockets close), never at a signal the bot gets too: Ctrl-C reaches
+the whole foreground process group and a service manager's SIGTERM every process of the
+service, while the bot, shutting down, still stores what it holds.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import contextlib
 import dataclasses
 import os
 import select
+import signal
 import socket
 import sys
 import time
@@ -94,6 +97,8 @@ def main(argv: list[str]) -> None:
     from nahida.logs import configure_logging
 
     path, vec, level, fmt, async_fd, sync_fd = argv
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_IGN)  # the bot stops it (above)
     configure_logging(level, fmt)
     socks = [socket.socket(fileno=int(async_fd)), socket.socket(fileno=int(sync_fd))]
     try:
