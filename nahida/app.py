@@ -113,13 +113,19 @@ def build_provider(name: str, settings: ProviderConfig) -> Provider:
     return provider
 
 
-def open_store(paths: Paths, own_process: LoggingConfig | None = None) -> Store:
+def open_store(
+    paths: Paths, own_process: LoggingConfig | None = None, *, reader: bool = False
+) -> Store:
     """The store; `own_process`: SQLite in a process of its own (`memory.store_process`),
-    which logs as this `logging` section says."""
+    which logs as this `logging` section says; `reader`: and a read-only one beside it for
+    recall (`memory.store_reader`)."""
     if own_process is not None:
         process = importlib.import_module("nahida.memory.store.sqlite.process")
         store: Store = process.ProcessStore(
-            paths.database, log_level=own_process.level, log_format=own_process.format
+            paths.database,
+            log_level=own_process.level,
+            log_format=own_process.format,
+            reader=reader,
         )
         return store
     module, cls = STORES[STORE]
@@ -181,7 +187,7 @@ def open_memory(
     choice = choice or choose_embedder(config, model)
     reranker = LLMReranker(model) if model is not None and config.memory.rerank else None
     return MemoryService(
-        open_store(paths, config.logging if process else None),
+        open_store(paths, config.logging if process else None, reader=config.memory.store_reader),
         mode=config.memory.commit_mode,
         budget_tokens=config.memory.budget_tokens,
         idle_split=config.session.idle_split_minutes * 60.0,

@@ -168,6 +168,9 @@ class MemoryConfig(_Model):
     # core instead of taking turns with it for the GIL (README, Throughput). The bot only; the
     # CLI keeps it in its own process. POSIX only: elsewhere the bot keeps it on a thread.
     store_process: bool = os.name == "posix"
+    # with store_process: a second, read-only process runs recall's reads beside the first
+    # one's writes (README, Throughput)
+    store_reader: bool = False
 
 
 class LimitsConfig(_Model):

@@ -58,6 +58,7 @@ class Load:
     concurrency: int = 16  # bus.concurrency (the default)
     embedding: str = "auto"  # memory.embedding.backend (auto: the local model where installed)
     store_process: bool = True  # memory.store_process: the database in a process of its own
+    store_reader: bool = False  # memory.store_reader: recall's reads in a read-only one
 
 
 # -- the fake implementation (child process) ------------------------------------------------------
@@ -160,6 +161,7 @@ async def _one_run(load: Load, tmp: Path) -> dict[str, Any]:
             "memory": {
                 "embedding": {"backend": load.embedding},
                 "store_process": load.store_process,
+                "store_reader": load.store_reader,
             },
             "logging": {"level": "ERROR", "format": "json"},
         }
@@ -230,6 +232,7 @@ async def main(load: Load, runs: int) -> int:
     runner = "full runner + SQLite" if load.runner else "no runner (direct reply)"
     runner += f", bus concurrency {load.concurrency}, embedding {load.embedding}"
     runner += ", store process" if load.store_process else ", store thread"
+    runner += " and reader" if load.store_reader else ""
     print(
         f"# bench_onebot: {load.messages} messages from {load.groups} groups over one reverse WS, "
         f"{load.duplicates:.0%} duplicates, reconnect: {'yes' if load.reconnect else 'no'}, "
@@ -276,6 +279,9 @@ if __name__ == "__main__":
         default="process",
         help="memory.store_process: the DB in a process (the default), or on the bot's thread",
     )
+    parser.add_argument(
+        "--store-reader", action="store_true", help="memory.store_reader: recall's reads apart"
+    )
     args = parser.parse_args()
     bench = Load(
         args.groups,
@@ -288,5 +294,6 @@ if __name__ == "__main__":
         args.concurrency,
         args.embedding,
         args.store == "process",
+        args.store_reader,
     )
     sys.exit(asyncio.run(main(bench, args.runs)))

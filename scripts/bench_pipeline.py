@@ -140,7 +140,7 @@ class Costs:
     CPU, the event loop's (this thread's) and the whole process's; and how many cores the
     process kept busy (its CPU over the wall time: at most 1.0 while the GIL serialises it).
     With the store in its own process (`--store process`, the default) the database's CPU is
-    the store process's, and the cores busy count both processes."""
+    the store process's (and its reader's), and the cores busy count every process."""
 
     db: Any
     before: DbStats
@@ -195,13 +195,13 @@ class Costs:
             ("database transactions / message", f"{(a.batches - b.batches) / messages:.2f}"),
             ("SQL statements / message", f"{(a.statements - b.statements) / messages:.1f}"),
             (
-                "store process CPU / message" if separate else "database thread CPU / message",
+                "store process(es) CPU / message" if separate else "database thread CPU / message",
                 f"{store_cpu * 1000 / messages:.2f} ms",
             ),
             ("event-loop thread CPU / message", f"{self.loop_cpu * 1000 / messages:.2f} ms"),
             ("bot process CPU / message", f"{self.process_cpu * 1000 / messages:.2f} ms"),
             (
-                "cores busy (CPU of both processes / wall time)"
+                "cores busy (CPU of every process / wall time)"
                 if separate
                 else "cores busy (process CPU / wall time)",
                 f"{busy:.2f}",
@@ -315,13 +315,18 @@ async def main(
     history: int = 0,
     concurrency: int = 16,
     store_process: bool = True,
+    store_reader: bool = False,
 ) -> int:
     configure_logging("WARNING", "json")  # as `nahida run` would, minus the info lines
     tmp = Path(tempfile.mkdtemp(prefix="nahida-bench-"))
     config = Config.model_validate(
         {
             "bus": {"idle_timeout": 1.0, "concurrency": concurrency},
-            "memory": {"embedding": {"backend": embedding}, "store_process": store_process},
+            "memory": {
+                "embedding": {"backend": embedding},
+                "store_process": store_process,
+                "store_reader": store_reader,
+            },
             "logging": {"level": "WARNING", "format": "json"},
             "bot": {"rate_limit": {"per_chat_per_minute": 0}},  # throughput, not the cap
         }
@@ -484,6 +489,11 @@ if __name__ == "__main__":
         help="memory.store_process: the database in a process of its own (the default), or"
         " on a thread of the bot's process",
     )
+    parser.add_argument(
+        "--store-reader",
+        action="store_true",
+        help="memory.store_reader: recall's reads in a second, read-only store process",
+    )
     args = parser.parse_args()
     OBSERVED = args.observed
     STATEMENTS = args.statements
@@ -499,6 +509,7 @@ if __name__ == "__main__":
             args.history,
             args.concurrency,
             args.store == "process",
+            args.store_reader,
         )
     )
     sys.exit(code)

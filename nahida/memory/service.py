@@ -270,7 +270,9 @@ class Recall:
             embedded = await self.embeddings.query(found.text)
             if embedded is not None:
                 found = found.with_vector(*embedded)
-        hits, extra = await self.store.read(lambda tx: (search(tx, query, found, tuning), also(tx)))
+        hits, extra = await self.store.read_snapshot(
+            lambda tx: (search(tx, query, found, tuning), also(tx))
+        )
         if self.reranker is not None and len(hits) > 1:
             hits = await rerank(self.reranker, query.text, hits)
         return hits, extra

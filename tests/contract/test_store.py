@@ -110,6 +110,16 @@ async def test_async_units_run_from_an_event_loop(store: Store) -> None:
     assert session is not None and session.title == "async"
 
 
+async def test_a_snapshot_read_sees_every_write_answered_before_it(store: Store) -> None:
+    def create(tx: Tx, session_id: str) -> bool:
+        return tx.sessions.create(session_id, CHAT, session_id, T0)
+
+    for n in range(4):
+        assert await store.write(create, f"s{n}")
+        seen = await store.read_snapshot(lambda tx: ids(tx.sessions.latest(None, 10)))
+        assert sorted(seen) == [f"s{k}" for k in range(n + 1)]
+
+
 async def test_concurrent_writes_fail_alone(store: Store) -> None:
     def create(tx: Tx, session_id: str) -> bool:
         return tx.sessions.create(session_id, CHAT, session_id, T0)
@@ -146,6 +156,8 @@ async def test_close_finishes_queued_units_then_refuses_calls(
         opened.write_sync(create, "late")
     with pytest.raises(StorageError):
         await opened.read(lambda tx: tx.sessions.get("s1"))
+    with pytest.raises(StorageError):
+        await opened.read_snapshot(lambda tx: tx.sessions.get("s1"))
     with pytest.raises(StorageError):
         await opened.write(create, "later")
 

@@ -153,7 +153,7 @@ def test_the_child_stops_when_the_bot_goes_away(tmp_path: Path) -> None:
     assert store.write_sync(_create, "s1")
     child.close()  # the bot's ends of the sockets, as when it dies
     assert child.process.wait(timeout=30) == 0
-    store._closed = True  # nothing left to stop
+    store._main.closed = True  # nothing left to stop
 
 
 def test_a_closed_store_refuses_calls(tmp_path: Path) -> None:
@@ -163,3 +163,30 @@ def test_a_closed_store_refuses_calls(tmp_path: Path) -> None:
     assert child is not None and child.process.poll() == 0
     with pytest.raises(StorageError, match="closed"):
         store.read_sync(lambda tx: None)
+
+
+async def test_a_reader_runs_snapshot_reads_read_only_and_is_restarted_and_stopped(
+    tmp_path: Path,
+) -> None:
+    store = ProcessStore(tmp_path / "p.db", reader=True)
+    try:
+        assert await store.write(_create, "s1")
+        before = store.db.snapshot()
+        found = await store.read_snapshot(lambda tx: tx.sessions.get("s1"))
+        assert found is not None and found.id == "s1"
+        reader = store._reader
+        assert reader is not None and reader.child is not None
+        assert reader.child is not store._child  # a process of its own
+        assert store.db.snapshot().round_trips == before.round_trips + 1  # counted, by both
+        with pytest.raises(Exception, match="readonly"):  # query_only: it cannot write
+            await store.read_snapshot(_create, "s2")
+        os.kill(reader.child.process.pid, signal.SIGKILL)
+        reader.child.process.wait()
+        with pytest.raises(StorageError, match="went away"):
+            await store.read_snapshot(lambda tx: tx.sessions.get("s1"))
+        again = await store.read_snapshot(lambda tx: tx.sessions.get("s1"))
+        assert again == found  # a new reader on the same file
+        children = [store._child, reader.child]
+    finally:
+        store.close()
+    assert [child.process.returncode for child in children if child] == [0, 0]

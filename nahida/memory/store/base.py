@@ -588,6 +588,11 @@ class Store(Protocol):
     async def read(self, unit: Callable[..., T], *args: Any) -> T:
         """Run `unit(tx, *args)`, which changes nothing, in one transaction."""
 
+    async def read_snapshot(self, unit: Callable[..., T], *args: Any) -> T:
+        """`read`, which may run beside the writes still waiting to run: it sees every write
+        whose caller had its answer before this call, maybe not those still running (recall,
+        once the message it answers is stored)."""
+
     async def write(self, unit: Callable[..., T], *args: Any) -> T:
         """Run `unit(tx, *args)` in one transaction: all of its changes, or none if it raises."""
 

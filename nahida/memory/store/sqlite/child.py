@@ -1,4 +1,4 @@
-"""The store process: `python -m nahida.memory.store.sqlite.child PATH VEC LEVEL FORMAT FD FD`.
+"""The store process: `python -m nahida.memory.store.sqlite.child PATH VEC LEVEL FORMAT ROLE FD FD`.
 
 It owns one `SqliteStore` without a worker thread and serves the bot's two sockets (`process.py`)
 on its only thread: each round of requests that arrived together is one `Database.run_batch`
@@ -96,13 +96,15 @@ def _answer(sock: socket.socket, answered: list[Any]) -> None:
 def main(argv: list[str]) -> None:
     from nahida.logs import configure_logging
 
-    path, vec, level, fmt, async_fd, sync_fd = argv
+    path, vec, level, fmt, role, async_fd, sync_fd = argv
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, signal.SIG_IGN)  # the bot stops it (above)
     configure_logging(level, fmt)
     socks = [socket.socket(fileno=int(async_fd)), socket.socket(fileno=int(sync_fd))]
     try:
         store = SqliteStore(path, vec=vec == "1", threaded=False)
+        if role == "reader":  # the store's own child has migrated the file: this one only reads
+            store.db.conn.execute("PRAGMA query_only = 1")
     except Exception as exc:  # the first request (the parent's start-up check) learns why
         _answer(socks[1], [(SYNC_ID, False, _sendable(exc))])
         return

@@ -9,6 +9,10 @@ watches its end of a socket pair itself, so the bot has no database thread at al
 calls (from any thread) use a second socket. If the child dies, the calls waiting on it fail
 with `StorageError` and the next call starts a new child (a batch it was running either
 committed or not, as with a crash in one process).
+
+With `reader`, a second child opens the same file read-only (`PRAGMA query_only`) and runs the
+`read_snapshot` units (recall) while the first one writes: WAL lets it read the transactions
+committed before each of its batches, and the first child answers a write only once committed.
 """
 
 from __future__ import annotations
@@ -184,108 +188,97 @@ class _Child:
 
 
 class ProcessStats:
-    """What the benchmarks read from `SqliteStore.db`, answered by the child (its CPU is the
-    whole child process's)."""
+    """What the benchmarks read from `SqliteStore.db`, answered by the children (their CPU is
+    the whole child processes': the store's and its reader's, when it has one)."""
 
     def __init__(self, store: ProcessStore) -> None:
         self.store = store
 
+    def _all(self, kind: str) -> list[Any]:
+        return [worker.sync(kind, False, None, ()) for worker in self.store._workers()]
+
     def snapshot(self) -> DbStats:
-        stats: DbStats = self.store._sync("stats", False, None, ())
-        return stats
+        total = DbStats()
+        for stats in self._all("stats"):
+            total.round_trips += stats.round_trips
+            total.batches += stats.batches
+            total.statements += stats.statements
+            total.cpu_seconds += stats.cpu_seconds
+        return total
 
     def time_statements(self) -> None:
-        self.store._sync("time", False, None, ())
+        self._all("time")
 
     def statement_times(self) -> dict[str, tuple[int, float]]:
-        times: dict[str, tuple[int, float]] = self.store._sync("times", False, None, ())
-        return times
+        merged: dict[str, tuple[int, float]] = {}
+        for times in self._all("times"):
+            for sql, (n, seconds) in times.items():
+                had = merged.get(sql, (0, 0.0))
+                merged[sql] = (had[0] + n, had[1] + seconds)
+        return merged
 
     def call(self, fn: Callable[..., T], *args: Any, write: bool = True) -> T:
-        """`fn(conn, *args)` in the child."""
-        result: T = self.store._sync("conn", write, fn, args)
+        """`fn(conn, *args)` in the store's child."""
+        result: T = self.store._main.sync("conn", write, fn, args)
         return result
 
 
-class ProcessStore:
-    """The `Store` over one SQLite file, run by a child process. Async calls come from one event
-    loop at a time (a new loop gets a new link); sync calls from any thread."""
+class _Worker:
+    """One child process, started again if it dies: the store's own (it migrates the file,
+    reads and writes) or a reader (`PRAGMA query_only`). Async calls come from one event loop at
+    a time (a new loop gets a new link); sync calls from any thread."""
 
-    def __init__(
-        self,
-        path: str | Path,
-        *,
-        vec: bool = True,
-        log_level: str = "INFO",
-        log_format: str = "auto",
-    ) -> None:
-        self.path = str(path)
-        self._argv = ["1" if vec else "0", log_level, log_format]
-        self._ids = itertools.count(1)
-        self._lock = threading.Lock()  # the child's (re)start and the sync socket
-        self._child: _Child | None = None
-        self._link: _Connection | None = None
-        self._capabilities: StoreCapabilities | None = None
-        self._closed = False
-        self.db = ProcessStats(self)
-        self._sync("stats", False, None, ())  # up and migrated, or its error raised here
+    def __init__(self, path: str, argv: list[str]) -> None:
+        self.path = path
+        self.argv = argv
+        self.lock = threading.Lock()  # the child's (re)start and the sync socket
+        self.child: _Child | None = None
+        self.link: _Connection | None = None
+        self.closed = False
 
-    @property
-    def capabilities(self) -> StoreCapabilities:
-        if self._capabilities is None:
-            self._capabilities = self._sync("caps", False, None, ())
-        return self._capabilities
-
-    def _running(self) -> _Child:
-        """The child, started (again, if it died); under `_lock`."""
-        if self._closed:
+    def running(self) -> _Child:
+        """The child, started (again, if it died); under `lock`."""
+        if self.closed:
             raise StorageError("the store is closed")
-        child = self._child
+        child = self.child
         if child is not None and child.process.poll() is None:
             return child
         if child is not None:
-            log.warning("store_process_restarted", exit_code=child.process.returncode)
+            log.warning(
+                "store_process_restarted", role=self.argv[-1], exit_code=child.process.returncode
+            )
             child.close()
         mine_async, its_async = socket.socketpair()
         mine_sync, its_sync = socket.socketpair()
         fds = (its_async.fileno(), its_sync.fileno())
-        command = [sys.executable, "-m", _MODULE, self.path, *self._argv, *map(str, fds)]
+        command = [sys.executable, "-m", _MODULE, self.path, *self.argv, *map(str, fds)]
         try:
             process = subprocess.Popen(command, pass_fds=fds, env=_child_env())
         finally:
             its_async.close()
             its_sync.close()
-        self._child = _Child(process, mine_async, mine_sync)
-        return self._child
+        self.child = _Child(process, mine_async, mine_sync)
+        return self.child
 
     def _connect(self, loop: asyncio.AbstractEventLoop) -> _Connection:
-        with self._lock:
-            child = self._running()
-        if self._link is not None:
-            self._link.close()
-        self._link = _Connection(loop, child.async_sock.dup())  # its own socket, to close
-        return self._link
+        with self.lock:
+            child = self.running()
+        if self.link is not None:
+            self.link.close()
+        self.link = _Connection(loop, child.async_sock.dup())  # its own socket, to close
+        return self.link
 
-    async def _run(self, write: bool, unit: Callable[..., T], args: tuple[Any, ...]) -> T:
-        request_id = next(self._ids)
-        frame = request(request_id, "tx", write, unit, args)
-        link = self._link
+    async def run(self, request_id: int, frame: bytes) -> Any:
+        link = self.link
         loop = asyncio.get_running_loop()
         if link is None or link.loop is not loop or not link.open:
             link = self._connect(loop)
-        result: T = await link.send(request_id, frame)
-        return result
+        return await link.send(request_id, frame)
 
-    async def read(self, unit: Callable[..., T], *args: Any) -> T:
-        return await self._run(False, unit, args)
-
-    async def write(self, unit: Callable[..., T], *args: Any) -> T:
-        return await self._run(True, unit, args)
-
-    def _sync(self, kind: str, write: bool, fn: Any, args: tuple[Any, ...]) -> Any:
+    def sync(self, kind: str, write: bool, fn: Any, args: tuple[Any, ...]) -> Any:
         frame = request(SYNC_ID, kind, write, fn, args)
-        with self._lock:
-            child = self._running()
+        with self.lock:
+            child = self.running()
             try:
                 child.sync_sock.sendall(frame)
             except OSError:
@@ -300,22 +293,14 @@ class ProcessStore:
             raise value
         return value
 
-    def read_sync(self, unit: Callable[..., T], *args: Any) -> T:
-        result: T = self._sync("tx", False, unit, args)
-        return result
-
-    def write_sync(self, unit: Callable[..., T], *args: Any) -> T:
-        result: T = self._sync("tx", True, unit, args)
-        return result
-
     def close(self) -> None:
-        """Stop the child once it has run every unit already handed to the store (their
-        callers get their answers), then refuse calls."""
-        with self._lock:
-            if self._closed:
+        """Stop the child once it has run every unit already handed to it (their callers get
+        their answers), then refuse calls."""
+        with self.lock:
+            if self.closed:
                 return
-            self._closed = True
-            child, link = self._child, self._link
+            self.closed = True
+            child, link = self.child, self.link
             if child is None:
                 return
             with contextlib.suppress(OSError):  # the child is gone already
@@ -332,6 +317,74 @@ class ProcessStore:
         if link is not None:
             link.drain()
         child.close()
+
+
+class ProcessStore:
+    """The `Store` over one SQLite file, run by a child process; with `reader`, a second,
+    read-only child runs `read_snapshot` units (recall) beside the first one's writes (WAL: it
+    sees every transaction committed before it starts one)."""
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        vec: bool = True,
+        log_level: str = "INFO",
+        log_format: str = "auto",
+        reader: bool = False,
+    ) -> None:
+        argv = ["1" if vec else "0", log_level, log_format]
+        self.path = str(path)
+        self._ids = itertools.count(1)
+        self._main = _Worker(self.path, [*argv, "store"])
+        self._main.sync("stats", False, None, ())  # up and migrated, or its error raised here
+        self._reader = _Worker(self.path, [*argv, "reader"]) if reader else None
+        self._capabilities: StoreCapabilities | None = None
+        self.db = ProcessStats(self)
+
+    @property
+    def _child(self) -> _Child | None:  # the store's own child (tests)
+        return self._main.child
+
+    def _workers(self) -> list[_Worker]:
+        return [self._main] if self._reader is None else [self._main, self._reader]
+
+    @property
+    def capabilities(self) -> StoreCapabilities:
+        if self._capabilities is None:
+            self._capabilities = self._main.sync("caps", False, None, ())
+        return self._capabilities
+
+    async def _run(
+        self, worker: _Worker, write: bool, unit: Callable[..., T], args: tuple[Any, ...]
+    ) -> T:
+        request_id = next(self._ids)
+        result: T = await worker.run(request_id, request(request_id, "tx", write, unit, args))
+        return result
+
+    async def read(self, unit: Callable[..., T], *args: Any) -> T:
+        return await self._run(self._main, False, unit, args)
+
+    async def read_snapshot(self, unit: Callable[..., T], *args: Any) -> T:
+        return await self._run(self._reader or self._main, False, unit, args)
+
+    async def write(self, unit: Callable[..., T], *args: Any) -> T:
+        return await self._run(self._main, True, unit, args)
+
+    def read_sync(self, unit: Callable[..., T], *args: Any) -> T:
+        result: T = self._main.sync("tx", False, unit, args)
+        return result
+
+    def write_sync(self, unit: Callable[..., T], *args: Any) -> T:
+        result: T = self._main.sync("tx", True, unit, args)
+        return result
+
+    def close(self) -> None:
+        """Stop the children once they have run every unit already handed to the store (their
+        callers get their answers), then refuse calls."""
+        if self._reader is not None:
+            self._reader.close()
+        self._main.close()
 
 
 def _child_env() -> dict[str, str]:

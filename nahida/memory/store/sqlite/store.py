@@ -75,6 +75,8 @@ class SqliteStore:
     async def read(self, unit: Callable[..., T], *args: Any) -> T:
         return await self.db.run(self.run_unit, unit, args, write=False)
 
+    read_snapshot = read  # one connection: in order with the writes
+
     async def write(self, unit: Callable[..., T], *args: Any) -> T:
         return await self.db.run(self.run_unit, unit, args)
 
