@@ -38,7 +38,7 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -148,20 +148,26 @@ class Costs:
     process_cpu: float
     wall: float
     after: DbStats | None = None
-    statements: dict[str, tuple[int, float]] | None = None
+    timed: bool = False  # --statements: each statement's CPU, read at `stop`
+    statements: dict[str, tuple[int, float]] = field(default_factory=dict)
 
     @classmethod
     def start(cls, app: App, statements: bool = False) -> Costs:
         db = app.memory.store.db  # type: ignore[attr-defined]  # the SQLite store
         if statements:
             db.time_statements()
-        costs = cls(db, db.snapshot(), time.thread_time(), time.process_time(), time.perf_counter())
-        costs.statements = {} if statements else None
-        return costs
+        return cls(
+            db,
+            db.snapshot(),
+            time.thread_time(),
+            time.process_time(),
+            time.perf_counter(),
+            timed=statements,
+        )
 
     def statement_rows(self, messages: int, top: int = 15) -> list[str]:
         """The statements that cost the database thread most, per message (--statements)."""
-        times = self.statements or {}
+        times = self.statements
         total = sum(seconds for _, seconds in times.values())
         lines = [
             "| statement (first words) | runs / message | CPU / run | CPU / message |",
@@ -181,7 +187,7 @@ class Costs:
         self.process_cpu = time.process_time() - self.process_cpu
         self.wall = time.perf_counter() - self.wall
         self.after = self.db.snapshot()
-        if self.statements is not None:  # read now: a store process is gone once the app stops
+        if self.timed:  # read now: a store process is gone once the app stops
             self.statements = self.db.statement_times()
 
     def rows(self, messages: int) -> list[tuple[str, str]]:

@@ -1,4 +1,5 @@
-"""The store process: `python -m nahida.memory.store.sqlite.child PATH VEC LEVEL FORMAT ROLE FD FD`.
+"""The store process: `python -m nahida.memory.store.sqlite.child PATH VEC LEVEL FORMAT ROLE
+FD FD` (ROLE: `store`, or `reader`, which only reads).
 
 It owns one `SqliteStore` without a worker thread and serves the bot's two sockets (`process.py`)
 on its only thread: each round of requests that arrived together is one `Database.run_batch`
