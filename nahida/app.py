@@ -343,6 +343,7 @@ class App:
         self.bus = EventBus(
             self.runner.handle,
             concurrency=config.bus.concurrency,
+            light_concurrency=config.bus.observed_concurrency,
             queue_size=config.bus.queue_size,
             idle_timeout=config.bus.idle_timeout,
         )

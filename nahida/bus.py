@@ -19,15 +19,22 @@ The bus is generic over what it carries: envelopes keyed by chat by default, or 
 `key` function (the background work queue, `nahida.background`, is one).
 
 Overload: the oldest waiting message is answered first. A worker holding its chat's head message
-asks `_Slots` for one of the `concurrency` slots; when all are busy, a freed slot is handed
+asks `_Slots` for a slot; when all are busy, a freed slot is handed
 directly to the waiting worker whose head message was submitted longest ago (a heap keyed by that
 time), not to whichever worker asked first; a worker that finishes a message keeps its slot for
 its chat's next message only when that one is older than every waiter. (`asyncio.Semaphore`
 wakes in the order workers began waiting: a chat whose next message has waited behind its
 previous one for a long while would go after a chat whose only message arrived a moment ago.)
+With `light_concurrency`, a message starts in one of those light slots, and a handler whose
+message needs the model (an answer, a command) calls `take_heavy_slot()`: it gives up its light
+slot and waits, oldest first, for one of the `concurrency` heavy ones. Group talk not addressed to
+the bot (stored, indexed, extracted) stays light, so a bot whose every heavy slot waits for the
+model still stores the chatter around it, and a burst of chatter is stored in large batches
+without more model calls at once.
+
 The bus knows its depth (`backlog()`: messages submitted and not yet started, the largest chat
-queue, the longest wait) and logs `bus_backlog` at most every `backlog_log_every` seconds while at
-least `backlog_log_at` messages wait.
+queue, the longest wait) and logs `bus_backlog` at most every `backlog_log_every` seconds while
+at least `backlog_log_at` messages wait.
 """
 
 from __future__ import annotations
@@ -123,6 +130,11 @@ class _Slots:
             heapq.heappop(self._waiters)  # cancelled
         return not self._waiters or since <= self._waiters[0][0]
 
+    def waiters(self) -> tuple[int, float | None]:
+        """How many wait, and since when the one that has waited longest (None: nobody)."""
+        waiting = [since for since, _, future in self._waiters if not future.done()]
+        return len(waiting), min(waiting, default=None)
+
     def release(self) -> None:
         while self._waiters:
             future = heapq.heappop(self._waiters)[2]
@@ -132,12 +144,41 @@ class _Slots:
         self._free += 1
 
 
+@dataclass(slots=True, eq=False)
+class _Held:
+    """Which slot a worker holds: one of `first`'s (where every message starts), one of
+    `heavy`'s, or none."""
+
+    first: _Slots
+    heavy: _Slots
+    slots: _Slots | None = None
+    since: float = 0.0  # when the message being handled was submitted
+
+
+# The slot this worker task holds, for `take_heavy_slot()`.
+_held: ContextVar[_Held | None] = ContextVar("nahida_bus_slot", default=None)
+
+
+async def take_heavy_slot() -> None:
+    """From a bus handler whose message needs the model: trade its light slot for one of the
+    bus's `concurrency` slots (waiting, oldest message first). Nothing happens outside a bus
+    with light slots, or when it already holds a heavy one."""
+    held = _held.get()
+    if held is None or held.first is held.heavy or held.slots is not held.first:
+        return
+    held.first.release()
+    held.slots = None  # cancelled while waiting below: nothing is held
+    await held.heavy.acquire(held.since)
+    held.slots = held.heavy
+
+
 class EventBus(Generic[T]):
     def __init__(
         self,
         handler: Callable[[T], Awaitable[None]],
         *,
         concurrency: int = 16,
+        light_concurrency: int = 0,
         queue_size: int = 100,
         idle_timeout: float = 30.0,
         dedup_size: int = 4096,
@@ -150,6 +191,8 @@ class EventBus(Generic[T]):
     ) -> None:
         if concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, not {concurrency}")
+        if light_concurrency < 0:
+            raise ValueError(f"light_concurrency must not be negative, not {light_concurrency}")
         if queue_size < 1:
             raise ValueError(f"queue_size must be at least 1, not {queue_size}")
         if idle_timeout < 0:
@@ -165,6 +208,8 @@ class EventBus(Generic[T]):
         self._key = key or cast(Callable[[T], str], _envelope_chat)
         self._label = label or cast(Callable[[T], dict[str, Any]], _envelope_label)
         self._slots = _Slots(concurrency)
+        # where a message starts: a light slot, or (without light slots) a heavy one
+        self._first = _Slots(light_concurrency) if light_concurrency else self._slots
         self._name = name
         self._backlog_log_at = backlog_log_at
         self._backlog_log_every = backlog_log_every
@@ -211,12 +256,18 @@ class EventBus(Generic[T]):
 
     @property
     def waiting(self) -> int:
-        """Messages submitted and not yet started (queued, or holding a worker for a slot)."""
-        return self._waiting
+        """Messages submitted and not yet started (queued, holding a worker for a slot, or
+        waiting in `take_heavy_slot()`)."""
+        return self._waiting + self._heavy_waiters()[0]
+
+    def _heavy_waiters(self) -> tuple[int, float | None]:
+        """Messages whose handler waits in `take_heavy_slot()` (the others are in `since`)."""
+        return self._slots.waiters() if self._first is not self._slots else (0, None)
 
     def backlog(self) -> Backlog:
         """The bus's depth now: O(chats), for logs and status, not for every message."""
-        largest, largest_chat, oldest = 0, None, None
+        largest, largest_chat = 0, None
+        heavy, oldest = self._heavy_waiters()
         for chat in self._chats.values():
             if not chat.since:
                 continue
@@ -225,7 +276,7 @@ class EventBus(Generic[T]):
             if oldest is None or chat.since[0] < oldest:
                 oldest = chat.since[0]
         wait = 0.0 if oldest is None else max(0.0, time.monotonic() - oldest)
-        return Backlog(self._waiting, largest, largest_chat, wait)
+        return Backlog(self._waiting + heavy, largest, largest_chat, wait)
 
     async def submit(self, envelope: T) -> bool:
         """Queue `envelope` for its chat; wait while that chat's queue is full.
@@ -337,7 +388,9 @@ class EventBus(Generic[T]):
 
     async def _work(self, chat: _Chat[T]) -> None:
         _worker_of.set(self)
-        holding = False  # a slot kept from the last message for the next one (see `_Slots.keep`)
+        # A slot kept from the last message for the next one (see `_Slots.keep`): a first one.
+        held = _Held(self._first, self._slots)
+        _held.set(held)
         try:
             while not (self._closing and chat.idle):
                 try:
@@ -349,19 +402,21 @@ class EventBus(Generic[T]):
                     continue
                 if envelope is None:
                     continue
-                if not holding:
-                    await self._slots.acquire(chat.since[0])  # when `envelope` was submitted
-                    holding = True
+                held.since = chat.since[0]  # when `envelope` was submitted
+                if held.slots is None:
+                    await self._first.acquire(held.since)
+                    held.slots = self._first
                 await self._handle(chat, envelope)
                 # The chat's next message competes for the slot like any other waiter.
-                if not (chat.since and self._slots.keep(chat.since[0])):
-                    holding = False
-                    self._slots.release()
+                keep = held.slots is self._first and chat.since and self._first.keep(chat.since[0])
+                if not keep and held.slots is not None:
+                    held.slots.release()
+                    held.slots = None
             # Retire: nothing awaits between the idle check above and this removal.
             del self._chats[chat.key]
         finally:
-            if holding:
-                self._slots.release()
+            if held.slots is not None:
+                held.slots.release()
             self._workers -= 1
 
     async def _handle(self, chat: _Chat[T], envelope: T) -> None:

@@ -27,6 +27,7 @@ from datetime import datetime, tzinfo
 import structlog
 
 from nahida.background import BackgroundWork
+from nahida.bus import take_heavy_slot
 from nahida.commands.router import CommandContext, CommandRouter
 from nahida.commands.router import parse as parse_command
 from nahida.envelope import Envelope, Reply
@@ -105,11 +106,14 @@ class SessionRunner:
 
     async def _handle(self, envelope: Envelope) -> None:
         if self._is_command_for_me(envelope):
+            await take_heavy_slot()
             await self._command(envelope)
             return
         respond = self.policy.should_respond(envelope)
         limited = respond and self._over_limit(envelope)
         respond = respond and not limited
+        if respond:  # observed talk needs no model: it keeps its light slot (nahida.bus)
+            await take_heavy_slot()
         late = self._late_by(envelope) if respond else None
         too_long = len(envelope.text) > self.settings.max_message_chars
         window = self.settings.hot_size * 2 if respond and late is None else 0

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from structlog.testing import capture_logs
 
-from nahida.bus import EventBus, Handler
+from nahida.bus import EventBus, Handler, take_heavy_slot
 from nahida.envelope import ChatKey, Envelope, Segment, Sender, UserKey
 
 
@@ -525,3 +525,108 @@ async def test_a_cancelled_waiter_does_not_swallow_the_slot() -> None:
     await asyncio.wait_for(later, 1)
     slots.release()
     await asyncio.wait_for(slots.acquire(3.0), 1)  # the slot came back
+
+
+# --- light slots: messages that need no model ----------------------------------------------------
+
+
+async def test_chatter_goes_on_in_light_slots_while_the_heavy_one_waits_for_the_model() -> None:
+    model, stored = asyncio.Event(), asyncio.Event()
+    asking: list[str] = []
+    storing: list[str] = []
+
+    async def handler(envelope: Envelope) -> None:
+        if envelope.text == "question":
+            await take_heavy_slot()
+            asking.append(envelope.message_id)
+            await model.wait()
+        else:
+            storing.append(envelope.message_id)
+            await stored.wait()
+
+    bus = EventBus(handler, concurrency=1, light_concurrency=2)
+    async with running(bus):
+        for chat in ("a", "b"):
+            assert await bus.submit(make_envelope(chat, f"q{chat}", "question"))
+        for n in range(3):
+            assert await bus.submit(make_envelope(f"talk{n}", f"t{n}", "chatter"))
+        await wait_until(lambda: len(storing) == 2)
+        await asyncio.sleep(0.01)
+        # one question holds the heavy slot, the other waits for it holding nothing; two
+        # chatters hold the light slots, the third waits for one
+        assert asking == ["qa"] and storing == ["t0", "t1"]
+        assert bus.waiting == bus.backlog().waiting == 2  # qb for the heavy slot, t2 for a light
+        assert bus.backlog().oldest_wait >= 0.01
+        stored.set()
+        await wait_until(lambda: bus.handled == 3)
+        assert storing == ["t0", "t1", "t2"] and asking == ["qa"]
+        model.set()
+    assert bus.handled == 5 and asking == ["qa", "qb"]
+    assert bus._slots._free == 1 and bus._first._free == 2
+
+
+async def test_without_light_slots_every_message_waits_for_the_one_slot() -> None:
+    model = asyncio.Event()
+    started: list[str] = []
+
+    async def handler(envelope: Envelope) -> None:
+        await take_heavy_slot()
+        started.append(envelope.message_id)
+        await model.wait()
+
+    await take_heavy_slot()  # outside a bus: nothing happens
+    bus = EventBus(handler, concurrency=1)
+    async with running(bus):
+        assert await bus.submit(make_envelope("a", "a1"))
+        assert await bus.submit(make_envelope("b", "b1"))
+        await asyncio.sleep(0.01)
+        assert started == ["a1"]  # b1 waits for the only slot
+        model.set()
+    assert bus.handled == 2 and bus._slots._free == 1
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    plan=st.lists(st.tuples(st.integers(0, 3), st.booleans(), st.integers(0, 3)), max_size=30),
+    concurrency=st.integers(1, 3),
+    light=st.integers(1, 3),
+)
+def test_light_and_heavy_messages_keep_order_bounds_and_slots(
+    plan: list[tuple[int, bool, int]], concurrency: int, light: int
+) -> None:
+    heavy_now = light_now = heavy_peak = light_peak = 0
+    handled: dict[str, list[str]] = defaultdict(list)
+    accepted: dict[str, list[str]] = defaultdict(list)
+
+    async def handler(envelope: Envelope) -> None:
+        nonlocal heavy_now, light_now, heavy_peak, light_peak
+        heavy = envelope.text[0] == "H"
+        if heavy:  # it gives up its light slot before it waits: it counts from here on
+            await take_heavy_slot()
+            await take_heavy_slot()  # twice: once counts
+            heavy_now += 1
+            heavy_peak = max(heavy_peak, heavy_now)
+        else:
+            light_now += 1
+            light_peak = max(light_peak, light_now)
+        for _ in range(int(envelope.text[1:])):
+            await asyncio.sleep(0)
+        handled[str(envelope.chat)].append(envelope.message_id)
+        if heavy:
+            heavy_now -= 1
+        else:
+            light_now -= 1
+
+    async def scenario() -> EventBus:
+        bus = EventBus(handler, concurrency=concurrency, light_concurrency=light)
+        async with running(bus, seconds=10):
+            for i, (chat, heavy, sleeps) in enumerate(plan):
+                envelope = make_envelope(f"c{chat}", f"m{i}", f"{'H' if heavy else 'L'}{sleeps}")
+                assert await bus.submit(envelope)
+                accepted[str(envelope.chat)].append(f"m{i}")
+        return bus
+
+    bus = asyncio.run(scenario())
+    assert handled == accepted  # every message once, each chat in order
+    assert heavy_peak <= concurrency and light_peak <= light
+    assert bus._slots._free == concurrency and bus._first._free == light
