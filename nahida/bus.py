@@ -146,10 +146,10 @@ class _Slots:
 
 @dataclass(slots=True, eq=False)
 class _Held:
-    """Which slot a worker holds: one of `first`'s (where every message starts), one of
+    """Which slot a worker holds: one of `start`'s (where every message starts), one of
     `heavy`'s, or none."""
 
-    first: _Slots
+    start: _Slots
     heavy: _Slots
     slots: _Slots | None = None
     since: float = 0.0  # when the message being handled was submitted
@@ -164,9 +164,9 @@ async def take_heavy_slot() -> None:
     bus's `concurrency` slots (waiting, oldest message first). Nothing happens outside a bus
     with light slots, or when it already holds a heavy one."""
     held = _held.get()
-    if held is None or held.first is held.heavy or held.slots is not held.first:
+    if held is None or held.start is held.heavy or held.slots is not held.start:
         return
-    held.first.release()
+    held.start.release()
     held.slots = None  # cancelled while waiting below: nothing is held
     await held.heavy.acquire(held.since)
     held.slots = held.heavy
@@ -207,9 +207,9 @@ class EventBus(Generic[T]):
         self._dedup_key = dedup_key or cast(Callable[[T], Hashable], _envelope_dedup_key)
         self._key = key or cast(Callable[[T], str], _envelope_chat)
         self._label = label or cast(Callable[[T], dict[str, Any]], _envelope_label)
-        self._slots = _Slots(concurrency)
+        self._heavy = _Slots(concurrency)
         # where a message starts: a light slot, or (without light slots) a heavy one
-        self._first = _Slots(light_concurrency) if light_concurrency else self._slots
+        self._start = _Slots(light_concurrency) if light_concurrency else self._heavy
         self._name = name
         self._backlog_log_at = backlog_log_at
         self._backlog_log_every = backlog_log_every
@@ -262,7 +262,7 @@ class EventBus(Generic[T]):
 
     def _heavy_waiters(self) -> tuple[int, float | None]:
         """Messages whose handler waits in `take_heavy_slot()` (the others are in `since`)."""
-        return self._slots.waiters() if self._first is not self._slots else (0, None)
+        return self._heavy.waiters() if self._start is not self._heavy else (0, None)
 
     def backlog(self) -> Backlog:
         """The bus's depth now: O(chats), for logs and status, not for every message."""
@@ -388,8 +388,8 @@ class EventBus(Generic[T]):
 
     async def _work(self, chat: _Chat[T]) -> None:
         _worker_of.set(self)
-        # A slot kept from the last message for the next one (see `_Slots.keep`): a first one.
-        held = _Held(self._first, self._slots)
+        # A slot kept from the last message for the next one (see `_Slots.keep`): a start one.
+        held = _Held(self._start, self._heavy)
         _held.set(held)
         try:
             while not (self._closing and chat.idle):
@@ -404,11 +404,11 @@ class EventBus(Generic[T]):
                     continue
                 held.since = chat.since[0]  # when `envelope` was submitted
                 if held.slots is None:
-                    await self._first.acquire(held.since)
-                    held.slots = self._first
+                    await self._start.acquire(held.since)
+                    held.slots = self._start
                 await self._handle(chat, envelope)
                 # The chat's next message competes for the slot like any other waiter.
-                keep = held.slots is self._first and chat.since and self._first.keep(chat.since[0])
+                keep = held.slots is self._start and chat.since and self._start.keep(chat.since[0])
                 if not keep and held.slots is not None:
                     held.slots.release()
                     held.slots = None

@@ -562,7 +562,7 @@ async def test_chatter_goes_on_in_light_slots_while_the_heavy_one_waits_for_the_
         assert storing == ["t0", "t1", "t2"] and asking == ["qa"]
         model.set()
     assert bus.handled == 5 and asking == ["qa", "qb"]
-    assert bus._slots._free == 1 and bus._first._free == 2
+    assert bus._heavy._free == 1 and bus._start._free == 2
 
 
 async def test_without_light_slots_every_message_waits_for_the_one_slot() -> None:
@@ -582,7 +582,7 @@ async def test_without_light_slots_every_message_waits_for_the_one_slot() -> Non
         await asyncio.sleep(0.01)
         assert started == ["a1"]  # b1 waits for the only slot
         model.set()
-    assert bus.handled == 2 and bus._slots._free == 1
+    assert bus.handled == 2 and bus._heavy._free == 1
 
 
 @settings(max_examples=100, deadline=None)
@@ -629,4 +629,4 @@ def test_light_and_heavy_messages_keep_order_bounds_and_slots(
     bus = asyncio.run(scenario())
     assert handled == accepted  # every message once, each chat in order
     assert heavy_peak <= concurrency and light_peak <= light
-    assert bus._slots._free == concurrency and bus._first._free == light
+    assert bus._heavy._free == concurrency and bus._start._free == light
