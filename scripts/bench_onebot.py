@@ -11,9 +11,13 @@ implementations do. Latency is measured in the fake: event sent → reply action
 
 `--window` bounds the messages awaiting a reply (a closed loop, so the inbound queue never
 passes its mark and throughput is the bot's); `--rate` sends open-loop at a fixed rate instead (for
-latency below saturation). `--no-runner` replies straight from the bus, leaving only the adapter,
-the bus and the wire. "bot CPU per message" is the bot process's CPU time (event loop and SQLite
-thread) per answered message: on a shared machine it is steadier than wall-clock rates.
+latency below saturation). `--text lines` (the default) makes each message an ordinary chat line
+(`tests/data/chat_lines_zh_en.txt`, as `bench_pipeline.py` sends); `--text numbered` sends
+" 消息 N", a text every turn of a chat matches, so each history search ranks that chat's whole
+history (the figures before December 2026 used it). `--no-runner` replies straight from the bus,
+leaving only the adapter, the bus and the wire. "bot CPU per message" is the bot process's CPU
+time (event loop and SQLite thread) per answered message: on a shared machine it is steadier
+than wall-clock rates.
 """
 
 from __future__ import annotations
@@ -44,6 +48,11 @@ from nahida.providers.echo import EchoProvider  # noqa: E402
 from nahida.providers.router import ModelRouter, resolve_routes  # noqa: E402
 
 BOT = 10001
+LINES = [
+    line.strip()
+    for line in (ROOT / "tests" / "data" / "chat_lines_zh_en.txt").read_text("utf-8").splitlines()
+    if line.strip() and not line.startswith("/")  # chat talk, not commands
+]
 
 
 @dataclass(frozen=True)
@@ -59,6 +68,7 @@ class Load:
     embedding: str = "auto"  # memory.embedding.backend (auto: the local model where installed)
     store_process: bool = True  # memory.store_process: the database in a process of its own
     store_reader: bool = False  # memory.store_reader: recall's reads in a read-only one
+    text: str = "lines"  # lines: ordinary chat lines; numbered: " 消息 N" (matches every turn)
 
 
 # -- the fake implementation (child process) ------------------------------------------------------
@@ -76,6 +86,7 @@ async def _implementation(url: str, load: Load) -> dict[str, Any]:
     replied_at: dict[str, float] = {}
     replies: Counter[str] = Counter()
     progress = asyncio.Event()
+    cpu_started = _cpu_seconds()  # the fake's own CPU from here, its imports left out
 
     def on_call(call: Call) -> None:
         if call.action != "send_group_msg":
@@ -100,7 +111,7 @@ async def _implementation(url: str, load: Load) -> dict[str, Any]:
                     await sock.send(event)
                     injected += 1
             group = 100_000 + n % load.groups
-            event = impl.group_message(group, 200_000 + n % 97, [at(BOT), text(f" 消息 {n}")])
+            event = impl.group_message(group, 200_000 + n % 97, [at(BOT), text(body(load, n))])
             events.append(event)
             if load.rate:
                 await asyncio.sleep(max(0.0, started + n / load.rate - time.monotonic()))
@@ -136,10 +147,18 @@ async def _implementation(url: str, load: Load) -> dict[str, Any]:
         "lost": len(sent_at) - len(replied_at),
         "duplicate_replies": sum(c - 1 for c in replies.values() if c > 1),
         "seconds": end - started,
+        "fake_cpu_ms": (_cpu_seconds() - cpu_started) * 1000 / max(1, len(replied_at)),
         "rate": len(replied_at) / (end - started),
         "p50": statistics.median(latencies) if latencies else float("nan"),
         "p99": latencies[max(0, int(len(latencies) * 0.99) - 1)] if latencies else float("nan"),
     }
+
+
+def body(load: Load, n: int) -> str:
+    """The text of message `n` after the mention."""
+    if load.text == "numbered":
+        return f" 消息 {n}"
+    return f" {LINES[(n % load.groups * 31 + n * 7) % len(LINES)]} #{n}"
 
 
 # -- the bot (this process) ---------------------------------------------------------------------
@@ -233,6 +252,7 @@ async def main(load: Load, runs: int) -> int:
     runner += f", bus concurrency {load.concurrency}, embedding {load.embedding}"
     runner += ", store process" if load.store_process else ", store thread"
     runner += " and reader" if load.store_reader else ""
+    runner += f", text {load.text}"
     print(
         f"# bench_onebot: {load.messages} messages from {load.groups} groups over one reverse WS, "
         f"{load.duplicates:.0%} duplicates, reconnect: {'yes' if load.reconnect else 'no'}, "
@@ -247,6 +267,7 @@ async def main(load: Load, runs: int) -> int:
     print(row("bot CPU per message (ms)", [r["bot_cpu_ms"] for r in results], ".2f"))
     print(row("  database thread (ms)", [r["db_cpu_ms"] for r in results], ".2f"))
     print(row("  event-loop thread (ms)", [r["loop_cpu_ms"] for r in results], ".2f"))
+    print(row("fake implementation CPU / message (ms)", [r["fake_cpu_ms"] for r in results], ".2f"))
     print(row("database round trips / message", [r["round_trips"] for r in results], ".2f"))
     print(row("SQL statements / message", [r["statements"] for r in results], ".1f"))
     print(row("wall time (s)", [r["seconds"] for r in results], ".2f"))
@@ -282,6 +303,12 @@ if __name__ == "__main__":
     parser.add_argument(
         "--store-reader", action="store_true", help="memory.store_reader: recall's reads apart"
     )
+    parser.add_argument(
+        "--text",
+        choices=["lines", "numbered"],
+        default="lines",
+        help="ordinary chat lines (the default), or ' 消息 N' (matches every turn of its chat)",
+    )
     args = parser.parse_args()
     bench = Load(
         args.groups,
@@ -295,5 +322,6 @@ if __name__ == "__main__":
         args.embedding,
         args.store == "process",
         args.store_reader,
+        args.text,
     )
     sys.exit(asyncio.run(main(bench, args.runs)))
