@@ -410,6 +410,8 @@ def test_any_besides_tells_whether_a_search_leaving_turns_out_could_find_one(
         return store.read_sync(lambda tx: tx.turns.any_besides(chats, exclude, at))
 
     assert besides([CHAT], {first})  # the second is left
+    assert besides([CHAT], {first, 10_000})  # ids of no turn here change nothing
+    assert not besides([CHAT], {second, first, 10_000})
     assert not besides([CHAT], {first, second})  # a tool turn is never found
     assert besides([CHAT, OTHER], {first, second})
     assert not besides([CHAT], {second}, at=T0 + 0.5)  # nothing said by then
