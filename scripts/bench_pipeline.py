@@ -5,7 +5,9 @@ so this is everything but the model), the per-message costs (database round trip
 the database thread's and the event loop's CPU), peak RSS, and resident memory around 10,000
 distinct idle chats (their per-chat workers retired). Checks per-chat order and that nothing was
 lost. `--observed` sends group talk not addressed to the bot (stored, indexed and extracted,
-never answered; "lost" then counts messages not stored). `--embedding` sets
+never answered; "lost" then counts messages not stored); `--observed-share F` makes every chat
+a group where a share F of the messages is such talk and the rest is answered (a busy group
+with the bot in it; the answered messages' runner overhead is printed apart). `--embedding` sets
 `memory.embedding.backend` (default auto: the local model where installed, so each answered
 message embeds its query and new turns are embedded in the background; none: lexical recall
 only). `--statements` times every SQL statement on the database thread (its CPU; each one's
@@ -15,7 +17,7 @@ search has history to search, as in a chat older than its prompt window. `--conc
 `bus.concurrency` (how many messages are handled at once; the runner's time per message includes
 its waits for the event loop and the database thread, so fewer at once means lower latency, but
 not its wait for one of those slots). Observed talk is handled `bus.observed_concurrency` at once
-(the config's default).
+(`--observed-concurrency N`, default the config's 64; 0: in the model's slots, as before).
 `--dream-every SECONDS` dreams while the pipeline runs: every SECONDS a background task runs
 `memory.dreams.run` over the next chat in turn (each has new turns), the instant model answering
 each dream request with one add op citing the request's first turn.
@@ -122,7 +124,7 @@ class BenchModel(EchoProvider):
 
 
 def chat_key(chat: int) -> str:
-    return f"bench:{'group' if chat % 2 else 'private'}:c{chat}"
+    return f"bench:{'group' if OBSERVED or chat % 2 else 'private'}:c{chat}"
 
 
 async def dreaming(app: App, chats: int, every: float, runs: list[tuple[DreamRun, float]]) -> None:
@@ -250,8 +252,15 @@ LINES = [
 ]
 
 
-OBSERVED = False  # --observed: group talk not addressed to the bot (stored, not answered)
+# --observed (1.0), --observed-share F: the share of messages that are group talk not addressed
+# to the bot (stored, not answered); with any, every chat is a group
+OBSERVED = 0.0
 STATEMENTS = False  # --statements: time each SQL statement, print the costliest
+
+
+def observed(chat: int, n: int) -> bool:
+    """Whether message `n` of `chat` is talk not addressed to the bot (spread evenly)."""
+    return OBSERVED >= 1.0 or (chat * 7919 + n * 104729) % 1000 < OBSERVED * 1000
 
 
 def envelope(chat: int, n: int, kind: str) -> Envelope:
@@ -267,7 +276,7 @@ def envelope(chat: int, n: int, kind: str) -> Envelope:
         time=datetime.now(UTC),
         segments=(Segment.plain(text),),
         text=text,
-        to_me=not OBSERVED,
+        to_me=not observed(chat, n),
     )
 
 
@@ -291,25 +300,29 @@ def history_lines(chats: int, turns: int) -> list[str]:
     return lines
 
 
-def _stored_turns(app: App) -> int:
+def _stored_user_turns(app: App) -> int:
     db = app.memory.store.db  # type: ignore[attr-defined]
-    found: int = db.call(lambda conn: conn.execute("SELECT count(*) FROM turns").fetchone()[0])
+    found: int = db.call(
+        lambda conn: conn.execute("SELECT count(*) FROM turns WHERE role = 'user'").fetchone()[0]
+    )
     return found
 
 
 async def pump(app: App, adapter: BenchAdapter, chats: int, messages: int, offset: int) -> float:
-    adapter.expected = adapter.count + chats * messages
+    answered = sum(
+        not observed(chat, n) for n in range(messages) for chat in range(offset, offset + chats)
+    )
+    adapter.expected = adapter.count + answered
     adapter.done.clear()
     handled = app.bus.handled + chats * messages
     started = time.perf_counter()
     for n in range(messages):
         for chat in range(offset, offset + chats):
             await app.bus.submit(envelope(chat, n, "group" if chat % 2 else "private"))
-    if OBSERVED:  # nothing is answered: done when the bus has handled every message
-        while app.bus.handled < handled:  # noqa: ASYNC110 - polling a counter
-            await asyncio.sleep(0.005)
-    else:
+    if answered:
         await adapter.done.wait()
+    while app.bus.handled < handled:  # noqa: ASYNC110 - observed talk: polling a counter
+        await asyncio.sleep(0.005)
     return time.perf_counter() - started
 
 
@@ -325,12 +338,17 @@ async def main(
     concurrency: int = 16,
     store_process: bool = True,
     store_reader: bool = False,
+    observed_concurrency: int = 64,
 ) -> int:
     configure_logging("WARNING", "json")  # as `nahida run` would, minus the info lines
     tmp = Path(tempfile.mkdtemp(prefix="nahida-bench-"))
     config = Config.model_validate(
         {
-            "bus": {"idle_timeout": 1.0, "concurrency": concurrency},
+            "bus": {
+                "idle_timeout": 1.0,
+                "concurrency": concurrency,
+                "observed_concurrency": observed_concurrency,
+            },
             "memory": {
                 "embedding": {"backend": embedding},
                 "store_process": store_process,
@@ -348,6 +366,7 @@ async def main(
         app.runner.sources.clear()
         app.runner.hooks.clear()
     overhead: list[float] = []
+    answering: list[float] = []  # the answered messages' (with observed talk beside them)
     handle = app.runner.handle
     take_heavy_slot = runner_module.take_heavy_slot
     queued: dict[asyncio.Task[Any] | None, float] = {}
@@ -362,6 +381,8 @@ async def main(
         await handle(env)
         waited = queued.pop(asyncio.current_task(), 0.0)
         overhead.append(time.perf_counter() - t0 - waited)
+        if env.to_me:
+            answering.append(overhead[-1])
 
     runner_module.take_heavy_slot = timed_take  # type: ignore[assignment]
 
@@ -389,12 +410,14 @@ async def main(
         dreamer.cancel()
         await asyncio.gather(dreamer, return_exceptions=True)
     total = chats * messages
-    lost = total - (_stored_turns(app) if OBSERVED else adapter.count)
+    answered = sum(not observed(chat, n) for n in range(messages) for chat in range(chats))
+    lost = answered - adapter.count  # answers missing; with observed talk, stored turns too
+    lost += (total - _stored_user_turns(app)) if OBSERVED else 0
     out_of_order = 0
-    for chat in range(chats if not OBSERVED else 0):
+    for chat in range(chats if OBSERVED < 1.0 else 0):
         key = chat_key(chat)
         got = [int(text.rsplit("#", 1)[1]) for text in adapter.replies[key]]
-        out_of_order += got != list(range(messages))
+        out_of_order += got != [n for n in range(messages) if not observed(chat, n)]
     overhead_ms = sorted(x * 1000 for x in overhead)
     p50 = statistics.median(overhead_ms)
     p99 = overhead_ms[int(len(overhead_ms) * 0.99) - 1]
@@ -413,7 +436,10 @@ async def main(
     await runner_task
 
     what = "with memory (recall + extraction)" if memory else "without memory steps"
-    what += ", observed group talk (not answered)" if OBSERVED else ""
+    if OBSERVED >= 1.0:
+        what += ", observed group talk (not answered)"
+    elif OBSERVED:
+        what += f", groups: {answered} messages answered, the rest observed talk"
     print(f"# bench_pipeline: {chats} chats x {messages} messages, instant model, {what}")
     print()
     print(f"embedder: {app.memory.embeddings.why}")
@@ -431,6 +457,14 @@ async def main(
     print(f"| throughput | {total / elapsed:,.0f} messages/s |")
     print(f"| runner overhead p50 | {p50:.2f} ms |")
     print(f"| runner overhead p99 | {p99:.2f} ms |")
+    if OBSERVED and answering:
+        answering_ms = sorted(x * 1000 for x in answering)
+        answered_p50 = statistics.median(answering_ms)
+        answered_p99 = answering_ms[max(0, int(len(answering_ms) * 0.99) - 1)]
+        print(
+            "| runner overhead p50 / p99, answered messages |"
+            f" {answered_p50:.2f} / {answered_p99:.2f} ms |"
+        )
     print(f"| lost | {lost} |")
     print(f"| chats out of order | {out_of_order} |")
     for name, value in costs.rows(total):
@@ -486,6 +520,13 @@ if __name__ == "__main__":
         help="group talk not addressed to the bot: stored, indexed, extracted, never answered",
     )
     parser.add_argument(
+        "--observed-share",
+        type=float,
+        default=0.0,
+        metavar="F",
+        help="group chats where a share F of the messages is talk not addressed to the bot",
+    )
+    parser.add_argument(
         "--history",
         type=int,
         default=0,
@@ -505,6 +546,13 @@ if __name__ == "__main__":
         help="bus.concurrency: messages handled at once (default 16, the config's default)",
     )
     parser.add_argument(
+        "--observed-concurrency",
+        type=int,
+        default=64,
+        metavar="N",
+        help="bus.observed_concurrency: light slots for observed talk (0: the model's slots)",
+    )
+    parser.add_argument(
         "--store",
         choices=["process", "thread"],
         default="process",
@@ -517,7 +565,7 @@ if __name__ == "__main__":
         help="memory.store_reader: recall's reads in a second, read-only store process",
     )
     args = parser.parse_args()
-    OBSERVED = args.observed
+    OBSERVED = 1.0 if args.observed else args.observed_share
     STATEMENTS = args.statements
     code = asyncio.run(
         main(
@@ -532,6 +580,7 @@ if __name__ == "__main__":
             args.concurrency,
             args.store == "process",
             args.store_reader,
+            args.observed_concurrency,
         )
     )
     sys.exit(code)
