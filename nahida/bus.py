@@ -47,7 +47,7 @@ import signal
 import time
 from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable, Hashable
-from contextvars import ContextVar
+from contextvars import Context, ContextVar, copy_context
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar, cast
 
@@ -218,6 +218,7 @@ class EventBus(Generic[T]):
         self._chats: dict[str, _Chat[T]] = {}
         self._seen: OrderedDict[Hashable, None] = OrderedDict()
         self._tg: asyncio.TaskGroup | None = None
+        self._context = Context()  # run()'s: each worker starts in a copy of it
         self._running = False
         self._closing = False
         self._stop = asyncio.Event()
@@ -316,7 +317,7 @@ class EventBus(Generic[T]):
         self._finished.clear()
         try:
             async with asyncio.TaskGroup() as tg:
-                self._tg = tg
+                self._tg, self._context = tg, copy_context()
                 try:
                     for chat in list(self._chats.values()):
                         self._start_worker(chat)
@@ -384,7 +385,9 @@ class EventBus(Generic[T]):
             return  # run() starts it
         chat.has_worker = True
         self._workers += 1
-        self._tg.create_task(self._work(chat), name=f"bus {chat.key}")
+        # not in the context of whoever submitted (a handler's, say, with its log bindings
+        # and store priority): the worker serves that chat's later messages too
+        self._tg.create_task(self._work(chat), name=f"bus {chat.key}", context=self._context.copy())
 
     async def _work(self, chat: _Chat[T]) -> None:
         _worker_of.set(self)

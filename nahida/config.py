@@ -112,7 +112,7 @@ class BusConfig(_Model):
     concurrency: int = Field(16, ge=1)
     # group talk not addressed to the bot (stored, indexed, extracted; no model call) handled at
     # once besides `concurrency`; 0: it shares those slots
-    observed_concurrency: int = Field(64, ge=0)
+    observed_concurrency: int = Field(32, ge=0)
     queue_size: int = Field(100, ge=1)
     idle_timeout: float = Field(60.0, gt=0)
 

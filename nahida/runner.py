@@ -34,7 +34,7 @@ from nahida.envelope import Envelope, Reply
 from nahida.errors import ProviderError
 from nahida.hooks import ContextSource, PostTurnHook, TurnContext
 from nahida.i18n import Language, t
-from nahida.memory import MemoryService, NewTurn, Turn, candidates
+from nahida.memory import MemoryService, NewTurn, Turn, answering, candidates
 from nahida.policy import ReplyPolicy
 from nahida.prompt import build_prompt
 from nahida.providers.base import ChatModel
@@ -99,14 +99,17 @@ class SessionRunner:
         bound = structlog.contextvars.bind_contextvars(
             chat=str(envelope.chat), msg=envelope.message_id
         )
+        urgent = answering.set(False)  # until it takes a model slot
         try:
             await self._handle(envelope)
         finally:
+            answering.reset(urgent)
             structlog.contextvars.reset_contextvars(**bound)
 
     async def _handle(self, envelope: Envelope) -> None:
         if self._is_command_for_me(envelope):
             await take_heavy_slot()
+            answering.set(True)
             await self._command(envelope)
             return
         respond = self.policy.should_respond(envelope)
@@ -114,6 +117,7 @@ class SessionRunner:
         respond = respond and not limited
         if respond:  # observed talk needs no model: it keeps its light slot (nahida.bus)
             await take_heavy_slot()
+            answering.set(True)  # its store units go ahead of observed talk's
         late = self._late_by(envelope) if respond else None
         too_long = len(envelope.text) > self.settings.max_message_chars
         window = self.settings.hot_size * 2 if respond and late is None else 0

@@ -17,7 +17,7 @@ search has history to search, as in a chat older than its prompt window. `--conc
 `bus.concurrency` (how many messages are handled at once; the runner's time per message includes
 its waits for the event loop and the database thread, so fewer at once means lower latency, but
 not its wait for one of those slots). Observed talk is handled `bus.observed_concurrency` at once
-(`--observed-concurrency N`, default the config's 64; 0: in the model's slots, as before).
+(`--observed-concurrency N`, default the config's 32; 0: in the model's slots, as before).
 `--dream-every SECONDS` dreams while the pipeline runs: every SECONDS a background task runs
 `memory.dreams.run` over the next chat in turn (each has new turns), the instant model answering
 each dream request with one add op citing the request's first turn.
@@ -338,7 +338,7 @@ async def main(
     concurrency: int = 16,
     store_process: bool = True,
     store_reader: bool = False,
-    observed_concurrency: int = 64,
+    observed_concurrency: int = 32,
 ) -> int:
     configure_logging("WARNING", "json")  # as `nahida run` would, minus the info lines
     tmp = Path(tempfile.mkdtemp(prefix="nahida-bench-"))
@@ -548,7 +548,7 @@ if __name__ == "__main__":
     parser.add_argument(
         "--observed-concurrency",
         type=int,
-        default=64,
+        default=32,
         metavar="N",
         help="bus.observed_concurrency: light slots for observed talk (0: the model's slots)",
     )

@@ -50,7 +50,7 @@ from nahida.memory.recall.rerank import LLMReranker
 from nahida.memory.safety import redact
 from nahida.memory.scopes import GLOBAL, Viewer, admin_viewer, validate_scope, viewer_for
 from nahida.memory.service import TOO_LONG, MemoryService
-from nahida.memory.store.base import Store, StoreCapabilities, VectorCounts
+from nahida.memory.store.base import Store, StoreCapabilities, VectorCounts, answering
 from nahida.memory.tokenize import index_text, warm_up
 from nahida.memory.turn import MemoryTools, TurnParts, turn_parts
 from nahida.memory.working import WorkingSettings
@@ -114,6 +114,7 @@ __all__ = [
     "WorkingSettings",
     "WriteResult",
     "admin_viewer",
+    "answering",
     "candidates",
     "export_lines",
     "index_text",

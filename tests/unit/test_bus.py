@@ -9,6 +9,7 @@ import sys
 from collections import defaultdict
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from contextvars import ContextVar
 from datetime import UTC, datetime
 
 import pytest
@@ -322,6 +323,28 @@ async def test_submit_before_run_is_handled_once_run_starts() -> None:
         assert not stopper.done()  # accepted work is waiting for run()
         tg.create_task(bus.run())
     assert handled["test:group:early"] == ["0", "1", "2"]
+
+
+async def test_a_chat_worker_starts_in_the_context_of_run_not_of_who_submitted() -> None:
+    """A handler's context (its log bindings, its store priority) must not reach the worker a
+    submit of that handler starts: that worker serves the chat's later messages too."""
+    mark: ContextVar[str] = ContextVar("mark", default="run")
+    seen: list[str] = []
+
+    async def background(envelope: Envelope) -> None:
+        seen.append(mark.get())
+
+    later = EventBus(background)
+
+    async def handler(envelope: Envelope) -> None:
+        mark.set(f"handler {envelope.message_id}")
+        assert await later.submit(make_envelope("b", envelope.message_id))
+
+    first = EventBus(handler)
+    async with running(later), running(first):
+        assert await first.submit(make_envelope("a", "1"))
+        await wait_until(lambda: later.handled == 1)
+    assert seen == ["run"]
 
 
 async def test_shutdown_from_a_handler_does_not_wait_for_itself() -> None:

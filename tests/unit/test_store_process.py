@@ -1,5 +1,6 @@
 """The store process (`memory.store_process`): what travels, and what happens when it cannot or
-when the child dies. The contract suite runs every store test against it as well."""
+when the child dies; and what goes first in it (and on the database thread). The contract suite
+runs every store test against it as well."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import asyncio
 import os
 import signal
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,7 +16,8 @@ import pytest
 
 from nahida.errors import StorageError
 from nahida.memory.models import Session
-from nahida.memory.store.base import Tx
+from nahida.memory.store.base import Tx, answering
+from nahida.memory.store.sqlite import SqliteStore
 from nahida.memory.store.sqlite.process import ProcessStore
 from nahida.memory.store.sqlite.wire import dumps, loads
 
@@ -190,3 +193,38 @@ async def test_a_reader_runs_snapshot_reads_read_only_and_is_restarted_and_stopp
     finally:
         store.close()
     assert [child.process.returncode for child in children if child] == [0, 0]
+
+
+def _create_after(tx: Tx, other: str, session_id: str) -> bool:
+    """Create `session_id`; whether `other` was there before."""
+    seen = tx.sessions.get(other) is not None
+    _create(tx, session_id)
+    return seen
+
+
+def _hold(tx: Tx, seconds: float) -> None:
+    time.sleep(seconds)  # the store is busy: what comes meanwhile queues up as one batch
+
+
+@pytest.mark.parametrize("threaded", [False, True], ids=["process", "thread"])
+async def test_the_units_of_an_answered_message_run_ahead_of_those_sent_with_them(
+    tmp_path: Path, threaded: bool
+) -> None:
+    store = SqliteStore(tmp_path / "p.db") if threaded else ProcessStore(tmp_path / "p.db")
+
+    async def unit(session_id: str, other: str, urgent: bool) -> bool:
+        answering.set(urgent)  # this task's context only
+        return await store.write(_create_after, other, session_id)
+
+    try:
+        for n in range(3):
+            held = asyncio.ensure_future(store.write(_hold, 0.2))
+            await asyncio.sleep(0.05)
+            observed = asyncio.ensure_future(unit(f"o{n}", f"a{n}", False))
+            answered = asyncio.ensure_future(unit(f"a{n}", f"o{n}", True))
+            # the answered one, sent second, ran first
+            assert (await answered, await observed) == (False, True)
+            await held
+        assert answering.get() is False
+    finally:
+        store.close()

@@ -21,6 +21,7 @@ a tsquery over the same tokens in PostgreSQL). A backend is a package under `mem
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol, TypeVar
 
@@ -40,6 +41,10 @@ from nahida.memory.models import (
 from nahida.memory.scopes import Visibility
 
 T = TypeVar("T")
+
+# Set while a message the bot answers is handled: a store that queues units may run this task's
+# ahead of background work and observed talk (the SQLite store does, in its process or thread).
+answering: ContextVar[bool] = ContextVar("nahida_store_answering", default=False)
 
 
 @dataclass(frozen=True, slots=True)

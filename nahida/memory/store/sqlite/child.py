@@ -19,6 +19,7 @@ import signal
 import socket
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 from nahida.errors import StorageError
@@ -54,27 +55,37 @@ class _Server:
             return _store_capabilities(db.conn)
         raise StorageError(f"unknown store request {kind!r}")
 
-    def serve(self, requests: list[tuple[int, int, bytes]]) -> dict[int, list[Any]]:
-        """Answers, by socket, to `(socket, id, payload)` requests: the units in one batch."""
+    def serve(
+        self, requests: list[tuple[int, int, bytes]], send: Callable[[int, list[Any]], None]
+    ) -> None:
+        """Answer `(socket, id, payload)` requests that arrived together: `send` each socket
+        its answers in one frame, those of answered messages' units first (`run_in_turn`)."""
         answers: dict[int, list[Any]] = {}
-        jobs: list[tuple[int, int, Job]] = []
+        jobs: dict[int, tuple[int, int]] = {}  # id(job): (socket, request id)
+        batch: list[Job] = []
         for sock, request_id, payload in requests:
             answered = answers.setdefault(sock, [])
             try:
                 kind, write, fn, args = loads(payload)
-                if kind == "tx":
-                    jobs.append((sock, request_id, Job(self.store.run_unit, (fn, args), write)))
+                if kind in ("tx", "tx!"):
+                    job = Job(self.store.run_unit, (fn, args), write, urgent=kind == "tx!")
                 elif kind == "conn":
-                    jobs.append((sock, request_id, Job(fn, args, write)))
+                    job = Job(fn, args, write)
                 else:
                     answered.append((request_id, True, self.special(kind)))
+                    continue
+                jobs[id(job)] = (sock, request_id)
+                batch.append(job)
             except Exception as exc:
                 answered.append((request_id, False, _sendable(exc)))
-        if jobs:
-            outcomes = self.store.db.run_batch([job for _, _, job in jobs])
-            for (sock, request_id, _), (_, ok, value) in zip(jobs, outcomes, strict=True):
+        for outcomes in self.store.db.run_in_turn(batch) if batch else [[]]:
+            for job, ok, value in outcomes:
+                sock, request_id = jobs[id(job)]
                 answers[sock].append((request_id, ok, value if ok else _sendable(value)))
-        return answers
+            for sock, answered in answers.items():
+                if answered:
+                    send(sock, answered)
+            answers = {sock: [] for sock in answers}
 
 
 def _answer(sock: socket.socket, answered: list[Any]) -> None:
@@ -91,7 +102,8 @@ def _answer(sock: socket.socket, answered: list[Any]) -> None:
             else:
                 fixed.append((request_id, ok, value))
         payload = dumps(fixed)
-    sock.sendall(frame(payload))
+    with contextlib.suppress(OSError):  # the bot went away
+        sock.sendall(frame(payload))
 
 
 def main(argv: list[str]) -> None:
@@ -128,10 +140,7 @@ def main(argv: list[str]) -> None:
                     running = False
                     continue
                 requests.append((index, request_id, received[ID.size :]))
-        for index, answered in server.serve(requests).items():
-            if answered:
-                with contextlib.suppress(OSError):  # the bot went away
-                    _answer(socks[index], answered)
+        server.serve(requests, lambda index, answered: _answer(socks[index], answered))
     store.close()
 
 

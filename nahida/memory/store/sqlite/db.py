@@ -34,6 +34,7 @@ from typing import Any, TypeVar
 import structlog
 
 from nahida.errors import StorageError
+from nahida.memory.store.base import answering
 
 log = structlog.get_logger(__name__)
 T = TypeVar("T")
@@ -214,13 +215,15 @@ def transaction(conn: Connection) -> Iterator[Connection]:
 
 @dataclass
 class Job:
-    """`fn(conn, *args)`, a write or a read; `future` (on `loop`, if any) learns its outcome."""
+    """`fn(conn, *args)`, a write or a read; `future` (on `loop`, if any) learns its outcome.
+    `urgent`: a unit of a message being answered (`answering`), run ahead of the others."""
 
     fn: Callable[..., Any]
     args: tuple[Any, ...]
     write: bool
     future: asyncio.Future[Any] | concurrent.futures.Future[Any] | None = None
     loop: asyncio.AbstractEventLoop | None = None
+    urgent: bool = False
 
 
 def _deliver(outcome: tuple[Job, bool, Any]) -> None:
@@ -302,7 +305,7 @@ class Database:
         """Run `fn(conn, *args)` on the database thread."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
-        self._submit(Job(fn, args, write, future, loop))
+        self._submit(Job(fn, args, write, future, loop, answering.get()))
         return await future
 
     def call(self, fn: Callable[..., T], *args: Any, write: bool = True) -> T:
@@ -348,18 +351,29 @@ class Database:
                     break
                 batch.append(job)
             started = time.thread_time()
-            outcomes = self.run_batch(batch)
-            by_loop: dict[asyncio.AbstractEventLoop, list[tuple[Job, bool, Any]]] = {}
-            for outcome in outcomes:
-                loop = outcome[0].loop
-                if loop is None:
-                    _deliver(outcome)
-                else:
-                    by_loop.setdefault(loop, []).append(outcome)
-            for loop, delivered in by_loop.items():  # one wake-up per loop and batch
-                with contextlib.suppress(RuntimeError):  # loop already closed
-                    loop.call_soon_threadsafe(_deliver_all, delivered)
+            for outcomes in self.run_in_turn(batch):
+                by_loop: dict[asyncio.AbstractEventLoop, list[tuple[Job, bool, Any]]] = {}
+                for outcome in outcomes:
+                    loop = outcome[0].loop
+                    if loop is None:
+                        _deliver(outcome)
+                    else:
+                        by_loop.setdefault(loop, []).append(outcome)
+                for loop, delivered in by_loop.items():  # one wake-up per loop and batch
+                    with contextlib.suppress(RuntimeError):  # loop already closed
+                        loop.call_soon_threadsafe(_deliver_all, delivered)
             self.stats.cpu_seconds += time.thread_time() - started
+
+    def run_in_turn(self, batch: list[Job]) -> Iterator[list[tuple[Job, bool, Any]]]:
+        """`run_batch` the urgent jobs first, then the others (each a batch of its own), yielding
+        the outcomes of each in turn: an answered message's callers learn theirs without waiting
+        for the observed talk and background work that queued up with them."""
+        urgent = [job for job in batch if job.urgent]
+        if not urgent or len(urgent) == len(batch):
+            yield self.run_batch(batch)
+            return
+        yield self.run_batch(urgent)
+        yield self.run_batch([job for job in batch if not job.urgent])
 
     def run_batch(self, batch: list[Job]) -> list[tuple[Job, bool, Any]]:
         """Run jobs in one transaction (reads alone: one snapshot), in order; each job's

@@ -33,7 +33,7 @@ from typing import Any, TypeVar
 import structlog
 
 from nahida.errors import StorageError
-from nahida.memory.store.base import StoreCapabilities
+from nahida.memory.store.base import StoreCapabilities, answering
 from nahida.memory.store.sqlite.db import DbStats
 from nahida.memory.store.sqlite.store import probe
 from nahida.memory.store.sqlite.wire import CLOSE, SYNC_ID, Frames, loads, request
@@ -359,7 +359,8 @@ class ProcessStore:
         self, worker: _Worker, write: bool, unit: Callable[..., T], args: tuple[Any, ...]
     ) -> T:
         request_id = next(self._ids)
-        result: T = await worker.run(request_id, request(request_id, "tx", write, unit, args))
+        kind = "tx!" if answering.get() else "tx"  # "!": run ahead of the others (wire.py)
+        result: T = await worker.run(request_id, request(request_id, kind, write, unit, args))
         return result
 
     async def read(self, unit: Callable[..., T], *args: Any) -> T:

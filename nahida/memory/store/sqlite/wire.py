@@ -2,8 +2,10 @@
 socket, and in them pickled units of work, their arguments, their results.
 
 A frame is a 4-byte length and a payload. A request's payload is its id (8 bytes) and the
-pickled `(kind, write, fn, args)`; `CLOSE_ID` with nothing after it stops the child. An answer
-frame holds a pickled list of `(id, ok, value)`.
+pickled `(kind, write, fn, args)`, the kind `tx` (a store unit), `tx!` (one of a message being
+answered, run ahead of the others: `answering`), `conn` (a function of the connection) or a
+special request (`child.py`); `CLOSE_ID` with nothing after it stops the child. An answer frame
+holds a pickled list of `(id, ok, value)`.
 
 A unit is usually a lambda or a local function, which `pickle` refuses. Here one travels as its
 module's name, its code (marshalled once per code object; both processes run the same Python
