@@ -78,7 +78,7 @@ class _Server:
                 batch.append(job)
             except Exception as exc:
                 answered.append((request_id, False, _sendable(exc)))
-        for outcomes in self.store.db.run_in_turn(batch) if batch else [[]]:
+        for outcomes in self.store.db.run_in_turn(batch) if batch else [[]]:  # [[]]: no units
             for job, ok, value in outcomes:
                 sock, request_id = jobs[id(job)]
                 answers[sock].append((request_id, ok, value if ok else _sendable(value)))
