@@ -99,11 +99,11 @@ class SessionRunner:
         bound = structlog.contextvars.bind_contextvars(
             chat=str(envelope.chat), msg=envelope.message_id
         )
-        urgent = answering.set(False)  # until it takes a model slot
+        before = answering.set(False)  # until it takes a model slot
         try:
             await self._handle(envelope)
         finally:
-            answering.reset(urgent)
+            answering.reset(before)
             structlog.contextvars.reset_contextvars(**bound)
 
     async def _handle(self, envelope: Envelope) -> None:

@@ -263,6 +263,12 @@ def observed(chat: int, n: int) -> bool:
     return OBSERVED >= 1.0 or (chat * 7919 + n * 104729) % 1000 < OBSERVED * 1000
 
 
+def answered_count(chats: int, messages: int, offset: int = 0) -> int:
+    return sum(
+        not observed(chat, n) for n in range(messages) for chat in range(offset, offset + chats)
+    )
+
+
 def envelope(chat: int, n: int, kind: str) -> Envelope:
     kind = "group" if OBSERVED else kind
     key = ChatKey("bench", "group" if kind == "group" else "private", f"c{chat}")
@@ -309,9 +315,7 @@ def _stored_user_turns(app: App) -> int:
 
 
 async def pump(app: App, adapter: BenchAdapter, chats: int, messages: int, offset: int) -> float:
-    answered = sum(
-        not observed(chat, n) for n in range(messages) for chat in range(offset, offset + chats)
-    )
+    answered = answered_count(chats, messages, offset)
     adapter.expected = adapter.count + answered
     adapter.done.clear()
     handled = app.bus.handled + chats * messages
@@ -410,7 +414,7 @@ async def main(
         dreamer.cancel()
         await asyncio.gather(dreamer, return_exceptions=True)
     total = chats * messages
-    answered = sum(not observed(chat, n) for n in range(messages) for chat in range(chats))
+    answered = answered_count(chats, messages)
     lost = answered - adapter.count  # answers missing; with observed talk, stored turns too
     lost += (total - _stored_user_turns(app)) if OBSERVED else 0
     out_of_order = 0

@@ -58,13 +58,13 @@ class _Server:
     def serve(
         self, requests: list[tuple[int, int, bytes]], send: Callable[[int, list[Any]], None]
     ) -> None:
-        """Answer `(socket, id, payload)` requests that arrived together: `send` each socket
-        its answers in one frame, those of answered messages' units first (`run_in_turn`)."""
-        answers: dict[int, list[Any]] = {}
+        """Answer `(socket, id, payload)` requests that arrived together, each socket's in one
+        frame at a time: special requests and refusals at once, then the units' answers, those
+        of answered messages first (`run_in_turn`)."""
+        now: list[tuple[int, tuple[int, bool, Any]]] = []
         jobs: dict[int, tuple[int, int]] = {}  # id(job): (socket, request id)
         batch: list[Job] = []
         for sock, request_id, payload in requests:
-            answered = answers.setdefault(sock, [])
             try:
                 kind, write, fn, args = loads(payload)
                 if kind in ("tx", "tx!"):
@@ -72,20 +72,29 @@ class _Server:
                 elif kind == "conn":
                     job = Job(fn, args, write)
                 else:
-                    answered.append((request_id, True, self.special(kind)))
+                    now.append((sock, (request_id, True, self.special(kind))))
                     continue
                 jobs[id(job)] = (sock, request_id)
                 batch.append(job)
             except Exception as exc:
-                answered.append((request_id, False, _sendable(exc)))
-        for outcomes in self.store.db.run_in_turn(batch) if batch else [[]]:  # [[]]: no units
+                now.append((sock, (request_id, False, _sendable(exc))))
+        _send_by_socket(now, send)
+        for outcomes in self.store.db.run_in_turn(batch):
+            answers = []
             for job, ok, value in outcomes:
                 sock, request_id = jobs[id(job)]
-                answers[sock].append((request_id, ok, value if ok else _sendable(value)))
-            for sock, answered in answers.items():
-                if answered:
-                    send(sock, answered)
-            answers = {sock: [] for sock in answers}
+                answers.append((sock, (request_id, ok, value if ok else _sendable(value))))
+            _send_by_socket(answers, send)
+
+
+def _send_by_socket(
+    answers: list[tuple[int, tuple[int, bool, Any]]], send: Callable[[int, list[Any]], None]
+) -> None:
+    by_socket: dict[int, list[Any]] = {}
+    for sock, answer in answers:
+        by_socket.setdefault(sock, []).append(answer)
+    for sock, answered in by_socket.items():
+        send(sock, answered)
 
 
 def _answer(sock: socket.socket, answered: list[Any]) -> None:

@@ -242,6 +242,20 @@ def _deliver_all(outcomes: list[tuple[Job, bool, Any]]) -> None:
         _deliver(outcome)
 
 
+def _hand_back(outcomes: list[tuple[Job, bool, Any]]) -> None:
+    """From the database thread: each job's caller learns its outcome, one wake-up per loop."""
+    by_loop: dict[asyncio.AbstractEventLoop, list[tuple[Job, bool, Any]]] = {}
+    for outcome in outcomes:
+        loop = outcome[0].loop
+        if loop is None:
+            _deliver(outcome)
+        else:
+            by_loop.setdefault(loop, []).append(outcome)
+    for loop, delivered in by_loop.items():
+        with contextlib.suppress(RuntimeError):  # loop already closed
+            loop.call_soon_threadsafe(_deliver_all, delivered)
+
+
 def _attempt(job: Job, conn: Connection) -> tuple[Job, bool, Any]:
     try:
         return (job, True, job.fn(conn, *job.args))
@@ -352,22 +366,15 @@ class Database:
                 batch.append(job)
             started = time.thread_time()
             for outcomes in self.run_in_turn(batch):
-                by_loop: dict[asyncio.AbstractEventLoop, list[tuple[Job, bool, Any]]] = {}
-                for outcome in outcomes:
-                    loop = outcome[0].loop
-                    if loop is None:
-                        _deliver(outcome)
-                    else:
-                        by_loop.setdefault(loop, []).append(outcome)
-                for loop, delivered in by_loop.items():  # one wake-up per loop and batch
-                    with contextlib.suppress(RuntimeError):  # loop already closed
-                        loop.call_soon_threadsafe(_deliver_all, delivered)
+                _hand_back(outcomes)
             self.stats.cpu_seconds += time.thread_time() - started
 
     def run_in_turn(self, batch: list[Job]) -> Iterator[list[tuple[Job, bool, Any]]]:
         """`run_batch` the urgent jobs first, then the others (each a batch of its own), yielding
         the outcomes of each in turn: an answered message's callers learn theirs without waiting
         for the observed talk and background work that queued up with them."""
+        if not batch:
+            return
         urgent = [job for job in batch if job.urgent]
         if not urgent or len(urgent) == len(batch):
             yield self.run_batch(batch)
