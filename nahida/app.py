@@ -101,12 +101,15 @@ class Paths:
         return self.data_dir / "nahida.db"
 
 
-def build_provider(name: str, settings: ProviderConfig) -> Provider:
+def build_provider(name: str, settings: ProviderConfig, connections: int = 100) -> Provider:
+    """The provider of one `providers` entry; `connections`: the calls it may have in flight at
+    once, the connections it keeps alive."""
     client = ClientSettings(
         base_url=settings.base_url,
         api_key=settings.api_key.get_secret_value(),
         timeout=settings.timeout,
         max_retries=settings.max_retries,
+        connections=connections,
     )
     module, cls = PROVIDERS[settings.type]
     provider: Provider = getattr(importlib.import_module(module), cls)(name, client)
@@ -242,8 +245,15 @@ def build_model_router(config: Config, source: str = "config") -> ModelRouter:
     routes = resolve_routes(
         config.models, {n: p.model for n, p in config.providers.items()}, source=source
     )
-    providers = {name: build_provider(name, p) for name, p in config.providers.items()}
+    connections = model_calls_at_once(config)
+    providers = {name: build_provider(name, p, connections) for name, p in config.providers.items()}
     return ModelRouter(providers, routes)
+
+
+def model_calls_at_once(config: Config) -> int:
+    """The most model calls the bot makes at once: one a bus slot (answers, commands), one a
+    background slot (compaction, embedding), and a scheduled job's (dreaming)."""
+    return 2 * config.bus.concurrency + 1
 
 
 def platform_adapters(config: Config, source: str = "config") -> list[Adapter]:

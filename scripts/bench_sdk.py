@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib
 import multiprocessing
 import statistics
 import sys
 import time
 from pathlib import Path
+from types import ModuleType
 
 import aiohttp
 
@@ -23,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from nahida.providers.base import ChatRequest, Message  # noqa: E402
-from nahida.providers.client import ClientSettings  # noqa: E402
+from nahida.providers.client import ClientSettings, transport  # noqa: E402
 
 
 def serve(kind: str, ports: multiprocessing.Queue) -> None:  # type: ignore[type-arg]
@@ -55,7 +57,8 @@ async def provider_calls(kind: str, url: str, calls: int, concurrency: int) -> t
         from nahida.providers.anthropic import AnthropicProvider as Provider
     else:
         from nahida.providers.openai import OpenAIProvider as Provider  # type: ignore[assignment]
-    provider = Provider("bench", ClientSettings(base_url=url, api_key="k-bench", max_retries=0))
+    settings = ClientSettings(url, "k-bench", max_retries=0, connections=concurrency)
+    provider = Provider("bench", settings)
     await provider.chat(REQUEST)  # warm: connection, imports
     cpu, wall = await _timed(lambda: provider.chat(REQUEST), calls, concurrency)
     await provider.aclose()
@@ -74,12 +77,15 @@ def _raw_request(kind: str, url: str) -> tuple[str, dict[str, object]]:
     }
 
 
-async def httpx_calls(kind: str, url: str, calls: int, concurrency: int) -> tuple[float, float]:
-    """The SDKs' own transport (httpx), without the SDK: what the HTTP client alone costs."""
-    import httpx
+def sdk_transport(kind: str) -> ModuleType:
+    """The HTTP package the SDK of `kind` sends its requests with (httpx or httpx2)."""
+    return transport(importlib.import_module(kind))
 
+
+async def httpx_calls(kind: str, url: str, calls: int, concurrency: int) -> tuple[float, float]:
+    """The SDK's own HTTP client, without the SDK: what the HTTP client alone costs."""
     target, body = _raw_request(kind, url)
-    async with httpx.AsyncClient() as client:
+    async with sdk_transport(kind).AsyncClient() as client:
 
         async def one() -> object:
             response = await client.post(target, json=body, headers={"x-api-key": "k"})
@@ -136,7 +142,7 @@ def main() -> None:
         try:
             for label, fn in (
                 (f"{kind} SDK (our provider)", provider_calls),
-                (f"{kind} request, httpx alone", httpx_calls),
+                (f"{kind} request, {sdk_transport(kind).__name__} alone", httpx_calls),
                 (f"{kind} request, aiohttp alone", raw_calls),
             ):
                 found = [

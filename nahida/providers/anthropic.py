@@ -26,7 +26,7 @@ from anthropic.types import Message as AnthropicMessage
 
 from nahida.errors import ProviderResponseError
 from nahida.providers.base import ChatRequest, ChatResponse, Message, ToolCall, ToolSpec, Usage
-from nahida.providers.client import ClientSettings, from_sdk_error, with_retries
+from nahida.providers.client import ClientSettings, from_sdk_error, http_client, with_retries
 
 DEFAULT_MAX_TOKENS = 1024
 
@@ -44,6 +44,7 @@ class AnthropicProvider:
             base_url=settings.base_url,
             timeout=settings.timeout,
             max_retries=0,  # with_retries is the one place that retries
+            http_client=http_client(anthropic, settings),
         )
 
     async def chat(self, request: ChatRequest) -> ChatResponse:

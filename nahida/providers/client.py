@@ -1,7 +1,9 @@
 """How to connect to an LLM endpoint, apart from how to talk to it.
 
-`ClientSettings` says where the endpoint is and how patient to be. Providers build their SDK
-clients with the SDK's own retries switched off, so that `with_retries` is the one place that
+`ClientSettings` says where the endpoint is, how patient to be and how many connections to keep
+open. Each provider builds one SDK client over one HTTP client (`http_client`: keep-alive, its
+pool as large as the model calls the bot can make at once), with the SDK's own retries switched
+off, so that `with_retries` is the one place that
 retries, the same way for every provider. SDK exceptions become the typed errors of
 `nahida.errors`, with the HTTP status kept and the API key scrubbed from every message.
 """
@@ -10,13 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import importlib
 import math
 import random
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import structlog
 
@@ -36,6 +39,7 @@ log = structlog.get_logger(__name__)
 
 # A Retry-After hint longer than this is not waited for; our own backoff is used instead.
 MAX_RETRY_AFTER = 60.0
+_MAX_CONNECTIONS = 1000  # open at once, kept alive or not (the SDKs' default)
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +50,26 @@ class ClientSettings:
     max_retries: int = 2
     backoff_base: float = 0.5
     backoff_max: float = 8.0
+    # connections kept alive for the next call: as many as can run at once (the app passes its
+    # bus's; the SDKs' own default keeps 100)
+    connections: int = 100
+    keepalive_expiry: float = 5.0  # seconds an idle connection stays open
+
+
+def transport(sdk: ModuleType) -> ModuleType:
+    """The HTTP package under an SDK's client: `httpx`, or `httpx2` in the SDKs' later releases."""
+    base = sdk.DefaultAsyncHttpxClient.__mro__[1]  # the package's AsyncClient
+    return importlib.import_module(base.__module__.partition(".")[0])
+
+
+def http_client(sdk: ModuleType, settings: ClientSettings) -> Any:
+    """The SDK's default HTTP client (its timeouts, redirects), with the pool of `settings`."""
+    limits = transport(sdk).Limits(
+        max_connections=max(_MAX_CONNECTIONS, settings.connections),
+        max_keepalive_connections=settings.connections,
+        keepalive_expiry=settings.keepalive_expiry,
+    )
+    return sdk.DefaultAsyncHttpxClient(limits=limits)
 
 
 async def with_retries(

@@ -26,7 +26,7 @@ from openai.types.chat import (
 
 from nahida.errors import ProviderResponseError
 from nahida.providers.base import ChatRequest, ChatResponse, Message, ToolCall, ToolSpec, Usage
-from nahida.providers.client import ClientSettings, from_sdk_error, with_retries
+from nahida.providers.client import ClientSettings, from_sdk_error, http_client, with_retries
 
 _NAME_FORBIDDEN = re.compile(r"[^a-zA-Z0-9_-]+")
 _NAME_MAX = 64
@@ -43,6 +43,7 @@ class OpenAIProvider:
             base_url=settings.base_url,
             timeout=settings.timeout,
             max_retries=0,  # with_retries is the one place that retries
+            http_client=http_client(openai, settings),
         )
 
     async def chat(self, request: ChatRequest) -> ChatResponse:

@@ -48,6 +48,7 @@ class RecordedRequest:
     path: str
     headers: dict[str, str]  # lower-case names
     body: dict[str, Any]
+    peer: str = ""  # the client's end of the connection it came on ("host:port")
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,7 +162,7 @@ class FakeLLMServer(LoopbackServer, abc.ABC):
     async def _handle(self, request: web.Request) -> web.Response:
         body = await request.json()
         headers = {name.lower(): value for name, value in request.headers.items()}
-        self.requests.append(RecordedRequest(request.path, headers, body))
+        self.requests.append(RecordedRequest(request.path, headers, body, _peer(request)))
         dreamed = memory_model.memory_task(body) == "dream" and bool(self.dream_script)
         memory_answer = None if dreamed else memory_model.answer(body)
         if memory_answer is not None and self.memory_failures > 0:
@@ -210,6 +211,11 @@ class FakeLLMServer(LoopbackServer, abc.ABC):
         return _text_of(users[-1].get("content", "")) if users else ""
 
 
+def _peer(request: web.Request) -> str:
+    address = request.transport.get_extra_info("peername") if request.transport else None
+    return f"{address[0]}:{address[1]}" if address else ""
+
+
 def bigram_vector(text: str, dimension: int) -> list[float]:
     """Counts of the text's character bigrams (case-folded), hashed into `dimension` buckets."""
     folded = "".join(text.casefold().split())
@@ -248,7 +254,7 @@ class FakeOpenAIServer(FakeLLMServer):
         `embed_dimension` buckets (texts sharing bigrams are near), base64 or float."""
         body = await request.json()
         headers = {name.lower(): value for name, value in request.headers.items()}
-        self.requests.append(RecordedRequest(request.path, headers, body))
+        self.requests.append(RecordedRequest(request.path, headers, body, _peer(request)))
         if self.embed_delay:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._closing.wait(), self.embed_delay)

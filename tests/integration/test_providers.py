@@ -5,12 +5,13 @@ from __future__ import annotations
 import asyncio
 import socket
 import traceback
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pytest
 
+from nahida.app import build_model_router
 from nahida.errors import (
     ProviderAuthError,
     ProviderConnectionError,
@@ -25,6 +26,7 @@ from nahida.providers.base import ChatRequest, ChatResponse, Message, Provider, 
 from nahida.providers.client import ClientSettings, backoff_delay, error_for_status, with_retries
 from nahida.providers.openai import OpenAIProvider, sanitise_name
 from tests.fakes.llm_server import FakeAnthropicServer, FakeLLMServer, FakeOpenAIServer
+from tests.helpers import config, openai_provider
 
 KEY = "sk-test-5f0c2a9e4b7d41c3"
 
@@ -200,6 +202,55 @@ async def test_ping_unreachable(fake: Fake) -> None:
 
     with pytest.raises(ProviderConnectionError):
         await fake.provider(base_url=f"http://127.0.0.1:{port}/v1").ping()
+
+
+async def rounds_of_calls(
+    server: FakeLLMServer, chat: Callable[[ChatRequest], Awaitable[Any]], rounds: int, calls: int
+) -> list[set[str]]:
+    """The connections each round of `calls` calls at once came on (the server holds each call
+    a moment, so a round's calls overlap)."""
+    peers = []
+    for _ in range(rounds):
+        for _ in range(calls):
+            server.hang(0.2)
+        before = len(server.requests)
+        await asyncio.gather(*(chat(ask(f"call {n}")) for n in range(calls)))
+        peers.append({r.peer for r in server.requests[before:]})
+    return peers
+
+
+async def test_a_provider_keeps_its_pool_of_connections_alive_between_calls(fake: Fake) -> None:
+    provider = fake.provider(connections=3)
+    first, second = await rounds_of_calls(fake.server, provider.chat, rounds=2, calls=3)
+    assert len(first) == 3 and "" not in first
+    assert second == first  # every connection kept and used again
+
+
+async def test_a_provider_keeps_no_more_connections_than_its_pool(fake: Fake) -> None:
+    """Calls beyond the pool still run at once, each on a connection of its own, which is
+    closed after it (the SDKs' default pool would have kept all five)."""
+    provider = fake.provider(connections=3)
+    first, second = await rounds_of_calls(fake.server, provider.chat, rounds=2, calls=5)
+    assert len(first) == 5
+    assert len(second & first) == 3 and len(second - first) == 2
+
+
+async def test_the_apps_providers_keep_a_connection_for_each_call_the_bot_makes_at_once(
+    openai_server: FakeOpenAIServer,
+) -> None:
+    """One bus slot's answer and one background slot's work at once, and a scheduled job's:
+    three connections for `bus.concurrency: 1`."""
+    router = build_model_router(
+        config(bus={"concurrency": 1}, **openai_provider(openai_server.url))
+    )
+    try:
+        first, second = await rounds_of_calls(
+            openai_server, lambda r: router.chat("chat", r.messages), rounds=2, calls=5
+        )
+    finally:
+        await router.aclose()
+    assert len(first) == 5
+    assert len(second & first) == 3 and len(second - first) == 2
 
 
 async def test_malformed_tool_arguments(fake: Fake) -> None:
