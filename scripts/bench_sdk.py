@@ -1,8 +1,10 @@
 """Per-call cost of talking to the model: the provider (OpenAI or Anthropic SDK, one shared client
-with keep-alive, built once per provider) against a raw aiohttp POST of the same request, both to
-the fake server in a second process (its CPU is not ours). Prints, per call, our process's CPU
-and the wall time at a given concurrency: what the SDK's request building and response parsing
-cost beyond the HTTP round trip (issue 14 item 4).
+with keep-alive, built once per provider) against the same request through the SDK's HTTP client
+alone (httpx2 in the SDKs' current releases) and through a raw aiohttp POST, all to the fake server
+in a second process (its CPU is not ours). Prints, per call, our process's CPU and the wall time at
+a given concurrency: what the SDK's request building and response parsing cost beyond the HTTP
+round trip (issue 14 item 4). The request is shaped like the bot's prompt: `--turns` hot-window
+turns (20 by default) besides the system message, the recalled memory and the message.
 
     .venv/bin/python scripts/bench_sdk.py --calls 2000 --concurrency 16
 """
@@ -40,33 +42,43 @@ def serve(kind: str, ports: multiprocessing.Queue) -> None:  # type: ignore[type
     asyncio.run(main())
 
 
-REQUEST = ChatRequest(
-    model="m1",
-    messages=(
-        Message("system", "你是纳西妲。" * 40),
-        Message("user", "[长期记忆]\n- 喜欢乌龙茶\n- 周五发周报"),
-        Message("assistant", "好的。"),
-        Message("user", "今天吃什么好呢？"),
-    ),
-    max_tokens=256,
-)
+def prompt(turns: int) -> ChatRequest:
+    """A request shaped like the bot's: the system message, recalled memory and its
+    acknowledgement, `turns` turns of the hot window (20 for the default 10 rounds), the message."""
+    history = tuple(
+        Message("user" if n % 2 == 0 else "assistant", f"第 {n} 句：周五下午三点在三楼开周会。")
+        for n in range(turns)
+    )
+    return ChatRequest(
+        model="m1",
+        messages=(
+            Message("system", "你是纳西妲。" * 40),
+            Message("user", "[长期记忆]\n- 喜欢乌龙茶\n- 周五发周报"),
+            Message("assistant", "好的。"),
+            *history,
+            Message("user", "今天吃什么好呢？"),
+        ),
+        max_tokens=256,
+    )
 
 
-async def provider_calls(kind: str, url: str, calls: int, concurrency: int) -> tuple[float, float]:
+async def provider_calls(
+    kind: str, url: str, request: ChatRequest, calls: int, concurrency: int
+) -> tuple[float, float]:
     if kind == "anthropic":
         from nahida.providers.anthropic import AnthropicProvider as Provider
     else:
         from nahida.providers.openai import OpenAIProvider as Provider  # type: ignore[assignment]
     settings = ClientSettings(url, "k-bench", max_retries=0, connections=concurrency)
     provider = Provider("bench", settings)
-    await provider.chat(REQUEST)  # warm: connection, imports
-    cpu, wall = await _timed(lambda: provider.chat(REQUEST), calls, concurrency)
+    await provider.chat(request)  # warm: connection, imports
+    cpu, wall = await _timed(lambda: provider.chat(request), calls, concurrency)
     await provider.aclose()
     return cpu, wall
 
 
-def _raw_request(kind: str, url: str) -> tuple[str, dict[str, object]]:
-    messages = [{"role": m.role, "content": m.content} for m in REQUEST.messages]
+def _raw_request(kind: str, url: str, request: ChatRequest) -> tuple[str, dict[str, object]]:
+    messages = [{"role": m.role, "content": m.content} for m in request.messages]
     if kind == "anthropic":
         body = {"model": "m1", "max_tokens": 256, "system": messages[0]["content"]}
         return url.rstrip("/") + "/v1/messages", {**body, "messages": messages[1:]}
@@ -82,9 +94,11 @@ def sdk_transport(kind: str) -> ModuleType:
     return transport(importlib.import_module(kind))
 
 
-async def httpx_calls(kind: str, url: str, calls: int, concurrency: int) -> tuple[float, float]:
+async def httpx_calls(
+    kind: str, url: str, request: ChatRequest, calls: int, concurrency: int
+) -> tuple[float, float]:
     """The SDK's own HTTP client, without the SDK: what the HTTP client alone costs."""
-    target, body = _raw_request(kind, url)
+    target, body = _raw_request(kind, url, request)
     async with sdk_transport(kind).AsyncClient() as client:
 
         async def one() -> object:
@@ -95,8 +109,10 @@ async def httpx_calls(kind: str, url: str, calls: int, concurrency: int) -> tupl
         return await _timed(one, calls, concurrency)
 
 
-async def raw_calls(kind: str, url: str, calls: int, concurrency: int) -> tuple[float, float]:
-    target, body = _raw_request(kind, url)
+async def raw_calls(
+    kind: str, url: str, request: ChatRequest, calls: int, concurrency: int
+) -> tuple[float, float]:
+    target, body = _raw_request(kind, url, request)
     async with aiohttp.ClientSession() as session:
 
         async def one() -> object:
@@ -126,9 +142,14 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=2000)
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument(
+        "--turns", type=int, default=20, help="hot-window turns in the prompt (the bot's: 20)"
+    )
     args = parser.parse_args()
+    request = prompt(args.turns)
     print(
-        f"# bench_sdk: {args.calls} calls, concurrency {args.concurrency}, medians of {args.runs}"
+        f"# bench_sdk: {args.calls} calls, concurrency {args.concurrency}, medians of {args.runs},"
+        f" {len(request.messages)} messages a request ({args.turns} hot-window turns)"
     )
     print()
     print("| client | our CPU / call | wall / call | calls/s |")
@@ -146,7 +167,7 @@ def main() -> None:
                 (f"{kind} request, aiohttp alone", raw_calls),
             ):
                 found = [
-                    asyncio.run(fn(kind, url, args.calls, args.concurrency))
+                    asyncio.run(fn(kind, url, request, args.calls, args.concurrency))
                     for _ in range(args.runs)
                 ]
                 cpu = statistics.median(c for c, _ in found)

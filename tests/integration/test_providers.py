@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import openai
 import pytest
 
 from nahida.app import build_model_router
@@ -24,7 +25,7 @@ from nahida.errors import (
 from nahida.providers.anthropic import AnthropicProvider
 from nahida.providers.base import ChatRequest, ChatResponse, Message, Provider, ToolCall, ToolSpec
 from nahida.providers.client import ClientSettings, backoff_delay, error_for_status, with_retries
-from nahida.providers.openai import OpenAIProvider, sanitise_name
+from nahida.providers.openai import OpenAIProvider, completion_body, sanitise_name
 from tests.fakes.llm_server import FakeAnthropicServer, FakeLLMServer, FakeOpenAIServer
 from tests.helpers import config, openai_provider
 
@@ -384,6 +385,47 @@ async def test_openai_user_names_are_sanitised(fake: Fake) -> None:
     sent = fake.bodies[0]["messages"]
     assert [m.get("name") for m in sent] == ["Alice_Smith", None, "bob-2"]
     assert "name" not in sent[1]
+
+
+SENT_AS_IS = [
+    ask("今天吃什么好呢？"),
+    ask("b", max_tokens=50, temperature=0.3),
+    ChatRequest(
+        model="m",
+        messages=(
+            Message("system", "你是纳西妲。"),
+            Message("user", "weather?", name="Alice Smith"),
+            Message("assistant", "", tool_calls=(ToolCall("call_1", "weather", {"city": "巴黎"}),)),
+            Message("tool", '{"temp": 21}', tool_call_id="call_1"),
+            Message("assistant", "21 度。"),
+            Message("user", "谢谢", name="纳西妲"),
+        ),
+        tools=(WEATHER,),
+        max_tokens=128,
+    ),
+]
+
+
+@pytest.mark.parametrize("request_", SENT_AS_IS, ids=["plain", "options", "tools"])
+async def test_openai_posts_the_body_the_sdks_create_would_send(
+    openai_server: FakeOpenAIServer, request_: ChatRequest
+) -> None:
+    """The provider posts its body as it is; the SDK's `create` walks it against its typed
+    parameters first. For what the provider sends, the walk must change nothing."""
+    provider = OpenAIProvider("o", replace(FAST, base_url=openai_server.url))
+    sdk = openai.AsyncOpenAI(
+        api_key=KEY, base_url=openai_server.url, timeout=FAST.timeout, max_retries=0
+    )
+    try:
+        await provider.chat(request_)
+        await sdk.chat.completions.create(**completion_body(request_))
+    finally:
+        await provider.aclose()
+        await sdk.close()
+    ours, theirs = openai_server.requests
+    assert ours.path == theirs.path
+    assert ours.body == theirs.body
+    assert ours.headers == theirs.headers
 
 
 @pytest.mark.parametrize(
