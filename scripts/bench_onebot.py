@@ -14,7 +14,9 @@ passes its mark and throughput is the bot's); `--rate` sends open-loop at a fixe
 latency below saturation). `--text lines` (the default) makes each message an ordinary chat line
 (`tests/data/chat_lines_zh_en.txt`, as `bench_pipeline.py` sends); `--text numbered` sends
 " 消息 N", a text every turn of a chat matches, so each history search ranks that chat's whole
-history (the figures before December 2026 used it). `--no-runner` replies straight from the bus,
+history (the figures before December 2026 used it). `--model openai|anthropic` answers through the
+real provider and its SDK, to a fake endpoint in a third process (its CPU is not the bot's);
+the default is an instant in-process echo. `--no-runner` replies straight from the bus,
 leaving only the adapter, the bus and the wire. "bot CPU per message" is the bot process's CPU
 time (event loop and SQLite thread) per answered message: on a shared machine it is steadier
 than wall-clock rates.
@@ -40,7 +42,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from nahida.adapters.onebot.adapter import OneBotAdapter  # noqa: E402
-from nahida.app import App, Paths, platform_adapters  # noqa: E402
+from nahida.app import App, Paths, build_model_router, platform_adapters  # noqa: E402
 from nahida.config import Config  # noqa: E402
 from nahida.envelope import Envelope, Reply  # noqa: E402
 from nahida.logs import configure_logging  # noqa: E402
@@ -69,6 +71,7 @@ class Load:
     store_process: bool = True  # memory.store_process: the database in a process of its own
     store_reader: bool = False  # memory.store_reader: recall's reads in a read-only one
     text: str = "lines"  # lines: ordinary chat lines; numbered: " 消息 N" (matches every turn)
+    model: str = "instant"  # instant: the in-process echo; openai / anthropic: that SDK to a fake
 
 
 # -- the fake implementation (child process) ------------------------------------------------------
@@ -161,17 +164,45 @@ def body(load: Load, n: int) -> str:
     return f" {LINES[(n % load.groups * 31 + n * 7) % len(LINES)]} #{n}"
 
 
+# -- the model: a fake endpoint in a process of its own (--model openai|anthropic) ---------------
+
+
+def model_server(kind: str, urls: Any) -> None:
+    from tests.fakes.llm_server import FakeAnthropicServer, FakeOpenAIServer
+
+    async def serve() -> None:
+        cls = FakeAnthropicServer if kind == "anthropic" else FakeOpenAIServer
+        async with cls() as server:
+            urls.put(server.url)
+            await asyncio.Event().wait()
+
+    asyncio.run(serve())
+
+
 # -- the bot (this process) ---------------------------------------------------------------------
 
 
 async def one_run(load: Load) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="nahida-bench-onebot-") as tmp:
-        return await _one_run(load, Path(tmp))
+        if load.model == "instant":
+            return await _one_run(load, Path(tmp), {})
+        context = multiprocessing.get_context("spawn")
+        urls = context.Queue()
+        server = context.Process(target=model_server, args=(load.model, urls), daemon=True)
+        server.start()
+        try:
+            url = await asyncio.to_thread(urls.get, timeout=30)
+            provider = {"type": load.model, "base_url": url, "api_key": "k-bench", "model": "m1"}
+            return await _one_run(load, Path(tmp), {"main": provider})
+        finally:
+            server.terminate()
+            server.join()
 
 
-async def _one_run(load: Load, tmp: Path) -> dict[str, Any]:
+async def _one_run(load: Load, tmp: Path, providers: dict[str, Any]) -> dict[str, Any]:
     config = Config.model_validate(
         {
+            "providers": providers,
             "server": {"host": "127.0.0.1", "port": 0},
             "channels": {"onebot": {"enabled": True, "mode": "reverse_ws"}},
             "scheduler": {"enabled": False},
@@ -185,7 +216,11 @@ async def _one_run(load: Load, tmp: Path) -> dict[str, Any]:
             "logging": {"level": "ERROR", "format": "json"},
         }
     )
-    model = ModelRouter({"echo": EchoProvider()}, resolve_routes({}, {"echo": "instant"}))
+    model = (
+        build_model_router(config)
+        if providers
+        else ModelRouter({"echo": EchoProvider()}, resolve_routes({}, {"echo": "instant"}))
+    )
     app = App(
         config,
         Paths(None, tmp / "data", tmp / "workspace"),
@@ -253,6 +288,7 @@ async def main(load: Load, runs: int) -> int:
     runner += ", store process" if load.store_process else ", store thread"
     runner += " and reader" if load.store_reader else ""
     runner += f", text {load.text}"
+    runner += ", instant model" if load.model == "instant" else f", {load.model} SDK to a fake"
     print(
         f"# bench_onebot: {load.messages} messages from {load.groups} groups over one reverse WS, "
         f"{load.duplicates:.0%} duplicates, reconnect: {'yes' if load.reconnect else 'no'}, "
@@ -309,6 +345,12 @@ if __name__ == "__main__":
         default="lines",
         help="ordinary chat lines (the default), or ' 消息 N' (matches every turn of its chat)",
     )
+    parser.add_argument(
+        "--model",
+        choices=["instant", "openai", "anthropic"],
+        default="instant",
+        help="the in-process echo, or the real provider (its SDK) to a fake server in a process",
+    )
     args = parser.parse_args()
     bench = Load(
         args.groups,
@@ -323,5 +365,6 @@ if __name__ == "__main__":
         args.store == "process",
         args.store_reader,
         args.text,
+        args.model,
     )
     sys.exit(asyncio.run(main(bench, args.runs)))
