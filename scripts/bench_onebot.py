@@ -48,6 +48,7 @@ from nahida.envelope import Envelope, Reply  # noqa: E402
 from nahida.logs import configure_logging  # noqa: E402
 from nahida.providers.echo import EchoProvider  # noqa: E402
 from nahida.providers.router import ModelRouter, resolve_routes  # noqa: E402
+from tests.fakes.llm_server import serve_until_stopped  # noqa: E402
 
 BOT = 10001
 LINES = [
@@ -164,21 +165,6 @@ def body(load: Load, n: int) -> str:
     return f" {LINES[(n % load.groups * 31 + n * 7) % len(LINES)]} #{n}"
 
 
-# -- the model: a fake endpoint in a process of its own (--model openai|anthropic) ---------------
-
-
-def model_server(kind: str, urls: Any) -> None:
-    from tests.fakes.llm_server import FakeAnthropicServer, FakeOpenAIServer
-
-    async def serve() -> None:
-        cls = FakeAnthropicServer if kind == "anthropic" else FakeOpenAIServer
-        async with cls() as server:
-            urls.put(server.url)
-            await asyncio.Event().wait()
-
-    asyncio.run(serve())
-
-
 # -- the bot (this process) ---------------------------------------------------------------------
 
 
@@ -188,7 +174,7 @@ async def one_run(load: Load) -> dict[str, Any]:
             return await _one_run(load, Path(tmp), {})
         context = multiprocessing.get_context("spawn")
         urls = context.Queue()
-        server = context.Process(target=model_server, args=(load.model, urls), daemon=True)
+        server = context.Process(target=serve_until_stopped, args=(load.model, urls), daemon=True)
         server.start()
         try:
             url = await asyncio.to_thread(urls.get, timeout=30)

@@ -28,18 +28,7 @@ sys.path.insert(0, str(ROOT))
 
 from nahida.providers.base import ChatRequest, Message  # noqa: E402
 from nahida.providers.client import ClientSettings, transport  # noqa: E402
-
-
-def serve(kind: str, ports: multiprocessing.Queue) -> None:  # type: ignore[type-arg]
-    from tests.fakes.llm_server import FakeAnthropicServer, FakeOpenAIServer
-
-    async def main() -> None:
-        cls = FakeAnthropicServer if kind == "anthropic" else FakeOpenAIServer
-        async with cls() as server:
-            ports.put(server.url)
-            await asyncio.Event().wait()
-
-    asyncio.run(main())
+from tests.fakes.llm_server import serve_until_stopped  # noqa: E402
 
 
 def prompt(turns: int) -> ChatRequest:
@@ -94,7 +83,7 @@ def sdk_transport(kind: str) -> ModuleType:
     return transport(importlib.import_module(kind))
 
 
-async def httpx_calls(
+async def transport_calls(
     kind: str, url: str, request: ChatRequest, calls: int, concurrency: int
 ) -> tuple[float, float]:
     """The SDK's own HTTP client, without the SDK: what the HTTP client alone costs."""
@@ -157,13 +146,13 @@ def main() -> None:
     context = multiprocessing.get_context("spawn")
     for kind in ("openai", "anthropic"):
         ports = context.Queue()
-        server = context.Process(target=serve, args=(kind, ports), daemon=True)
+        server = context.Process(target=serve_until_stopped, args=(kind, ports), daemon=True)
         server.start()
         url = ports.get(timeout=30)
         try:
             for label, fn in (
                 (f"{kind} SDK (our provider)", provider_calls),
-                (f"{kind} request, {sdk_transport(kind).__name__} alone", httpx_calls),
+                (f"{kind} request, {sdk_transport(kind).__name__} alone", transport_calls),
                 (f"{kind} request, aiohttp alone", raw_calls),
             ):
                 found = [

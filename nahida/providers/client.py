@@ -3,9 +3,9 @@
 `ClientSettings` says where the endpoint is, how patient to be and how many connections to keep
 open. Each provider builds one SDK client over one HTTP client (`http_client`: keep-alive, its
 pool as large as the model calls the bot can make at once), with the SDK's own retries switched
-off, so that `with_retries` is the one place that
-retries, the same way for every provider. SDK exceptions become the typed errors of
-`nahida.errors`, with the HTTP status kept and the API key scrubbed from every message.
+off, so that `with_retries` is the one place that retries, the same way for every provider. SDK
+exceptions become the typed errors of `nahida.errors`, with the HTTP status kept and the API key
+scrubbed from every message.
 """
 
 from __future__ import annotations

@@ -211,6 +211,19 @@ class FakeLLMServer(LoopbackServer, abc.ABC):
         return _text_of(users[-1].get("content", "")) if users else ""
 
 
+def serve_until_stopped(kind: str, urls: Any) -> None:
+    """A process's target (the benchmarks'): a fake server of `kind` ("openai", "anthropic")
+    puts its URL on the queue `urls` and serves until the process is stopped."""
+
+    async def serve() -> None:
+        cls = FakeAnthropicServer if kind == "anthropic" else FakeOpenAIServer
+        async with cls() as server:
+            urls.put(server.url)
+            await asyncio.Event().wait()
+
+    asyncio.run(serve())
+
+
 def _peer(request: web.Request) -> str:
     address = request.transport.get_extra_info("peername") if request.transport else None
     return f"{address[0]}:{address[1]}" if address else ""
