@@ -247,6 +247,10 @@ async def _one_run(load: Load, tmp: Path, providers: dict[str, Any]) -> dict[str
     assert isinstance(adapter, OneBotAdapter)
     result["dropped_by_adapter"] = adapter.counters.duplicates
     result["handled"] = app.bus.handled
+    embeddings = app.memory.embeddings
+    result["query_vectors"] = getattr(embeddings, "queried", -1)  # -1: not counted (older code)
+    result["lexical_busy"] = embeddings.busy
+    result["vectors"] = (await embeddings.counts()).stored if embeddings.enabled else 0
     app.stop()
     await running
     return result
@@ -292,6 +296,12 @@ async def main(load: Load, runs: int) -> int:
     print(row("fake implementation CPU / message (ms)", [r["fake_cpu_ms"] for r in results], ".2f"))
     print(row("database round trips / message", [r["round_trips"] for r in results], ".2f"))
     print(row("SQL statements / message", [r["statements"] for r in results], ".1f"))
+    if load.embedding != "none":
+        print(row("query vectors embedded", [r["query_vectors"] for r in results], "d"))
+        print(
+            row("  searched lexically (embedder busy)", [r["lexical_busy"] for r in results], "d")
+        )
+        print(row("vectors stored by the end", [r["vectors"] for r in results], "d"))
     print(row("wall time (s)", [r["seconds"] for r in results], ".2f"))
     print(row("messages sent", [r["sent"] for r in results], "d"))
     print(row("duplicate events injected", [r["injected_duplicates"] for r in results], "d"))

@@ -13,11 +13,19 @@ are embedded in the background, never on a chat's worker:
 Rows are active items, unhidden turns and episodes (whose text is `keywords: summary`). Very short
 turns ("好的", "哈哈") get no vector. Only a search embeds on the message path: its query, with a
 bounded wait (`query`), after which the search goes on lexically.
+
+A local model (`Embedder.local`) spends this machine's CPU: ~25 ms a text for the bundled e5,
+ten times the rest of a message. So while chats are busy its work is rationed: query vectors may
+keep it busy `query_share` of the time (a `TimeShare`; beyond it a search is lexical at once),
+and the background, when turns arrived faster than it embeds them (a burst: it falls behind
+whatever it does), rests after each batch so that it runs `background_share` of the time. When
+chats are quiet, or slower than the model, both run freely.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import time
 from collections.abc import Callable, Sequence
@@ -41,6 +49,8 @@ LOOK_AHEAD = 512  # rows read per round of upkeep
 QUERY_TIMEOUT = 1.0
 QUERY_QUEUE = 2  # query embeddings in flight; one more is searched lexically instead of waiting
 BATCH = 16
+QUERY_SHARE = 0.25  # of the time a local model may spend on query vectors, over any second
+BACKGROUND_SHARE = 0.2  # of the time a local model embeds in the background while chats are busy
 
 Progress = Callable[[int], None]  # rows done so far
 
@@ -49,6 +59,8 @@ Progress = Callable[[int], None]  # rows done so far
 class EmbeddingSettings:
     batch: int = BATCH  # texts per embedder call in the background
     query_timeout: float = QUERY_TIMEOUT  # seconds a search waits for its query vector
+    query_share: float = QUERY_SHARE  # a local model's time for query vectors (1: unbounded)
+    background_share: float = BACKGROUND_SHARE  # its time in the background while chats are busy
 
 
 def text_of(row: Unembedded) -> str:
@@ -63,6 +75,32 @@ def worth_embedding(text: str) -> bool:
     """Whether a text says enough to have a meaning to search for (not "好的", "ok", "哈哈哈")."""
     letters = [c for c in text if c.isalnum()]
     return len(letters) >= MIN_CHARS and len(set(letters)) > 1
+
+
+class TimeShare:
+    """At most `share` of the time, over any stretch of `burst` seconds or more: a bucket of
+    seconds that fills at `share` a second, up to `burst`, and is spent by what used the time."""
+
+    def __init__(
+        self, share: float, burst: float = 1.0, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.share = share
+        self.burst = burst
+        self.clock = clock
+        self._left = burst * share
+        self._at = clock()
+
+    def available(self) -> bool:
+        return self.share >= 1.0 or self._filled() > 0
+
+    def spend(self, seconds: float) -> None:
+        self._left = self._filled() - seconds
+
+    def _filled(self) -> float:
+        now = self.clock()
+        self._left = min(self.burst * self.share, self._left + (now - self._at) * self.share)
+        self._at = now
+        return self._left
 
 
 @dataclass(slots=True)
@@ -88,18 +126,28 @@ class Embeddings:
         *,
         batch: int = BATCH,
         query_timeout: float = QUERY_TIMEOUT,
+        query_share: float = QUERY_SHARE,
+        background_share: float = BACKGROUND_SHARE,
         why: str = "",
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.store = store
         self.embedder = embedder
         self.why = why or ("on" if embedder is not None else "off")  # how it was chosen
         self.batch = batch
         self.query_timeout = query_timeout
+        local = bool(getattr(embedder, "local", False))  # its work is this machine's CPU
+        self._queries = TimeShare(query_share if local else 1.0, clock=clock)
+        self._background_share = background_share if local else 1.0
+        self._clock = clock
+        self._nudges = 0  # writes that told of new text
         self._wake = asyncio.Event()
+        self._stopped = asyncio.Event()
         self._stopping = False
         self._lock: asyncio.Lock | None = None
         self._warned: set[str] = set()
         self._in_flight = 0
+        self.queried = 0  # query vectors embedded
         self.busy = 0  # queries searched lexically because the embedder was busy
 
     @property
@@ -149,10 +197,12 @@ class Embeddings:
         queries are already being embedded (a burst is answered lexically rather than late)."""
         if self.embedder is None or not text.strip():
             return None
-        if self._in_flight >= QUERY_QUEUE:  # a burst: no message queues behind others' queries
+        # a burst: no message queues behind others' queries, nor takes more than its share
+        if self._in_flight >= QUERY_QUEUE or not self._queries.available():
             self.busy += 1
             return None
         self._in_flight += 1
+        started = self._clock()
         try:
             rows = await asyncio.wait_for(
                 self.embedder.embed([text], "query"), timeout=self.query_timeout
@@ -165,6 +215,8 @@ class Embeddings:
             return None
         finally:
             self._in_flight -= 1
+            self._queries.spend(self._clock() - started)
+        self.queried += 1
         vector = rows[0]  # a float32 row (the Embedder protocol)
         space = self.space()
         if space is None or space.dimension != vector.shape[0]:
@@ -212,10 +264,13 @@ class Embeddings:
             chunk = pending[start : start + self.batch]
             vectors: list[tuple[str, Vector]] = []
             if chunk:
+                started, nudges = self._clock(), self._nudges
                 matrix = await self.embedder.embed([t for _, t in chunk], "passage")
                 vectors = [(h, matrix[i]) for i, (h, _) in enumerate(chunk)]
                 report.embedded += len(chunk)
                 done.update(h for h, _ in chunk)
+                if self._nudges - nudges >= len(chunk):  # more new text than it embedded
+                    await self._rest(started)
             last = start + self.batch >= len(pending)
             # rows are linked once their text has a vector (or needs none): an unlinked row is
             # looked at again after a failure
@@ -225,10 +280,11 @@ class Embeddings:
     async def embed_new(
         self, stopping: Callable[[], bool] = lambda: False, progress: Progress | None = None
     ) -> EmbedReport:
-        """Embed the rows never looked at, until none is left (or `stopping()`)."""
+        """Embed the rows never looked at, until none is left (or `stopping()`, or `stop()`)."""
         report = EmbedReport()
         if self.embedder is None:
             return report
+        stopping = self._or_stopped(stopping)
         started = time.perf_counter()
         async with self._guard():
             space = await self._known_space()
@@ -259,6 +315,7 @@ class Embeddings:
         report = await self.embed_new(stopping, progress)
         if self.embedder is None:
             return report
+        stopping = self._or_stopped(stopping)
         async with self._guard():
             space = await self._known_space()
             for kind in KINDS:
@@ -280,6 +337,9 @@ class Embeddings:
         report.seconds = time.perf_counter() - started
         return report
 
+    def _or_stopped(self, stopping: Callable[[], bool]) -> Callable[[], bool]:
+        return lambda: self._stopping or stopping()
+
     async def rebuild(self, progress: Progress | None = None) -> EmbedReport:
         """Every vector again, with the current embedder."""
         async with self._guard():
@@ -295,7 +355,18 @@ class Embeddings:
     def nudge(self) -> None:
         """Something was written: embed it soon (never waits)."""
         if self.embedder is not None:
+            self._nudges += 1
             self._wake.set()
+
+    async def _rest(self, started: float) -> None:
+        """After a batch of a local model that began at `started`, in a burst: wait so that the
+        background runs `background_share` of the time (or until `stop()`)."""
+        share = self._background_share
+        if share >= 1.0:
+            return
+        took = self._clock() - started
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._stopped.wait(), took * (1.0 - share) / share)
 
     async def run(self, settle: float = 0.2) -> None:
         """Embed what each nudge brought, until `stop()`; a failure waits for the next nudge
@@ -310,7 +381,7 @@ class Embeddings:
             await asyncio.sleep(settle)  # let a burst of turns arrive, embed it in batches
             self._wake.clear()
             try:
-                report = await self.embed_new(lambda: self._stopping)
+                report = await self.embed_new()
             except (ProviderError, OSError, RuntimeError, ValueError) as exc:
                 log.warning("embedding_failed", error=str(exc))
                 continue
@@ -320,6 +391,7 @@ class Embeddings:
     def stop(self) -> None:
         """`run()` finishes its current batch and returns."""
         self._stopping = True
+        self._stopped.set()
         self._wake.set()
 
 

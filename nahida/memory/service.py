@@ -407,6 +407,8 @@ class MemoryService:
             embedder,
             batch=settings.batch,
             query_timeout=settings.query_timeout,
+            query_share=settings.query_share,
+            background_share=settings.background_share,
             why=embedder_why,
         )
         work = working or WorkingSettings()

@@ -111,6 +111,7 @@ class Embedder(Protocol):
     `embed` returns a float32 matrix, one L2-normalised row per text, so a dot product is the
     cosine. `name` and `model` say where the vectors come from: vectors of different ones never
     meet in a query. `dimension` is None until the first answer of an endpoint that does not say.
+    An embedder that computes on this machine's CPU has `local = True` (read with `getattr`).
     """
 
     @property

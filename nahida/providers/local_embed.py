@@ -6,8 +6,10 @@ installed. It is loaded once, on first use, and kept: loading through the module
 
 Queries and passages have a thread and a model handle each, so a message's query never waits
 behind a background batch. The passage thread runs OpenMP on one core (`omp_set_num_threads` is
-per calling thread), so background embedding leaves the other core to the chat; a query uses
-every core for the lowest latency. Neither ever runs on the event loop or the database thread.
+per calling thread) at the lowest CPU priority (nice 19), so background embedding takes what
+the chats leave; a query uses every core for the lowest latency. Neither ever runs on the event
+loop or the database thread. A text costs ~25 ms of CPU, so the embedder says it is `local`:
+`memory.embedding` rations its time while chats are busy.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import ctypes
 import glob
 import importlib.util
 import os
+import sys
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -46,11 +49,19 @@ def limit_openmp(threads: int) -> None:
         return
 
 
+def lowest_priority() -> None:
+    """Give the calling thread the lowest CPU priority (Linux: nice is per thread, and the
+    threads it starts inherit it); elsewhere a no-op."""
+    if sys.platform.startswith("linux"):
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
+
+
 class LocalEmbedder:
     """An `Embedder` over the bundled e5 model."""
 
     name = "local"
     model = MODEL
+    local = True  # its work is this machine's CPU (`Embeddings` rations it while chats are busy)
     dimension: int | None = DIMENSION
 
     def __init__(self, background_threads: int = 1) -> None:
@@ -65,6 +76,7 @@ class LocalEmbedder:
         }
 
     def _init_passage_thread(self) -> None:
+        lowest_priority()
         if self._background_threads > 0:
             limit_openmp(self._background_threads)
 

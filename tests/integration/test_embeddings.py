@@ -11,8 +11,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -20,7 +21,9 @@ import pytest
 from nahida.app import Paths, choose_embedder, open_memory
 from nahida.errors import ConfigError, ProviderServerError
 from nahida.memory import EmbeddingSettings, MemoryService, NewTurn, Query, viewer_for
+from nahida.memory.embedding import Embeddings, TimeShare
 from nahida.memory.store.sqlite import SqliteStore
+from nahida.providers.base import EmbedKind
 from nahida.providers.client import ClientSettings
 from nahida.providers.openai import OpenAIProvider
 from nahida.providers.router import EndpointEmbedder
@@ -234,6 +237,118 @@ async def test_a_burst_beyond_the_query_queue_is_searched_lexically_at_once(
         took = await asyncio.gather(*(timed() for _ in range(4)))
         assert memory.embeddings.busy == 2  # two waited for their vectors, two did not
         assert sorted(took)[1] < 0.3 < sorted(took)[2]
+
+
+class OnThisMachine:
+    """The endpoint embedder counted as a local model (`local`: its time is this machine's CPU,
+    which `Embeddings` rations), each call taking `seconds` of `clock` and telling `nudge` of
+    `turns` new turns while it runs (chats busy meanwhile)."""
+
+    local = True
+
+    def __init__(self, inner: EndpointEmbedder, clock: list[float], seconds: float) -> None:
+        self.inner = inner
+        self.clock = clock
+        self.seconds = seconds
+        self.calls = 0
+        self.turns = 0
+        self.nudge: Callable[[], None] = lambda: None
+
+    name = property(lambda self: self.inner.name)
+    model = property(lambda self: self.inner.model)
+    dimension = property(lambda self: self.inner.dimension)
+
+    async def embed(self, texts: Sequence[str], kind: EmbedKind = "passage") -> Any:
+        self.calls += 1
+        for _ in range(self.turns):
+            self.nudge()
+        self.clock[0] += self.seconds
+        return await self.inner.embed(texts, kind)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+def rationed(
+    memory: MemoryService, server: FakeOpenAIServer, seconds: float, **settings: Any
+) -> tuple[Embeddings, OnThisMachine, list[float]]:
+    """Embeddings of `memory`'s store through a "local" embedder on a clock of its own."""
+    clock = [1000.0]
+    embedder = OnThisMachine(endpoint(server), clock, seconds)
+    return Embeddings(memory.store, embedder, clock=lambda: clock[0], **settings), embedder, clock
+
+
+def test_a_time_share_fills_at_its_rate_up_to_its_burst() -> None:
+    now = [0.0]
+    share = TimeShare(0.25, burst=1.0, clock=lambda: now[0])
+    assert share.available()
+    share.spend(0.3)  # a quarter of a second was there; now a twentieth is owed
+    assert not share.available()
+    now[0] += 0.1  # fills 0.025: still owed
+    assert not share.available()
+    now[0] += 0.2
+    assert share.available()
+    now[0] += 100  # a long quiet time keeps at most the burst's share
+    share.spend(0.25)
+    assert not share.available()
+    assert TimeShare(1.0).available()  # unbounded
+    unbounded = TimeShare(1.0)
+    unbounded.spend(10)
+    assert unbounded.available()
+
+
+async def test_a_local_model_embeds_queries_only_its_share_of_the_time(
+    tmp_path: Path, openai_server: FakeOpenAIServer
+) -> None:
+    async with served(openai_server, tmp_path / "m.db") as memory:
+        local, embedder, clock = rationed(memory, openai_server, 0.1, query_share=0.25)
+        found = [await local.query("爬山") for _ in range(5)]
+        # a quarter of a second's burst: three calls of 0.1 s, then lexical at once
+        assert [f is not None for f in found] == [True, True, True, False, False]
+        assert (embedder.calls, local.busy) == (3, 2)
+        clock[0] += 1.0  # a quiet second gives its quarter back
+        assert await local.query("爬山") is not None
+        assert (embedder.calls, local.busy) == (4, 2)
+        await local.aclose()
+        # an endpoint's time is not this machine's: never rationed, even when it is slow
+        openai_server.embed_delay = 0.1
+        assert all([await memory.embeddings.query("爬山") for _ in range(8)])
+        assert memory.embeddings.busy == 0
+
+
+async def test_a_local_model_rests_in_the_background_only_while_it_falls_behind(
+    tmp_path: Path, openai_server: FakeOpenAIServer
+) -> None:
+    async with served(openai_server, tmp_path / "m.db") as memory:
+        local, embedder, _ = rationed(memory, openai_server, 0.05, batch=2, background_share=0.2)
+        embedder.nudge = local.nudge
+
+        async def embedding(*texts: str) -> float:
+            await say(memory, CHAT, *texts)
+            started = time.monotonic()
+            await local.embed_new()
+            return time.monotonic() - started
+
+        # quiet chats, and chats slower than the model (one turn while it embeds two): no rest
+        assert await embedding("我们周末去爬山", "周日下雨就去看电影", "下周一交周报") < 0.4
+        embedder.turns = 1
+        assert await embedding("明天早上八点开会", "会议室在三楼东边", "记得带上电脑") < 0.4
+        assert (await local.counts()).stored == 6
+        # a burst (two turns while it embeds two): 0.2 s of rest after each call of 0.05 s
+        embedder.turns = 2
+        assert await embedding("下午三点有客户来访", "晚上一起吃火锅吧", "周五团建去郊外") >= 0.4
+        assert (await local.counts()).stored == 9
+
+        await say(memory, OTHER, "周六上午九点出发", "记得带雨伞和水")
+        embedder.seconds = 30.0  # a rest of two minutes, cut short by stop()
+        calls = embedder.calls
+        running = asyncio.create_task(local.embed_new())
+        while embedder.calls == calls:  # noqa: ASYNC110 - until the first call is made
+            await asyncio.sleep(0.01)
+        local.stop()
+        report = await asyncio.wait_for(running, 5)
+        assert report.embedded == 2  # its rest was cut short
+        await local.aclose()
 
 
 async def test_the_upkeep_job_counts_its_work_and_skips_without_an_embedder(

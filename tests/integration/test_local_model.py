@@ -4,9 +4,13 @@ download: what `./scripts/run` does on a fresh clone. Skipped where the model is
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import io
 import json
+import os
+import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -41,6 +45,23 @@ def test_the_local_model_embeds_meaning_across_wording() -> None:
     job = embedder.embed_sync(["what does she do for work"], "query")[0]
     assert int(np.argmax(passages @ sad)) == 0
     assert int(np.argmax(passages @ job)) == 2
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="per-thread nice is Linux's")
+async def test_background_embedding_runs_at_the_lowest_cpu_priority_and_queries_do_not() -> None:
+    embedder = local_embed.LocalEmbedder()
+    assert embedder.local  # its time is this machine's: `Embeddings` rations it
+    try:
+        await embedder.embed(["我们周末去爬山"], "passage")
+        await embedder.embed(["周末去哪"], "query")
+        loop = asyncio.get_running_loop()
+        nice: dict[str, int] = {}
+        for kind in ("passage", "query"):
+            thread = await loop.run_in_executor(embedder._executors[kind], threading.get_native_id)
+            nice[kind] = os.getpriority(os.PRIO_PROCESS, thread)
+        assert nice == {"passage": 19, "query": os.getpriority(os.PRIO_PROCESS, 0)}
+    finally:
+        await embedder.aclose()
 
 
 class WaitForVectors:
