@@ -7,8 +7,10 @@ installed. It is loaded once, on first use, and kept: loading through the module
 Queries and passages have a thread and a model handle each, so a message's query never waits
 behind a background batch. The passage thread runs OpenMP on one core (`omp_set_num_threads` is
 per calling thread) at the lowest CPU priority (nice 19), so background embedding takes what
-the chats leave; a query uses every core for the lowest latency. Neither ever runs on the event
-loop or the database thread. A text costs ~25 ms of CPU, so the embedder says it is `local`:
+the chats leave. A query runs on one core too: ~28 ms on an idle 2-core machine against ~15 ms
+on both, but beside busy chats two OpenMP threads wait for each other at every step (the
+README's performance section has the figures). Neither ever runs on the event loop or the
+database thread. A text costs ~25 ms of CPU, so the embedder says it is `local`:
 `memory.embedding` rations its time while chats are busy.
 """
 
@@ -69,7 +71,9 @@ class LocalEmbedder:
         self._handles: dict[EmbedKind, Any] = {}
         self._lock = threading.Lock()
         self._executors: dict[EmbedKind, ThreadPoolExecutor] = {
-            "query": ThreadPoolExecutor(1, thread_name_prefix="nahida-embed-query"),
+            "query": ThreadPoolExecutor(
+                1, thread_name_prefix="nahida-embed-query", initializer=limit_openmp, initargs=(1,)
+            ),
             "passage": ThreadPoolExecutor(
                 1, thread_name_prefix="nahida-embed", initializer=self._init_passage_thread
             ),
