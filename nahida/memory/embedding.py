@@ -16,7 +16,8 @@ bounded wait (`query`), after which the search goes on lexically.
 
 A local model (`Embedder.local`) spends this machine's CPU: ~25 ms a text for the bundled e5,
 ten times the rest of a message. So while chats are busy its work is rationed: query vectors may
-keep it busy `query_share` of the time (a `TimeShare`; beyond it a search is lexical at once),
+keep it busy `query_share` of the time (a `TimeShare`; beyond it a search is lexical at once,
+and `query_embedding_busy` in the log says how many, at most once a minute),
 and the background, when turns arrived faster than it embeds them (a burst: it falls behind
 whatever it does), rests after each batch so that it runs `background_share` of the time. When
 chats are quiet, or slower than the model, both run freely.
@@ -51,6 +52,7 @@ QUERY_QUEUE = 2  # query embeddings in flight; one more is searched lexically in
 BATCH = 16
 QUERY_SHARE = 0.25  # of the time a local model may spend on query vectors, over any second
 BACKGROUND_SHARE = 0.2  # of the time a local model embeds in the background while chats are busy
+BUSY_LOG_EVERY = 60.0  # seconds between `query_embedding_busy` log lines
 
 Progress = Callable[[int], None]  # rows done so far
 
@@ -149,6 +151,7 @@ class Embeddings:
         self._in_flight = 0
         self.queried = 0  # query vectors embedded
         self.busy = 0  # queries searched lexically because the embedder was busy
+        self._busy_logged, self._busy_said = float("-inf"), 0  # the last `query_embedding_busy`
 
     @property
     def enabled(self) -> bool:
@@ -199,7 +202,7 @@ class Embeddings:
             return None
         # a burst: no message queues behind others' queries, nor takes more than its share
         if self._in_flight >= QUERY_QUEUE or not self._queries.available():
-            self.busy += 1
+            self._turned_away()
             return None
         self._in_flight += 1
         started = self._clock()
@@ -222,6 +225,14 @@ class Embeddings:
         if space is None or space.dimension != vector.shape[0]:
             return None
         return vector, space
+
+    def _turned_away(self) -> None:
+        """Count a search left lexical for a busy embedder; say so at most once a minute."""
+        self.busy += 1
+        now = self._clock()
+        if now - self._busy_logged >= BUSY_LOG_EVERY:
+            log.info("query_embedding_busy", lexical=self.busy - self._busy_said)
+            self._busy_logged, self._busy_said = now, self.busy
 
     # -- upkeep -------------------------------------------------------------------------------
 

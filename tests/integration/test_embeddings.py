@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from structlog.testing import capture_logs
 
 from nahida.app import Paths, choose_embedder, open_memory
 from nahida.errors import ConfigError, ProviderServerError
@@ -302,13 +303,25 @@ async def test_a_local_model_embeds_queries_only_its_share_of_the_time(
 ) -> None:
     async with served(openai_server, tmp_path / "m.db") as memory:
         local, embedder, clock = rationed(memory, openai_server, 0.1, query_share=0.25)
-        found = [await local.query("爬山") for _ in range(5)]
+        with capture_logs() as logs:
+            found = [await local.query("爬山") for _ in range(5)]
         # a quarter of a second's burst: three calls of 0.1 s, then lexical at once
         assert [f is not None for f in found] == [True, True, True, False, False]
         assert (embedder.calls, local.busy) == (3, 2)
+        said = [e for e in logs if e["event"] == "query_embedding_busy"]
+        assert [e["lexical"] for e in said] == [1]  # once a minute: the second is not said
         clock[0] += 1.0  # a quiet second gives its quarter back
         assert await local.query("爬山") is not None
         assert (embedder.calls, local.busy) == (4, 2)
+        with capture_logs() as logs:
+            within = [await local.query("爬山") for _ in range(4)]
+            clock[0] += 60.0  # a minute on, the next one turned away is said, with the minute's
+            after = [await local.query("爬山") for _ in range(6)]
+        assert None in within and None in after
+        # since the last line: the fifth search above, then these up to the first after the minute
+        turned_away = 1 + within.count(None) + after[: after.index(None) + 1].count(None)
+        said = [e for e in logs if e["event"] == "query_embedding_busy"]
+        assert [e["lexical"] for e in said] == [turned_away]
         await local.aclose()
         # an endpoint's time is not this machine's: never rationed, even when it is slow
         openai_server.embed_delay = 0.1
