@@ -53,6 +53,7 @@ BATCH = 16
 QUERY_SHARE = 0.25  # of the time a local model may spend on query vectors, over any second
 BACKGROUND_SHARE = 0.2  # of the time a local model embeds in the background while chats are busy
 BUSY_LOG_EVERY = 60.0  # seconds between `query_embedding_busy` log lines
+MAX_REST = 5.0  # seconds: a batch slowed by busy chats (its thread yields) rests no longer
 
 Progress = Callable[[int], None]  # rows done so far
 
@@ -61,7 +62,7 @@ Progress = Callable[[int], None]  # rows done so far
 class EmbeddingSettings:
     batch: int = BATCH  # texts per embedder call in the background
     query_timeout: float = QUERY_TIMEOUT  # seconds a search waits for its query vector
-    query_share: float = QUERY_SHARE  # a local model's time for query vectors (1: unbounded)
+    query_share: float = QUERY_SHARE  # a local model's time for query vectors (0: none)
     background_share: float = BACKGROUND_SHARE  # its time in the background while chats are busy
 
 
@@ -138,6 +139,8 @@ class Embeddings:
         self.why = why or ("on" if embedder is not None else "off")  # how it was chosen
         self.batch = batch
         self.query_timeout = query_timeout
+        if not (0 <= query_share <= 1 and 0 < background_share <= 1):
+            raise ValueError("query_share must be within [0, 1], background_share within (0, 1]")
         local = bool(getattr(embedder, "local", False))  # its work is this machine's CPU
         self._queries = TimeShare(query_share if local else 1.0, clock=clock)
         self._background_share = background_share if local else 1.0
@@ -376,8 +379,9 @@ class Embeddings:
         if share >= 1.0:
             return
         took = self._clock() - started
+        rest = min(MAX_REST, took * (1.0 - share) / share)
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._stopped.wait(), took * (1.0 - share) / share)
+            await asyncio.wait_for(self._stopped.wait(), rest)
 
     async def run(self, settle: float = 0.2) -> None:
         """Embed what each nudge brought, until `stop()`; a failure waits for the next nudge

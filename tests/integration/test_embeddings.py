@@ -302,6 +302,8 @@ async def test_a_local_model_embeds_queries_only_its_share_of_the_time(
     tmp_path: Path, openai_server: FakeOpenAIServer
 ) -> None:
     async with served(openai_server, tmp_path / "m.db") as memory:
+        with pytest.raises(ValueError, match="background_share"):
+            Embeddings(memory.store, None, background_share=0.0)  # a share of no time at all
         local, embedder, clock = rationed(memory, openai_server, 0.1, query_share=0.25)
         with capture_logs() as logs:
             found = [await local.query("爬山") for _ in range(5)]
@@ -353,7 +355,7 @@ async def test_a_local_model_rests_in_the_background_only_while_it_falls_behind(
         assert (await local.counts()).stored == 9
 
         await say(memory, OTHER, "周六上午九点出发", "记得带雨伞和水")
-        embedder.seconds = 30.0  # a rest of two minutes, cut short by stop()
+        embedder.seconds = 30.0  # a rest of MAX_REST (5 s), cut short by stop()
         calls = embedder.calls
         running = asyncio.create_task(local.embed_new())
         while embedder.calls == calls:  # noqa: ASYNC110 - until the first call is made
