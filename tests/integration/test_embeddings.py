@@ -361,7 +361,7 @@ async def test_a_local_model_rests_in_the_background_only_while_it_falls_behind(
         while embedder.calls == calls:  # noqa: ASYNC110 - until the first call is made
             await asyncio.sleep(0.01)
         local.stop()
-        report = await asyncio.wait_for(running, 5)
+        report = await asyncio.wait_for(running, 2)  # a rest is 5 s
         assert report.embedded == 2  # its rest was cut short
         await local.aclose()
 
