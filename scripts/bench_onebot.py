@@ -248,8 +248,7 @@ async def _one_run(load: Load, tmp: Path, providers: dict[str, Any]) -> dict[str
     result["dropped_by_adapter"] = adapter.counters.duplicates
     result["handled"] = app.bus.handled
     embeddings = app.memory.embeddings
-    result["query_vectors"] = getattr(embeddings, "queried", -1)  # -1: not counted (older code)
-    result["lexical_busy"] = embeddings.busy
+    result["query_vectors"], result["lexical_busy"] = embeddings.queried, embeddings.busy
     result["vectors"] = (await embeddings.counts()).stored if embeddings.enabled else 0
     app.stop()
     await running

@@ -200,7 +200,8 @@ class Embeddings:
     async def query(self, text: str) -> tuple[Vector, VectorSpace] | None:
         """The query vector of a search, or None (no embedder, too slow, busy, failed): the
         search is then lexical. Waits at most `query_timeout`, and not at all when `QUERY_QUEUE`
-        queries are already being embedded (a burst is answered lexically rather than late)."""
+        queries are already being embedded or a local model has had its `query_share` of the
+        time (a burst is answered lexically rather than late)."""
         if self.embedder is None or not text.strip():
             return None
         # a burst: no message queues behind others' queries, nor takes more than its share
@@ -404,7 +405,7 @@ class Embeddings:
                 log.debug("embedded", texts=report.embedded, cached=report.cached)
 
     def stop(self) -> None:
-        """`run()` finishes its current batch and returns."""
+        """`run()` and any upkeep finish their current batch (a rest is cut short) and return."""
         self._stopping = True
         self._stopped.set()
         self._wake.set()
