@@ -200,6 +200,7 @@ def open_memory(
         embedding=EmbeddingSettings(
             batch=config.memory.embedding.batch_size,
             query_timeout=config.memory.embedding.query_timeout,
+            query_share=config.memory.embedding.query_share,
         ),
         search_mode=config.memory.search,
         reranker=reranker,

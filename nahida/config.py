@@ -131,6 +131,8 @@ class EmbeddingConfig(_Model):
 
     backend: Literal["auto", "local", "provider", "none"] = "auto"
     query_timeout: float = Field(1.0, gt=0, le=30)  # seconds a message waits for its query vector
+    # of the time the local model may spend on query vectors (1: every query; beyond: lexical)
+    query_share: float = Field(0.25, ge=0, le=1)
     batch_size: int = Field(16, ge=1, le=512)  # texts per background embedding call
     background_threads: int = Field(1, ge=0, le=64)  # local model's cores in the background; 0: all
 
