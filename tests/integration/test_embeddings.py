@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, MutableMapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+import structlog
 from structlog.testing import capture_logs
 
 from nahida.app import Paths, choose_embedder, open_memory
@@ -240,6 +242,19 @@ async def test_a_burst_beyond_the_query_queue_is_searched_lexically_at_once(
         assert sorted(took)[1] < 0.3 < sorted(took)[2]
 
 
+@contextlib.contextmanager
+def info_lines() -> Iterator[list[MutableMapping[str, Any]]]:
+    """`capture_logs` with every level let through (an earlier test's `configure_logging` may
+    have left a filter at WARNING behind), the configuration restored after."""
+    before = structlog.get_config()
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.DEBUG))
+    try:
+        with capture_logs() as logs:
+            yield logs
+    finally:
+        structlog.configure(**before)
+
+
 class OnThisMachine:
     """The endpoint embedder counted as a local model (`local`: its time is this machine's CPU,
     which `Embeddings` rations), each call taking `seconds` of `clock` and telling `nudge` of
@@ -270,13 +285,18 @@ class OnThisMachine:
         await self.inner.aclose()
 
 
-def rationed(
+@contextlib.asynccontextmanager
+async def rationed(
     memory: MemoryService, server: FakeOpenAIServer, seconds: float, **settings: Any
-) -> tuple[Embeddings, OnThisMachine, list[float]]:
+) -> AsyncIterator[tuple[Embeddings, OnThisMachine, list[float]]]:
     """Embeddings of `memory`'s store through a "local" embedder on a clock of its own."""
     clock = [1000.0]
     embedder = OnThisMachine(endpoint(server), clock, seconds)
-    return Embeddings(memory.store, embedder, clock=lambda: clock[0], **settings), embedder, clock
+    local = Embeddings(memory.store, embedder, clock=lambda: clock[0], **settings)
+    try:
+        yield local, embedder, clock
+    finally:
+        await local.aclose()
 
 
 def test_a_time_share_fills_at_its_rate_up_to_its_burst() -> None:
@@ -304,27 +324,30 @@ async def test_a_local_model_embeds_queries_only_its_share_of_the_time(
     async with served(openai_server, tmp_path / "m.db") as memory:
         with pytest.raises(ValueError, match="background_share"):
             Embeddings(memory.store, None, background_share=0.0)  # a share of no time at all
-        local, embedder, clock = rationed(memory, openai_server, 0.1, query_share=0.25)
-        with capture_logs() as logs:
-            found = [await local.query("爬山") for _ in range(5)]
-        # a quarter of a second's burst: three calls of 0.1 s, then lexical at once
-        assert [f is not None for f in found] == [True, True, True, False, False]
-        assert (embedder.calls, local.busy) == (3, 2)
-        said = [e for e in logs if e["event"] == "query_embedding_busy"]
-        assert [e["lexical"] for e in said] == [1]  # once a minute: the second is not said
-        clock[0] += 1.0  # a quiet second gives its quarter back
-        assert await local.query("爬山") is not None
-        assert (embedder.calls, local.busy) == (4, 2)
-        with capture_logs() as logs:
-            within = [await local.query("爬山") for _ in range(4)]
-            clock[0] += 60.0  # a minute on, the next one turned away is said, with the minute's
-            after = [await local.query("爬山") for _ in range(6)]
-        assert None in within and None in after
-        # since the last line: the fifth search above, then these up to the first after the minute
-        turned_away = 1 + within.count(None) + after[: after.index(None) + 1].count(None)
-        said = [e for e in logs if e["event"] == "query_embedding_busy"]
-        assert [e["lexical"] for e in said] == [turned_away]
-        await local.aclose()
+        async with rationed(memory, openai_server, 0.1, query_share=0.25) as (
+            local,
+            embedder,
+            clock,
+        ):
+            with info_lines() as logs:
+                found = [await local.query("爬山") for _ in range(5)]
+            # a quarter of a second's burst: three calls of 0.1 s, then lexical at once
+            assert [f is not None for f in found] == [True, True, True, False, False]
+            assert (embedder.calls, local.busy) == (3, 2)
+            said = [e for e in logs if e["event"] == "query_embedding_busy"]
+            assert [e["lexical"] for e in said] == [1]  # once a minute: the second is not said
+            clock[0] += 1.0  # a quiet second gives its quarter back
+            assert await local.query("爬山") is not None
+            assert (embedder.calls, local.busy) == (4, 2)
+            with info_lines() as logs:
+                within = [await local.query("爬山") for _ in range(4)]
+                clock[0] += 60.0  # a minute on, the next one turned away is said, with the minute's
+                after = [await local.query("爬山") for _ in range(6)]
+            assert None in within and None in after
+            # since the last line: the fifth search above, then those up to the first after a minute
+            turned_away = 1 + within.count(None) + after[: after.index(None) + 1].count(None)
+            said = [e for e in logs if e["event"] == "query_embedding_busy"]
+            assert [e["lexical"] for e in said] == [turned_away]
         # an endpoint's time is not this machine's: never rationed, even when it is slow
         openai_server.embed_delay = 0.1
         assert all([await memory.embeddings.query("爬山") for _ in range(8)])
@@ -334,8 +357,14 @@ async def test_a_local_model_embeds_queries_only_its_share_of_the_time(
 async def test_a_local_model_rests_in_the_background_only_while_it_falls_behind(
     tmp_path: Path, openai_server: FakeOpenAIServer
 ) -> None:
-    async with served(openai_server, tmp_path / "m.db") as memory:
-        local, embedder, _ = rationed(memory, openai_server, 0.05, batch=2, background_share=0.2)
+    async with (
+        served(openai_server, tmp_path / "m.db") as memory,
+        rationed(memory, openai_server, 0.05, batch=2, background_share=0.2) as (
+            local,
+            embedder,
+            _,
+        ),
+    ):
         embedder.nudge = local.nudge
 
         async def embedding(*texts: str) -> float:
@@ -363,7 +392,6 @@ async def test_a_local_model_rests_in_the_background_only_while_it_falls_behind(
         local.stop()
         report = await asyncio.wait_for(running, 2)  # a rest is 5 s
         assert report.embedded == 2  # its rest was cut short
-        await local.aclose()
 
 
 async def test_the_upkeep_job_counts_its_work_and_skips_without_an_embedder(
