@@ -448,7 +448,11 @@ async def main(
     print()
     print(f"embedder: {app.memory.embeddings.why}")
     if vectors is not None:
+        embeddings = app.memory.embeddings
         print(f"vectors after the run: {vectors.stored} stored, {vectors.pending} pending")
+        print(
+            f"query vectors: {embeddings.queried} embedded, {embeddings.busy} left lexical (busy)"
+        )
     print()
     print("| metric | value |")
     print("|---|---|")
