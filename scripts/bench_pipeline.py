@@ -204,6 +204,7 @@ class Costs:
         return [
             ("database round trips / message", f"{(a.round_trips - b.round_trips) / messages:.2f}"),
             ("database transactions / message", f"{(a.batches - b.batches) / messages:.2f}"),
+            ("transactions run again (a write failed)", f"{a.reruns - b.reruns}"),
             ("SQL statements / message", f"{(a.statements - b.statements) / messages:.1f}"),
             (
                 "store process(es) CPU / message" if separate else "database thread CPU / message",

@@ -202,6 +202,7 @@ class ProcessStats:
         for stats in self._all("stats"):
             total.round_trips += stats.round_trips
             total.batches += stats.batches
+            total.reruns += stats.reruns
             total.statements += stats.statements
             total.cpu_seconds += stats.cpu_seconds
         return total
