@@ -226,7 +226,10 @@ class Job:
     urgent: bool = False
 
 
-def _deliver(outcome: tuple[Job, bool, Any]) -> None:
+Outcome = tuple[Job, bool, Any]  # a job, whether it succeeded, its result or exception
+
+
+def _deliver(outcome: Outcome) -> None:
     job, ok, value = outcome
     future = job.future
     if future is None or future.done():  # the awaiting task was cancelled
@@ -237,14 +240,14 @@ def _deliver(outcome: tuple[Job, bool, Any]) -> None:
         future.set_exception(value)
 
 
-def _deliver_all(outcomes: list[tuple[Job, bool, Any]]) -> None:
+def _deliver_all(outcomes: list[Outcome]) -> None:
     for outcome in outcomes:
         _deliver(outcome)
 
 
-def _hand_back(outcomes: list[tuple[Job, bool, Any]]) -> None:
+def _hand_back(outcomes: list[Outcome]) -> None:
     """From the database thread: each job's caller learns its outcome, one wake-up per loop."""
-    by_loop: dict[asyncio.AbstractEventLoop, list[tuple[Job, bool, Any]]] = {}
+    by_loop: dict[asyncio.AbstractEventLoop, list[Outcome]] = {}
     for outcome in outcomes:
         loop = outcome[0].loop
         if loop is None:
@@ -256,7 +259,7 @@ def _hand_back(outcomes: list[tuple[Job, bool, Any]]) -> None:
             loop.call_soon_threadsafe(_deliver_all, delivered)
 
 
-def _attempt(job: Job, conn: Connection) -> tuple[Job, bool, Any]:
+def _attempt(job: Job, conn: Connection) -> Outcome:
     try:
         return (job, True, job.fn(conn, *job.args))
     except BaseException as exc:
@@ -264,32 +267,27 @@ def _attempt(job: Job, conn: Connection) -> tuple[Job, bool, Any]:
         return (job, False, exc)
 
 
-def _run_together(
-    batch: list[Job], conn: Connection
-) -> list[tuple[Job, bool, Any]] | tuple[int, tuple[Job, bool, Any]]:
+def _run_together(batch: list[Job], conn: Connection) -> tuple[list[Outcome], int | None]:
     """Run `batch` in the open transaction without a savepoint between its jobs: FTS5 writes
     its pending index data out as a new segment at every savepoint (2.4x the CPU of an FTS5
     insert, measured), so a batch of turns pays for one segment instead of one each. The
-    outcomes, or at the first write that fails, its place in the batch and its outcome (the
-    caller rolls the transaction back: that job's partial work went with the others')."""
-    outcomes: list[tuple[Job, bool, Any]] = []
+    outcomes so far and None, or, at the first write that fails, its place in the batch (its
+    outcome is the last; the caller rolls back: its partial work goes with the others')."""
+    outcomes: list[Outcome] = []
     for place, job in enumerate(batch):
-        outcome = _attempt(job, conn)
-        if job.write and not outcome[1]:
-            return place, outcome
-        outcomes.append(outcome)
-    return outcomes
+        outcomes.append(_attempt(job, conn))
+        if job.write and not outcomes[-1][1]:
+            return outcomes, place
+    return outcomes, None
 
 
-def _run_apart(
-    batch: list[Job], conn: Connection, failed: tuple[int, tuple[Job, bool, Any]]
-) -> list[tuple[Job, bool, Any]]:
+def _run_apart(batch: list[Job], conn: Connection, failed: int, kept: Outcome) -> list[Outcome]:
     """Run `batch` again in a fresh transaction, each write in a savepoint of its own (a job
-    that fails rolls back alone); the job that failed together keeps that outcome, unrun."""
-    outcomes: list[tuple[Job, bool, Any]] = []
+    that fails rolls back alone); the job at `failed` keeps its outcome (`kept`), unrun."""
+    outcomes: list[Outcome] = []
     for place, job in enumerate(batch):
-        if place == failed[0]:
-            outcomes.append(failed[1])
+        if place == failed:
+            outcomes.append(kept)
         elif not job.write:
             outcomes.append(_attempt(job, conn))
         else:
@@ -410,7 +408,7 @@ class Database:
                 _hand_back(outcomes)
             self.stats.cpu_seconds += time.thread_time() - started
 
-    def run_in_turn(self, batch: list[Job]) -> Iterator[list[tuple[Job, bool, Any]]]:
+    def run_in_turn(self, batch: list[Job]) -> Iterator[list[Outcome]]:
         """`run_batch` the urgent jobs first, then the others (each a batch of its own), yielding
         the outcomes of each in turn: an answered message's callers learn theirs without waiting
         for the observed talk and background work that queued up with them."""
@@ -423,7 +421,7 @@ class Database:
         yield self.run_batch(urgent)
         yield self.run_batch([job for job in batch if not job.urgent])
 
-    def run_batch(self, batch: list[Job]) -> list[tuple[Job, bool, Any]]:
+    def run_batch(self, batch: list[Job]) -> list[Outcome]:
         """Run jobs in one transaction (reads alone: one snapshot), in order; each job's
         outcome is (job, True, result) or (job, False, exception)."""
         self.stats.round_trips += len(batch)
@@ -447,12 +445,12 @@ class Database:
                 return [(job, False, exc)]
         try:
             begin_immediate(conn)
-            outcomes = _run_together(batch, conn)
-            if isinstance(outcomes, tuple):  # a write failed: run the batch again, apart
+            outcomes, failed = _run_together(batch, conn)
+            if failed is not None:  # a write failed: run the batch again, apart
                 self.stats.reruns += 1
                 conn.execute("ROLLBACK")
                 begin_immediate(conn)
-                outcomes = _run_apart(batch, conn, outcomes)
+                outcomes = _run_apart(batch, conn, failed, outcomes[failed])
             conn.execute("COMMIT")
         except Exception as exc:  # the batch itself failed: nobody's work was kept
             if conn.in_transaction:
