@@ -22,7 +22,9 @@ copied into the repository.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
+import logging
 import re
 import statistics
 import sys
@@ -46,7 +48,7 @@ from nahida.memory.embedding import Embeddings  # noqa: E402
 from nahida.memory.importer import import_lines  # noqa: E402
 from nahida.memory.store.sqlite import SqliteStore  # noqa: E402
 from nahida.memory.store.sqlite.db import Connection  # noqa: E402
-from nahida.memory.tokenize import _tokenizer, warm_up  # noqa: E402
+from nahida.memory.tokenize import warm_up  # noqa: E402
 
 EVAL_DIR = ROOT.parent / "shared" / "eval"
 KS = (1, 5, 10)
@@ -275,9 +277,20 @@ def embed_all(db: SqliteStore) -> tuple[Embeddings, str]:
     )
 
 
+@functools.cache
+def _python_jieba() -> Any:
+    """The baseline's tokenizer: Python jieba as it comes, on the whole text."""
+    import jieba
+
+    jieba.setLogLevel(logging.WARNING)
+    tokenizer = jieba.Tokenizer()
+    tokenizer.initialize()
+    return tokenizer
+
+
 def bm25_tokens(text: str) -> list[str]:
     """jieba search-mode tokens, lower-cased, punctuation (and spaces) dropped."""
-    words = _tokenizer().cut_for_search(text.lower())
+    words = _python_jieba().cut_for_search(text.lower())
     return [w.strip() for w in words if any(ch.isalnum() for ch in w)]
 
 

@@ -3,9 +3,10 @@
 
 from __future__ import annotations
 
+import logging
+import random
 import re
 import sqlite3
-import threading
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -249,30 +250,48 @@ def test_scoped_match_never_leaks_other_scopes(
         assert sorted(found) == [i + 1 for i, (_, s) in enumerate(rows) if s in visible]
 
 
-def test_jieba_is_loaded_once_under_concurrent_first_use(monkeypatch: pytest.MonkeyPatch) -> None:
-    built: list[Any] = []
-    real = jieba.Tokenizer
+@pytest.fixture(scope="module")
+def python_jieba() -> Any:
+    jieba.setLogLevel(logging.WARNING)
+    tokenizer = jieba.Tokenizer()
+    tokenizer.initialize()
+    return tokenizer
 
-    def counting_tokenizer(*args: Any, **kwargs: Any) -> Any:
-        built.append(1)
-        return real(*args, **kwargs)
 
-    monkeypatch.setattr(tokens, "_jieba", None)
-    monkeypatch.setattr(jieba, "Tokenizer", counting_tokenizer)
-    barrier = threading.Barrier(8)
-    results: list[list[str]] = []
+def _random_han_runs(words: list[str], count: int, seed: int) -> Iterator[str]:
+    """Runs of dictionary words and of random Han characters of every block tokenize() treats
+    as Han (the extension blocks are where jieba-rs and Python jieba part ways)."""
+    rng = random.Random(seed)
+    blocks = [(0x4E00, 0x9FFF), (0x9FD6, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x323AF)]
+    for _ in range(count):
+        parts = []
+        for _ in range(rng.randint(1, 16)):
+            if rng.random() < 0.7:
+                parts.append(rng.choice(words))
+            else:
+                low, high = rng.choice(blocks)
+                parts.append("".join(chr(rng.randint(low, high)) for _ in range(rng.randint(1, 4))))
+        yield "".join(parts)
 
-    def work() -> None:
-        barrier.wait()
-        results.append(tokenize("南京市长江大桥"))
 
-    threads = [threading.Thread(target=work) for _ in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert len(built) == 1
-    assert results == [["南京", "京市", "南京市", "长江", "大桥", "长江大桥"]] * 8
+def test_han_runs_are_cut_word_for_word_as_python_jieba_cuts_them(python_jieba: Any) -> None:
+    han = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\U00020000-\U000323af]+")
+    words = sorted(w for w, n in python_jieba.FREQ.items() if n and han.fullmatch(w))
+    runs = [
+        "南京市长江大桥",
+        "他来到了网易杭研大厦",  # 杭研: a word of jieba's model, not of its dictionary
+        "𡔦𠊠好㾉𣔴鿕鿖",  # neighbouring extension characters: one word each in Python jieba
+        *_random_han_runs(words, 3000, seed=14),
+    ]
+    differ = [r for r in runs if list(tokens._han_words(r)) != list(python_jieba.cut_for_search(r))]
+    assert differ == []
+
+
+def test_text_around_han_runs_keeps_its_own_tokens() -> None:
+    assert tokenize("用GPT-4o读《清华大学》v1.2𡔦𠊠") == [
+        *["用", "gpt", "4o", "读", "清华", "华大", "大学", "清华大学"],
+        *["v1", "2", "𡔦", "𠊠"],
+    ]
 
 
 def test_a_remembered_cut_is_the_same_and_cannot_be_changed_by_a_caller() -> None:
