@@ -114,8 +114,7 @@ def record_with_window(
         return Recorded(
             recorded, tx.turns.window(recorded.session_id, recorded.id, hot), ended=ended
         )
-    window = tx.turns.window(recorded.session_id, recorded.id, hot + slack)
-    shown = [t for t in window if t.id > warm.through_turn]
+    shown = tx.turns.window(recorded.session_id, recorded.id, hot + slack, warm.through_turn)
     return Recorded(recorded, shown, warm.summary, ended)
 
 

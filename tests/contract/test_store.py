@@ -370,15 +370,20 @@ def test_window_is_the_last_turns_before_one_oldest_first(store: Store) -> None:
         store, "s1", said("three", T0 + 4), said("four", T0 + 5), said("five", T0 + 6)
     )
 
-    def window(session_id: str, before: int, limit: int = 10) -> list[int]:
+    def window(session_id: str, before: int, limit: int = 10, after: int = 0) -> list[int]:
         return [
-            t.id for t in store.read_sync(lambda tx: tx.turns.window(session_id, before, limit))
+            t.id
+            for t in store.read_sync(lambda tx: tx.turns.window(session_id, before, limit, after))
         ]
 
     assert window("s1", mine[4], 3) == mine[1:4]
     assert window("s1", mine[1]) == mine[:1]
     assert window("s1", mine[0]) == []
     assert window("s2", mine[4]) == theirs
+    # after a turn (what a summary covers): the last `limit` of those after it, fewer if need be
+    assert window("s1", mine[4], 3, after=mine[1]) == mine[2:4]
+    assert window("s1", mine[4], 2, after=mine[0]) == mine[2:4]
+    assert window("s1", mine[4], 3, after=mine[3]) == []
 
 
 def test_search_finds_only_indexed_turns_of_the_given_chats(store: Store) -> None:

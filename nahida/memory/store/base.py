@@ -225,8 +225,9 @@ class TurnRows(Protocol):
         """Store a turn (indexed under its chat when `tokens` is given) and count it in its
         session; returns its id."""
 
-    def window(self, session_id: str, before: int, limit: int) -> list[Turn]:
-        """The `limit` turns of the session before turn `before`, oldest first."""
+    def window(self, session_id: str, before: int, limit: int, after: int = 0) -> list[Turn]:
+        """The last `limit` turns of the session before turn `before`, oldest first; with
+        `after`, only those after that turn (what a warm summary does not cover)."""
 
     def of_session(self, session_id: str) -> list[Turn]: ...
 

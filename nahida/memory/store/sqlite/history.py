@@ -160,11 +160,11 @@ class TurnTable:
         )
         return turn_id
 
-    def window(self, session_id: str, before: int, limit: int) -> list[Turn]:
+    def window(self, session_id: str, before: int, limit: int, after: int = 0) -> list[Turn]:
         found = self.conn.execute(
-            _SELECT_TURNS + " WHERE session_id = ? AND id < ? AND hidden_by IS NULL"
+            _SELECT_TURNS + " WHERE session_id = ? AND id < ? AND id > ? AND hidden_by IS NULL"
             " ORDER BY id DESC LIMIT ?",
-            (session_id, before, limit),
+            (session_id, before, after, limit),
         ).fetchall()
         return [rows.turn(r) for r in reversed(found)]
 
