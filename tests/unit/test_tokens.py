@@ -262,6 +262,8 @@ def _random_han_runs(words: list[str], count: int, seed: int) -> Iterator[str]:
     """Runs of dictionary words and of random Han characters of every block tokenize() treats
     as Han (the extension blocks are where jieba-rs and Python jieba part ways)."""
     rng = random.Random(seed)
+    # the basic block, its tail past U+9FD5 again (42 characters: else hardly ever drawn),
+    # extension A, extensions B and beyond
     blocks = [(0x4E00, 0x9FFF), (0x9FD6, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x323AF)]
     for _ in range(count):
         parts = []
