@@ -207,6 +207,11 @@ class Costs:
             ("transactions run again (a write failed)", f"{a.reruns - b.reruns}"),
             ("SQL statements / message", f"{(a.statements - b.statements) / messages:.1f}"),
             (
+                "recall's checks answered from the store's memo / by SQL, per message",
+                f"{(a.memo_hits - b.memo_hits) / messages:.2f}"
+                f" / {(a.memo_misses - b.memo_misses) / messages:.2f}",
+            ),
+            (
                 "store process(es) CPU / message" if separate else "database thread CPU / message",
                 f"{store_cpu * 1000 / messages:.2f} ms",
             ),

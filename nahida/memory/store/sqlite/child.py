@@ -68,7 +68,9 @@ class _Server:
             try:
                 kind, write, fn, args = loads(payload)
                 if kind in ("tx", "tx!"):
-                    job = Job(self.store.run_unit, (fn, args), write, urgent=kind == "tx!")
+                    job = Job(
+                        self.store.run_unit, (fn, args), write, urgent=kind == "tx!", raw=False
+                    )
                 elif kind == "conn":
                     job = Job(fn, args, write)
                 else:

@@ -10,7 +10,8 @@ mode (transactions are explicit `BEGIN`s, nested ones savepoints), sqlite-vec wh
 code, `call` from sync code), so SQLite never blocks the event loop, statements are serialised
 without locks, and concurrent writers share commits. Each function is either a write (it runs in
 a transaction of its own, or in its own savepoint of a shared one) or a read (a batch of reads
-shares one deferred transaction: one snapshot, and no write lock).
+shares one deferred transaction: one snapshot, and no write lock). Its `memo` answers recall's
+per-message questions without SQL, kept exact by every transaction it opens and rolls back.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ import structlog
 
 from nahida.errors import StorageError
 from nahida.memory.store.base import answering
+from nahida.memory.store.sqlite.memo import Memo
 
 log = structlog.get_logger(__name__)
 T = TypeVar("T")
@@ -216,7 +218,9 @@ def transaction(conn: Connection) -> Iterator[Connection]:
 @dataclass
 class Job:
     """`fn(conn, *args)`, a write or a read; `future` (on `loop`, if any) learns its outcome.
-    `urgent`: a unit of a message being answered (`answering`), run ahead of the others."""
+    `urgent`: a unit of a message being answered (`answering`), run ahead of the others. `raw`:
+    a function of the bare connection (tests, scripts), whose SQL the memo cannot follow; a
+    store's units (`SqliteStore.run_unit`) are not raw."""
 
     fn: Callable[..., Any]
     args: tuple[Any, ...]
@@ -224,6 +228,7 @@ class Job:
     future: asyncio.Future[Any] | concurrent.futures.Future[Any] | None = None
     loop: asyncio.AbstractEventLoop | None = None
     urgent: bool = False
+    raw: bool = True
 
 
 Outcome = tuple[Job, bool, Any]  # a job, whether it succeeded, its result or exception
@@ -281,9 +286,12 @@ def _run_together(batch: list[Job], conn: Connection) -> tuple[list[Outcome], in
     return outcomes, None
 
 
-def _run_apart(batch: list[Job], conn: Connection, failed: int, kept: Outcome) -> list[Outcome]:
+def _run_apart(
+    batch: list[Job], conn: Connection, failed: int, kept: Outcome, memo: Memo
+) -> list[Outcome]:
     """Run `batch` again in a fresh transaction, each write in a savepoint of its own (a job
-    that fails rolls back alone); the job at `failed` keeps its outcome (`kept`), unrun."""
+    that fails rolls back alone, and the memo forgets what it read); the job at `failed` keeps
+    its outcome (`kept`), unrun."""
     outcomes: list[Outcome] = []
     for place, job in enumerate(batch):
         if place == failed:
@@ -295,6 +303,7 @@ def _run_apart(batch: list[Job], conn: Connection, failed: int, kept: Outcome) -
             outcome = _attempt(job, conn)
             if not outcome[1]:
                 conn.execute("ROLLBACK TO job")
+                memo.clear()
             conn.execute("RELEASE job")
             outcomes.append(outcome)
     return outcomes
@@ -316,13 +325,16 @@ def _release(exc: BaseException) -> None:
 class DbStats:
     """What the database thread has done (for the benchmarks): units run (`round_trips`),
     transactions (`batches`), batches run again because a write failed (`reruns`), SQL
-    statements given to the connection (`snapshot` fills it in) and the thread's CPU time."""
+    statements given to the connection and the memo's answers (`snapshot` fills them in) and
+    the thread's CPU time."""
 
     round_trips: int = 0
     batches: int = 0
     reruns: int = 0
     statements: int = 0
     cpu_seconds: float = 0.0
+    memo_hits: int = 0  # recall's questions answered from the memo
+    memo_misses: int = 0  # ... and by SQL (then remembered)
 
 
 class Database:
@@ -346,6 +358,7 @@ class Database:
         self.path = str(path)
         self.conn = connect(self.path, vec=vec)
         migrate(self.conn)
+        self.memo = Memo(self.conn)  # recall's per-message questions, answered exactly
         self._jobs: queue.SimpleQueue[Job | None] = queue.SimpleQueue()
         self.stats = DbStats()
         self._thread: threading.Thread | None = None
@@ -354,22 +367,29 @@ class Database:
             self._thread.start()
         self._closed = False
 
-    async def run(self, fn: Callable[..., T], *args: Any, write: bool = True) -> T:
-        """Run `fn(conn, *args)` on the database thread."""
+    async def run(
+        self, fn: Callable[..., T], *args: Any, write: bool = True, raw: bool = True
+    ) -> T:
+        """Run `fn(conn, *args)` on the database thread (`raw`: see `Job`)."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
-        self._submit(Job(fn, args, write, future, loop, answering.get()))
+        self._submit(Job(fn, args, write, future, loop, answering.get(), raw))
         return await future
 
-    def call(self, fn: Callable[..., T], *args: Any, write: bool = True) -> T:
+    def call(self, fn: Callable[..., T], *args: Any, write: bool = True, raw: bool = True) -> T:
         """Run `fn(conn, *args)` on the database thread and wait (CLI, scripts, tests)."""
         future: concurrent.futures.Future[T] = concurrent.futures.Future()
-        self._submit(Job(fn, args, write, future))
+        self._submit(Job(fn, args, write, future, raw=raw))
         return future.result()
 
     def snapshot(self) -> DbStats:
         """The counts so far (the statements: of the connection)."""
-        return replace(self.stats, statements=int(getattr(self.conn, "statements", 0)))
+        return replace(
+            self.stats,
+            statements=int(getattr(self.conn, "statements", 0)),
+            memo_hits=self.memo.hits,
+            memo_misses=self.memo.misses,
+        )
 
     def time_statements(self) -> None:
         """From now on, time each statement (`statement_times`; the benchmarks)."""
@@ -423,41 +443,76 @@ class Database:
 
     def run_batch(self, batch: list[Job]) -> list[Outcome]:
         """Run jobs in one transaction (reads alone: one snapshot), in order; each job's
-        outcome is (job, True, result) or (job, False, exception)."""
+        outcome is (job, True, result) or (job, False, exception). A batch with a raw job runs
+        without the memo, which then forgets everything (the raw SQL may have changed it)."""
         self.stats.round_trips += len(batch)
         self.stats.batches += 1
+        if not any(job.raw for job in batch):
+            return self._run_batch(batch)
+        self.memo.off = True
+        try:
+            return self._run_batch(batch)
+        finally:
+            self.memo.off = False
+            self.memo.clear()
+
+    def _run_batch(self, batch: list[Job]) -> list[Outcome]:
         conn = self.conn
         if not any(job.write for job in batch):  # one read snapshot, no write lock
-            conn.execute("BEGIN")
+            self._begin(write=False)
             try:
                 return [_attempt(job, conn) for job in batch]
             finally:
-                conn.execute("COMMIT")
+                self._end()
         if len(batch) == 1:
             job = batch[0]
             try:
-                with transaction(conn):
-                    return [(job, True, job.fn(conn, *job.args))]
+                self._begin()
+                result = job.fn(conn, *job.args)
+                conn.execute("COMMIT")
             except BaseException as exc:
                 _release(exc)
-                if conn.in_transaction:  # COMMIT itself failed
-                    conn.execute("ROLLBACK")
+                self._roll_back()
                 return [(job, False, exc)]
+            return [(job, True, result)]
         try:
-            begin_immediate(conn)
+            self._begin()
             outcomes, failed = _run_together(batch, conn)
             if failed is not None:  # a write failed: run the batch again, apart
                 self.stats.reruns += 1
-                conn.execute("ROLLBACK")
-                begin_immediate(conn)
-                outcomes = _run_apart(batch, conn, failed, outcomes[failed])
+                self._roll_back()
+                self._begin()
+                outcomes = _run_apart(batch, conn, failed, outcomes[failed], self.memo)
             conn.execute("COMMIT")
         except Exception as exc:  # the batch itself failed: nobody's work was kept
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
+            self._roll_back()
             error = StorageError(f"database write failed: {exc}")
             return [(job, False, error) for job in batch]
         return outcomes
+
+    def _begin(self, write: bool = True) -> None:
+        """Open a transaction (a write one waits for another process's, `begin_immediate`) and
+        bring the memo up to date with what other connections committed."""
+        if write:
+            begin_immediate(self.conn)
+        else:
+            self.conn.execute("BEGIN")
+        self.memo.sync()
+
+    def _end(self) -> None:
+        """COMMIT a read batch (which may have written, too)."""
+        try:
+            self.conn.execute("COMMIT")
+        except BaseException:
+            self._roll_back()
+            raise
+
+    def _roll_back(self) -> None:
+        """Roll back what is open (SQLite may have rolled back already) and forget what the
+        memo read meanwhile."""
+        if self.conn.in_transaction:
+            self.conn.execute("ROLLBACK")
+        self.memo.clear()
 
     def __enter__(self) -> Database:
         return self

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection, Sequence
+from functools import partial
 from typing import Any
 
 from nahida.memory.models import NewTurn, Session, Turn
@@ -13,6 +14,7 @@ from nahida.memory.store.sqlite import fts, rows
 from nahida.memory.store.sqlite.db import Connection
 from nahida.memory.store.sqlite.episodes import forget_sql
 from nahida.memory.store.sqlite.fts import like_escape
+from nahida.memory.store.sqlite.memo import CHAT, MORE, TURN_IDS, Memo
 
 _MATCH_FROM = "turns_fts", rows.TURN_MATCH_COLUMNS, "turns t ON t.id = f.rowid", "t.time"
 
@@ -118,8 +120,9 @@ class SessionTable:
 
 
 class TurnTable:
-    def __init__(self, conn: Connection) -> None:
+    def __init__(self, conn: Connection, memo: Memo | None = None) -> None:
         self.conn = conn
+        self.memo = memo
 
     def known(self, chat: str, message_id: str) -> bool:
         row = self.conn.execute(
@@ -148,6 +151,8 @@ class TurnTable:
             ),
         )
         turn_id = int(cursor.lastrowid or 0)
+        if self.memo is not None:
+            self.memo.turn_added(turn.chat, turn_id, turn.role)
         if tokens is not None:
             conn.execute(
                 "INSERT INTO turns_fts (rowid, body, scopes) VALUES (?, ?, ?)",
@@ -240,6 +245,10 @@ class TurnTable:
     def any_besides(self, chats: Sequence[str], exclude: Collection[int], at: float | None) -> bool:
         if not chats:
             return False
+        if self.memo is not None and at is None:
+            known = self._besides(self.memo, chats, exclude)
+            if known is not None:
+                return known
         sql = (
             f"SELECT 1 FROM turns WHERE chat IN ({', '.join('?' * len(chats))})"
             " AND hidden_by IS NULL AND role IN ('user', 'assistant')"
@@ -250,6 +259,29 @@ class TurnTable:
             sql += " AND time <= ?"
             params.append(at)
         return self.conn.execute(f"{sql} LIMIT 1", params).fetchone() is not None
+
+    def _besides(self, memo: Memo, chats: Sequence[str], exclude: Collection[int]) -> bool | None:
+        """`any_besides` from the memo's countable turns of each chat (no moment to respect);
+        None when it cannot tell (a chat with more than the memo lists, and as many shown)."""
+        left, more = 0, False
+        for chat in dict.fromkeys(chats):
+            ids = memo.get(CHAT, chat, partial(self._countable, chat))
+            if ids is MORE:
+                more = True
+            else:
+                left += len(ids) - sum(1 for turn_id in exclude if turn_id in ids)
+        if more:  # it has more than TURN_IDS: some are not shown if fewer than that are
+            return True if len(exclude) <= TURN_IDS else None
+        return left > 0
+
+    def _countable(self, chat: str) -> set[int] | str:
+        """The ids of the chat's user and assistant turns not hidden, or MORE than TURN_IDS."""
+        found = self.conn.execute(
+            "SELECT id FROM turns WHERE chat = ? AND hidden_by IS NULL"
+            " AND role IN ('user', 'assistant') LIMIT ?",
+            (chat, TURN_IDS + 1),
+        ).fetchall()
+        return MORE if len(found) > TURN_IDS else {int(row[0]) for row in found}
 
     def containing(
         self, chats: Sequence[str], needles: Sequence[str], search: TextSearch

@@ -205,6 +205,8 @@ class ProcessStats:
             total.reruns += stats.reruns
             total.statements += stats.statements
             total.cpu_seconds += stats.cpu_seconds
+            total.memo_hits += stats.memo_hits
+            total.memo_misses += stats.memo_misses
         return total
 
     def time_statements(self) -> None:
