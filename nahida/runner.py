@@ -160,7 +160,7 @@ class SessionRunner:
             reply = await self._answer(ctx, hot, recorded.summary)
         await self._run_hooks(ctx, reply)
 
-    async def _answer(self, ctx: TurnContext, hot: list[Turn], summary: str) -> str | None:
+    async def _answer(self, ctx: TurnContext, hot: Sequence[Turn], summary: str) -> str | None:
         """Model → reply → persist; the stored answer, or None when the model failed."""
         envelope = ctx.envelope
         try:
@@ -255,7 +255,7 @@ class SessionRunner:
                 text = t("command_failed", self.settings.language)
             await self._reply(envelope, text)
 
-    async def _complete(self, ctx: TurnContext, hot: list[Turn], summary: str) -> Completion:
+    async def _complete(self, ctx: TurnContext, hot: Sequence[Turn], summary: str) -> Completion:
         slots: dict[str, str] = {"summary": summary} if summary else {}
         # at once: their reads share one batch of the database thread
         gathered = await asyncio.gather(

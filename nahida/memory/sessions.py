@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, tzinfo
 from pathlib import Path
@@ -92,7 +92,7 @@ class Recorded:
     and the session this turn's arrival ended (idle split), if any."""
 
     turn: Turn
-    hot: list[Turn]
+    hot: Sequence[Turn]
     summary: str = ""
     ended: str | None = None
 

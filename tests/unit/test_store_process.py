@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import pickletools
 import signal
 import threading
 import time
@@ -15,10 +16,12 @@ from pathlib import Path
 import pytest
 
 from nahida.errors import StorageError
-from nahida.memory.models import Session
+from nahida.memory.models import NewTurn, Session, Turn
+from nahida.memory.sessions import record_with_window
 from nahida.memory.store.base import Tx, answering
 from nahida.memory.store.sqlite import SqliteStore
 from nahida.memory.store.sqlite.process import ProcessStore
+from nahida.memory.store.sqlite.rows import TurnRows
 from nahida.memory.store.sqlite.wire import dumps, loads
 
 T0 = 1_780_000_000.0
@@ -62,6 +65,27 @@ def test_dataclasses_travel_as_their_fields() -> None:
     plain, triple = loads(dumps((Plain(1), Triple(1, ["z"], 2.0))))
     assert (plain, triple) == (Plain(1), Triple(1, ["z"], 2.0))
     assert type(plain) is Plain and vars(plain) == {"left": 1, "right": "r"}
+
+
+def test_a_prompt_window_travels_as_its_rows_and_is_built_where_it_is_used(
+    tmp_path: Path,
+) -> None:
+    store = ProcessStore(tmp_path / "nahida.db", vec=False)
+    try:
+        for n in range(4):
+            turn = NewTurn("onebot:group:1", "user", f"第 {n} 句", T0 + n, message_id=str(n))
+            recorded = store.write_sync(record_with_window, turn, None, 0.0, 3)
+        assert recorded is not None
+        assert isinstance(recorded.hot, TurnRows)
+        assert [t.content for t in recorded.hot] == ["第 0 句", "第 1 句", "第 2 句"]
+        assert all(isinstance(t, Turn) and t.time.tzinfo is not None for t in recorded.hot)
+        # what crosses from the store process: plain values; no Turn is built there
+        session = recorded.turn.session_id
+        payload = dumps(store.read_sync(lambda tx: tx.turns.window(session, 99, 3)))
+        names = {arg for _, arg, _ in pickletools.genops(payload) if isinstance(arg, str)}
+        assert "TurnRows" in names and "Turn" not in names
+    finally:
+        store.close()
 
 
 def test_what_cannot_travel_is_refused_with_its_reason(tmp_path: Path) -> None:

@@ -225,9 +225,10 @@ class TurnRows(Protocol):
         """Store a turn (indexed under its chat when `tokens` is given) and count it in its
         session; returns its id."""
 
-    def window(self, session_id: str, before: int, limit: int, after: int = 0) -> list[Turn]:
+    def window(self, session_id: str, before: int, limit: int, after: int = 0) -> Sequence[Turn]:
         """The last `limit` turns of the session before turn `before`, oldest first; with
-        `after`, only those after that turn (what a warm summary does not cover)."""
+        `after`, only those after that turn (what a warm summary does not cover). A sequence,
+        not necessarily a list: a backend may build the turns only when they are looked at."""
 
     def of_session(self, session_id: str) -> list[Turn]: ...
 

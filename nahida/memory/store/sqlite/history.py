@@ -165,13 +165,16 @@ class TurnTable:
         )
         return turn_id
 
-    def window(self, session_id: str, before: int, limit: int, after: int = 0) -> list[Turn]:
-        found = self.conn.execute(
+    def window(self, session_id: str, before: int, limit: int, after: int = 0) -> rows.TurnRows:
+        cursor = self.conn.cursor()
+        cursor.row_factory = None  # plain tuples: they travel as they are (`TurnRows`)
+        found = cursor.execute(
             _SELECT_TURNS + " WHERE session_id = ? AND id < ? AND id > ? AND hidden_by IS NULL"
             " ORDER BY id DESC LIMIT ?",
             (session_id, before, after, limit),
         ).fetchall()
-        return [rows.turn(r) for r in reversed(found)]
+        found.reverse()
+        return rows.TurnRows(found)
 
     def of_session(self, session_id: str) -> list[Turn]:
         found = self.conn.execute(
