@@ -172,7 +172,10 @@ class Costs:
 
     def statement_rows(self, messages: int, top: int = 15) -> list[str]:
         """The statements that cost the database thread most, per message (--statements)."""
-        times = self.statements
+        times: dict[str, tuple[int, float]] = {}
+        for sql, (n, seconds) in self.statements.items():  # variants (IN lists) as one line
+            had = times.get(sql[:72], (0, 0.0))
+            times[sql[:72]] = (had[0] + n, had[1] + seconds)
         total = sum(seconds for _, seconds in times.values())
         lines = [
             "| statement (first words) | runs / message | CPU / run | CPU / message |",
