@@ -140,7 +140,8 @@ def ranked(
     if expression != EVERY_ROW:
         where, params = f" AND {table} MATCH ?", [expression]
     where, params = time_filter(where, params, time_column, search)
-    score, order = f"-bm25({table}, 1.0, 0.0)", f"bm25({table}, 1.0, 0.0)"
+    # ordered by the score column, not by bm25() again: SQLite would score every match twice
+    score, order = f"-bm25({table}, 1.0, 0.0)", "score DESC"
     if search.terms is None:
         score, order = "1.0", f"{time_column} DESC"
     cursor = conn.cursor()
