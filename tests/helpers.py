@@ -9,12 +9,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from nahida.adapters.base import Adapter
 from nahida.adapters.console.adapter import ConsoleAdapter
 from nahida.app import App, Paths, console_app
 from nahida.config import Config
 from nahida.envelope import ChatKey, Envelope, Reply, Role, Segment, Sender, UserKey
 from nahida.memory import MemoryItem, Session, Turn, Viewer
 from nahida.memory.store.sqlite import SqliteStore
+from nahida.server import InboundServer
 
 _ids = itertools.count(1)
 
@@ -41,6 +43,25 @@ def envelope(
         text=text,
         to_me=to_me,
     )
+
+
+class Silent(Adapter):
+    """An adapter that receives nothing and keeps what the bot sends."""
+
+    platform = "test"
+
+    def __init__(self) -> None:
+        self.sent: list[Reply] = []
+
+    def mount(self, server: InboundServer) -> None:
+        return None
+
+    async def run(self, submit: object) -> None:
+        return None
+
+    async def send(self, reply: Reply) -> str | None:
+        self.sent.append(reply)
+        return None
 
 
 def config(**tree: Any) -> Config:

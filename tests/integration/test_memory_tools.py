@@ -10,19 +10,18 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from nahida.adapters.base import Adapter
 from nahida.app import App, Paths
 from nahida.config import Config
-from nahida.envelope import ChatKey, Reply, Role, UserKey
+from nahida.envelope import ChatKey, Role, UserKey
 from nahida.hooks import TurnContext
 from nahida.i18n import t
 from nahida.memory import MemoryTools, Viewer
 from nahida.providers.echo import EchoProvider
 from nahida.providers.router import ModelRouter, resolve_routes
-from nahida.server import InboundServer
 from tests.fakes.llm_server import FakeOpenAIServer
 from tests.helpers import (
     History,
+    Silent,
     chat_through_console,
     config,
     envelope,
@@ -123,23 +122,6 @@ async def test_profile_update_tool_through_the_anthropic_sdk(tmp_path: Path) -> 
         assert results[0].startswith("profile section 目标与方向: added p_")
         assert results[1].startswith("error:") and "基础特征" in results[1]  # the sections
         assert "### 目标与方向\n- 想学日语" in system_of(server.chat_requests[-1].body)
-
-
-class Silent(Adapter):
-    platform = "test"
-
-    def __init__(self) -> None:
-        self.sent: list[Reply] = []
-
-    def mount(self, server: InboundServer) -> None:
-        return None
-
-    async def run(self, submit: object) -> None:
-        return None
-
-    async def send(self, reply: Reply) -> str | None:
-        self.sent.append(reply)
-        return None
 
 
 def echo_app(tmp_path: Path, **tree: Any) -> App:

@@ -9,19 +9,25 @@ from __future__ import annotations
 import io
 import re
 from pathlib import Path
-from typing import ClassVar
 
 from nahida.adapters.console.adapter import ConsoleAdapter
 from nahida.app import App, Paths, console_app
 from nahida.config import Config
-from nahida.envelope import ChatKey, Reply, UserKey
+from nahida.envelope import ChatKey, UserKey
 from nahida.memory import GUARD, Viewer
 from nahida.memory.turn import ExtractionHook, MemoryInjection
 from nahida.providers.echo import EchoProvider
 from nahida.providers.router import ModelRouter, resolve_routes
-from nahida.server import InboundServer
 from tests.fakes.llm_server import FakeOpenAIServer
-from tests.helpers import History, config, conversation, envelope, memory_block, openai_provider
+from tests.helpers import (
+    History,
+    Silent,
+    config,
+    conversation,
+    envelope,
+    memory_block,
+    openai_provider,
+)
 
 ITEM_LINE = re.compile(r"- \[(m_[0-9a-f]{6})\] (\w+) · (\w+) · \d{4}-\d{2}-\d{2}: (.+)")
 
@@ -113,27 +119,12 @@ async def test_the_bots_own_words_are_never_extracted(
 
 
 async def test_observed_group_talk_is_extracted_but_not_answered(tmp_path: Path) -> None:
-    class Silent:
-        platform = "test"
-        sent: ClassVar[list[Reply]] = []
-
-        def mount(self, server: InboundServer) -> None:
-            return None
-
-        async def run(self, submit: object) -> None:
-            return None
-
-        async def send(self, reply: Reply) -> str | None:
-            self.sent.append(reply)
-            return None
-
+    silent = Silent()
     model = ModelRouter({"echo": EchoProvider()}, resolve_routes({}, {"echo": "m"}))
-    app = App(
-        Config(), Paths(None, tmp_path / "d", tmp_path / "w"), adapters=[Silent()], model=model
-    )
+    app = App(Config(), Paths(None, tmp_path / "d", tmp_path / "w"), adapters=[silent], model=model)
     try:
         await app.runner.handle(envelope("我喜欢乌龙茶", chat="test:group:g1", to_me=False))
-        assert Silent.sent == []
+        assert silent.sent == []
         viewer = Viewer(ChatKey.parse("test:group:g1"), UserKey.parse("test:u1"))
         items = await app.memory.items.latest(viewer)
         assert [(i.kind, i.content, i.sensitivity) for i in items] == [

@@ -8,20 +8,18 @@ a third higher while they did not fit)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import pytest
 
 from nahida.app import App, Paths
 from nahida.config import Config
-from nahida.envelope import Reply
 from nahida.memory.store.sqlite import db as db_module
 from nahida.memory.store.sqlite.db import STATEMENT_CACHE, connect
 from nahida.memory.store.sqlite.migrations import migrate
 from nahida.providers.echo import EchoProvider
 from nahida.providers.router import ModelRouter, resolve_routes
-from nahida.server import InboundServer
-from tests.helpers import envelope
+from tests.helpers import Silent, envelope
 
 LINES = [
     "我喜欢乌龙茶",
@@ -37,21 +35,6 @@ LINES = [
 ]
 
 
-class Quiet:
-    platform = "test"
-    sent: ClassVar[list[Reply]] = []
-
-    def mount(self, server: InboundServer) -> None:
-        return None
-
-    async def run(self, submit: object) -> None:
-        return None
-
-    async def send(self, reply: Reply) -> str | None:
-        self.sent.append(reply)
-        return None
-
-
 def statements_of_the_migrations(path: Path) -> int:
     conn: Any = connect(path)
     conn.timings = {}  # counted from the first statement on
@@ -65,8 +48,9 @@ def statements_of_the_migrations(path: Path) -> int:
 async def test_a_busy_mix_of_messages_fits_the_statement_cache(tmp_path: Path) -> None:
     once = statements_of_the_migrations(tmp_path / "fresh.db")
     model = ModelRouter({"echo": EchoProvider()}, resolve_routes({}, {"echo": "m"}))
+    quiet = Silent()
     config = Config.model_validate({"bot": {"rate_limit": {"per_chat_per_minute": 0}}})
-    app = App(config, Paths(None, tmp_path / "d", tmp_path / "w"), adapters=[Quiet()], model=model)
+    app = App(config, Paths(None, tmp_path / "d", tmp_path / "w"), adapters=[quiet], model=model)
     db: Any = app.memory.store.db  # type: ignore[attr-defined]  # the SQLite store's
     db.time_statements()
     chats = ["test:group:g1", "test:group:g2", "test:private:u1", "test:private:u2"]
@@ -87,7 +71,7 @@ async def test_a_busy_mix_of_messages_fits_the_statement_cache(tmp_path: Path) -
         distinct = db.statement_times()
     finally:
         app.memory.close()
-    assert Quiet.sent  # answered
+    assert quiet.sent  # answered
     assert once > 20 and len(distinct) > 30  # both counted
     assert once + len(distinct) <= STATEMENT_CACHE // 2, sorted(distinct)
 
