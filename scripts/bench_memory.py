@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import shutil
 import statistics
 import sys
 import tempfile
@@ -285,7 +286,11 @@ def main() -> int:
     parser.add_argument("--sizes", default="", help="comma-separated item counts (overrides)")
     parser.add_argument("--queries", type=int, default=500)
     parser.add_argument("--batch", type=int, default=2000)
-    parser.add_argument("--dir", type=Path, help="where to keep the database (default: temp)")
+    parser.add_argument(
+        "--dir",
+        type=Path,
+        help="where to keep the database (default: a temporary folder, removed after the run)",
+    )
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--workers", type=int, default=2, help="tokenizing processes (bulk)")
     parser.add_argument(
@@ -345,6 +350,8 @@ def main() -> int:
             )
     finally:
         db.close()
+        if args.dir is None:
+            shutil.rmtree(folder, ignore_errors=True)
     print(f"# bench_memory: {len(scopes())} scopes, SQLite {os.path.basename(str(path))} on disk")
     print()
     print(f"- write path (`write.prepare` + `propose`: safety, tokens, dedup lookup, candidate,"

@@ -340,6 +340,7 @@ async def pump(app: App, adapter: BenchAdapter, chats: int, messages: int, offse
 
 
 async def main(
+    tmp: Path,
     chats: int,
     messages: int,
     idle_chats: int,
@@ -354,7 +355,6 @@ async def main(
     observed_concurrency: int = 32,
 ) -> int:
     configure_logging("WARNING", "json")  # as `nahida run` would, minus the info lines
-    tmp = Path(tempfile.mkdtemp(prefix="nahida-bench-"))
     config = Config.model_validate(
         {
             "bus": {
@@ -584,20 +584,22 @@ if __name__ == "__main__":
     args = parser.parse_args()
     OBSERVED = 1.0 if args.observed else args.observed_share
     STATEMENTS = args.statements
-    code = asyncio.run(
-        main(
-            args.chats,
-            args.messages,
-            args.idle_chats,
-            args.idle_batches,
-            not args.no_memory,
-            args.embedding,
-            args.dream_every,
-            args.history,
-            args.concurrency,
-            args.store == "process",
-            args.store_reader,
-            args.observed_concurrency,
+    with tempfile.TemporaryDirectory(prefix="nahida-bench-") as tmp:  # removed after the run
+        code = asyncio.run(
+            main(
+                Path(tmp),
+                args.chats,
+                args.messages,
+                args.idle_chats,
+                args.idle_batches,
+                not args.no_memory,
+                args.embedding,
+                args.dream_every,
+                args.history,
+                args.concurrency,
+                args.store == "process",
+                args.store_reader,
+                args.observed_concurrency,
+            )
         )
-    )
     sys.exit(code)
