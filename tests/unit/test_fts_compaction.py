@@ -1,6 +1,7 @@
-"""Small FTS5 indexes are rebuilt now and then into one segment (`fts.Compaction`): what they
-find is unchanged, the index passes FTS5's own integrity check on both SQLite builds Nahida runs
-on, and the number of segments a search walks stays small."""
+"""FTS5 indexes are compacted now and then into one segment (`fts.Compaction`: the small ones
+rebuilt, the turns index merged by `fts.Merging` where SQLite is new enough): what they find is
+unchanged, the index passes FTS5's own integrity check on both SQLite builds Nahida runs on, and
+the number of segments a search walks stays small."""
 
 from __future__ import annotations
 
@@ -8,19 +9,22 @@ import random
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
-from nahida.memory import MemoryItem
+from nahida.memory import MemoryItem, NewTurn
 from nahida.memory.scopes import Visibility
 from nahida.memory.store.base import TextSearch
 from nahida.memory.store.sqlite import SqliteStore
-from nahida.memory.store.sqlite.db import Connection, connect
-from nahida.memory.store.sqlite.fts import Compaction
+from nahida.memory.store.sqlite.db import Connection, connect, driver
+from nahida.memory.store.sqlite.fts import MERGING_SAFE_FROM, Compaction, Merging, merging_is_safe
+from nahida.memory.store.sqlite.history import TurnTable
 from nahida.memory.tokenize import index_text
 
 SCHEMA = "(body, scopes, tokenize = 'porter unicode61 remove_diacritics 0')"
 WORDS = [f"w{n}" for n in range(400)]
+CHAT = "qq:group:1"
 
 
 def segments(conn: Connection, table: str) -> int:
@@ -34,17 +38,24 @@ def _stdlib(path: Path) -> Connection:
 
 @pytest.mark.parametrize("open_db", [connect, _stdlib], ids=["nahida", "stdlib"])
 @pytest.mark.parametrize("per_transaction", [1, 6])
-def test_rebuilt_index_finds_what_an_untouched_one_finds(
-    tmp_path: Path, open_db: Callable[[Path], Connection], per_transaction: int
+@pytest.mark.parametrize("kind", [Compaction, Merging], ids=["rebuild", "optimize"])
+def test_compacted_index_finds_what_an_untouched_one_finds(
+    tmp_path: Path,
+    open_db: Callable[[Path], Connection],
+    per_transaction: int,
+    kind: type[Compaction],
 ) -> None:
     conn = open_db(tmp_path / "c.db")
+    if kind is Merging and not merging_is_safe(conn):
+        pytest.skip("FTS5's optimize is not run on this SQLite (fts.Merging)")
     for table in ("kept", "plain"):
         conn.execute(f"CREATE VIRTUAL TABLE {table} USING fts5 {SCHEMA}")
-    compaction = Compaction("kept")
+    compaction = kind("kept")
     rng = random.Random(3)
     for start in range(1, 1201, per_transaction):
         conn.execute("BEGIN")
         for rowid in range(start, start + per_transaction):
+            conn.execute("SAVEPOINT unit")  # as a write batch runs each unit
             body = " ".join(rng.sample(WORDS, 8))
             doomed = rng.randrange(1, rowid + 1) if rng.random() < 0.2 else None
             for table in ("kept", "plain"):
@@ -54,7 +65,10 @@ def test_rebuilt_index_finds_what_an_untouched_one_finds(
                 if doomed is not None:
                     conn.execute(f"DELETE FROM {table} WHERE rowid = ?", (doomed,))
             compaction.written(conn)
-        conn.execute("COMMIT")
+            if rng.random() < 0.1:  # a unit that failed after writing
+                conn.execute("ROLLBACK TO unit")
+            conn.execute("RELEASE unit")
+        conn.execute("ROLLBACK" if rng.random() < 0.05 else "COMMIT")
     conn.execute("INSERT INTO kept (kept) VALUES ('integrity-check')")  # raises when corrupt
     for word in WORDS[:50]:
         found = [
@@ -90,6 +104,37 @@ def test_item_writes_leave_few_segments_and_every_item_is_found(store: SqliteSto
             lambda tx, n=n: tx.items.search(seen, TextSearch((f"number{n}",), 5))
         )
         assert [m.item.id for m in found] == [item.id]
+
+
+def test_turn_writes_leave_few_segments_and_every_turn_is_found(store: SqliteStore) -> None:
+    assert store.write_sync(lambda tx: tx.sessions.create("s1", CHAT, "t", 1.0))
+    turns = [
+        NewTurn(CHAT, "user", f"oolong number{n}", 1.0 + n) for n in range(5 * Compaction.EVERY)
+    ]
+    made = [  # a transaction each: a segment each, unless merged
+        store.write_sync(lambda tx, t=turn: tx.turns.add("s1", t, index_text(t.content)))
+        for turn in turns
+    ]
+    merged = store.db.call(merging_is_safe, write=False)
+    count = store.db.call(lambda conn: segments(conn, "turns_fts"), write=False)
+    assert count == 1 if merged else count > 1
+    for n, turn_id in enumerate(made):
+        search = TextSearch((f"number{n}",), 5)
+        found = store.read_sync(lambda tx, s=search: tx.turns.search([CHAT], s))
+        assert [m.id for m in found] == [turn_id]
+
+
+@pytest.mark.parametrize(
+    ("open_db", "module"), [(connect, driver), (_stdlib, sqlite3)], ids=["nahida", "stdlib"]
+)
+def test_the_turns_index_is_merged_only_where_sqlite_is_new_enough(
+    tmp_path: Path, open_db: Callable[[Path], Connection], module: ModuleType
+) -> None:
+    """`optimize` in a rolled-back savepoint corrupted an index on 3.40.1 (`fts.Merging`)."""
+    new_enough = module.sqlite_version_info >= MERGING_SAFE_FROM
+    conn = open_db(tmp_path / "c.db")
+    assert merging_is_safe(conn) is new_enough
+    assert (TurnTable(conn)._merging is not None) is new_enough
 
 
 def test_an_index_past_the_limit_is_left_to_fts5s_own_merging(

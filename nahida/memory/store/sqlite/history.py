@@ -123,6 +123,7 @@ class TurnTable:
     def __init__(self, conn: Connection, memo: Memo | None = None) -> None:
         self.conn = conn
         self.memo = memo
+        self._merging = fts.Merging("turns_fts") if fts.merging_is_safe(conn) else None
 
     def known(self, chat: str, message_id: str) -> bool:
         row = self.conn.execute(
@@ -158,6 +159,8 @@ class TurnTable:
                 "INSERT INTO turns_fts (rowid, body, scopes) VALUES (?, ?, ?)",
                 (turn_id, tokens, fts.scope_token(chat_scope(turn.chat))),
             )
+            if self._merging is not None:
+                self._merging.written(conn)
         conn.execute(
             "UPDATE sessions SET updated_at = max(updated_at, ?), turn_count = turn_count + 1"
             " WHERE id = ?",
