@@ -5,7 +5,8 @@ action); the fake implementation runs in a second process (this machine has two 
 sends M group messages from N groups over one reverse WebSocket, each addressed to the bot, with
 10% of the events delivered twice and a reconnect (same X-Self-ID, the old socket left half-open
 for a moment) half way through, replaying the last few events on the new socket as real
-implementations do. Latency is measured in the fake: event sent → reply action received.
+implementations do. Latency is measured in the fake: event sent → reply action received; the
+fake also counts the groups whose messages were not answered in the order they were sent.
 
     .venv/bin/python scripts/bench_onebot.py --groups 50 --messages 10000 --runs 3
 
@@ -89,6 +90,8 @@ async def _implementation(url: str, load: Load) -> dict[str, Any]:
     sent_at: dict[str, float] = {}
     replied_at: dict[str, float] = {}
     replies: Counter[str] = Counter()
+    group_of: dict[str, tuple[int, int]] = {}  # message id → (its group, its number)
+    answered_in: dict[int, list[int]] = {}  # group → its messages' numbers, in reply order
     progress = asyncio.Event()
     cpu_started = _cpu_seconds()  # the fake's own CPU from here, its imports left out
 
@@ -97,7 +100,10 @@ async def _implementation(url: str, load: Load) -> dict[str, Any]:
             return
         quote = next(s["data"]["id"] for s in call.params["message"] if s["type"] == "reply")
         replies[quote] += 1
-        replied_at.setdefault(quote, call.at)
+        if quote not in replied_at:
+            replied_at[quote] = call.at
+            group, n = group_of[quote]
+            answered_in.setdefault(group, []).append(n)
         progress.set()
 
     async with FakeOneBot(BOT) as impl:
@@ -124,6 +130,7 @@ async def _implementation(url: str, load: Load) -> dict[str, Any]:
                     progress.clear()
                     await progress.wait()
             sent_at[str(event["message_id"])] = time.monotonic()
+            group_of[str(event["message_id"])] = (group, n)
             await sock.send(event)
             await asyncio.sleep(0)  # let the reader answer the bot's actions between events
             if rng.random() < load.duplicates:
@@ -150,6 +157,7 @@ async def _implementation(url: str, load: Load) -> dict[str, Any]:
         "replied": len(replied_at),
         "lost": len(sent_at) - len(replied_at),
         "duplicate_replies": sum(c - 1 for c in replies.values() if c > 1),
+        "out_of_order": sum(1 for ns in answered_in.values() if ns != sorted(ns)),
         "seconds": end - started,
         "fake_cpu_ms": (_cpu_seconds() - cpu_started) * 1000 / max(1, len(replied_at)),
         "rate": len(replied_at) / (end - started),
@@ -307,7 +315,8 @@ async def main(load: Load, runs: int) -> int:
     print(row("duplicates dropped by adapter", [r["dropped_by_adapter"] for r in results], "d"))
     print(row("lost (no reply)", [r["lost"] for r in results], "d"))
     print(row("duplicate replies", [r["duplicate_replies"] for r in results], "d"))
-    bad = any(r["lost"] or r["duplicate_replies"] for r in results)
+    print(row("groups answered out of order", [r["out_of_order"] for r in results], "d"))
+    bad = any(r["lost"] or r["duplicate_replies"] or r["out_of_order"] for r in results)
     return 1 if bad else 0
 
 
