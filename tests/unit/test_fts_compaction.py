@@ -64,6 +64,8 @@ def test_compacted_index_finds_what_an_untouched_one_finds(
                 )
                 if doomed is not None:
                     conn.execute(f"DELETE FROM {table} WHERE rowid = ?", (doomed,))
+            if isinstance(compaction, Merging):
+                compaction.searched()  # searched as often as written: merged on schedule
             compaction.written(conn)
             if rng.random() < 0.1:  # a unit that failed after writing
                 conn.execute("ROLLBACK TO unit")
@@ -106,17 +108,24 @@ def test_item_writes_leave_few_segments_and_every_item_is_found(store: SqliteSto
         assert [m.item.id for m in found] == [item.id]
 
 
-def test_turn_writes_leave_few_segments_and_every_turn_is_found(store: SqliteStore) -> None:
+@pytest.mark.parametrize("search_every", [4, 10, None])
+def test_turn_writes_are_merged_when_searches_come_often_enough(
+    store: SqliteStore, search_every: int | None
+) -> None:
+    """A search at least every `Merging.WRITES_PER_SEARCH` writes: merged into one segment;
+    fewer (a group chatting among itself, observed talk): FTS5's own merging. Every turn is
+    found either way."""
     assert store.write_sync(lambda tx: tx.sessions.create("s1", CHAT, "t", 1.0))
-    turns = [
-        NewTurn(CHAT, "user", f"oolong number{n}", 1.0 + n) for n in range(5 * Compaction.EVERY)
-    ]
-    made = [  # a transaction each: a segment each, unless merged
-        store.write_sync(lambda tx, t=turn: tx.turns.add("s1", t, index_text(t.content)))
-        for turn in turns
-    ]
-    merged = store.db.call(merging_is_safe, write=False)
+    made = []
+    for n in range(5 * Compaction.EVERY):  # a transaction each: a segment each, unless merged
+        turn = NewTurn(CHAT, "user", f"oolong number{n}", 1.0 + n)
+        made.append(
+            store.write_sync(lambda tx, t=turn: tx.turns.add("s1", t, index_text(t.content)))
+        )
+        if search_every and n % search_every == 0:
+            store.read_sync(lambda tx: tx.turns.search([CHAT], TextSearch(("oolong",), 5)))
     count = store.db.call(lambda conn: segments(conn, "turns_fts"), write=False)
+    merged = search_every == 4 and store.db.call(merging_is_safe, write=False)
     assert count == 1 if merged else count > 1
     for n, turn_id in enumerate(made):
         search = TextSearch((f"number{n}",), 5)

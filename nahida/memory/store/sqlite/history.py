@@ -245,6 +245,8 @@ class TurnTable:
         return [rows.turn(r) for r in found]
 
     def search(self, chats: Sequence[str] | None, search: TextSearch) -> list[TurnMatch]:
+        if self._merging is not None:
+            self._merging.searched()
         expression = fts.chats_match(search.terms, chats)
         return fts.ranked(self.conn, *_MATCH_FROM, expression, search, _turn_match)
 
