@@ -85,8 +85,8 @@ class DreamTable:
         for chat, cursor, _ in found:
             (count,) = self.conn.execute(
                 "SELECT count(*) FROM (SELECT 1 FROM turns WHERE chat = ? AND id > ?"
-                " AND hidden_by IS NULL AND role IN ('user', 'assistant') LIMIT ?)",
-                (chat, cursor, min_turns),
+                f" AND hidden_by IS NULL AND role IN ('user', 'assistant') LIMIT {int(min_turns)})",
+                (chat, cursor),
             ).fetchone()
             if count >= min_turns:
                 due.append(DueChat(chat, cursor))
@@ -100,8 +100,8 @@ class DreamTable:
         found = self.conn.execute(
             f"SELECT {rows.TURN_COLUMNS} FROM turns"
             " WHERE chat = ? AND id > ? AND hidden_by IS NULL"
-            " AND role IN ('user', 'assistant') ORDER BY id LIMIT ?",
-            (chat, after, limit),
+            f" AND role IN ('user', 'assistant') ORDER BY id LIMIT {int(limit)}",
+            (chat, after),
         )
         return [rows.turn(r) for r in found]
 
@@ -161,11 +161,12 @@ class DreamTable:
     def latest(self, chat: str | None, limit: int) -> list[DreamRun]:
         if chat is None:
             found = self.conn.execute(
-                "SELECT * FROM dream_runs ORDER BY seq DESC LIMIT ?", (limit,)
+                f"SELECT * FROM dream_runs ORDER BY seq DESC LIMIT {int(limit)}"
             )
         else:
             found = self.conn.execute(
-                "SELECT * FROM dream_runs WHERE chat = ? ORDER BY seq DESC LIMIT ?", (chat, limit)
+                f"SELECT * FROM dream_runs WHERE chat = ? ORDER BY seq DESC LIMIT {int(limit)}",
+                (chat,),
             )
         return [_run(r) for r in found]
 
@@ -183,8 +184,7 @@ class DreamTable:
         """Finished runs whose DREAMS.md section is not written yet, oldest first."""
         found = self.conn.execute(
             "SELECT * FROM dream_runs WHERE written = 0 AND outcome != 'running'"
-            " ORDER BY seq LIMIT ?",
-            (limit,),
+            f" ORDER BY seq LIMIT {int(limit)}"
         )
         return [_run(r) for r in found]
 

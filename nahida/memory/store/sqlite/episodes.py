@@ -109,8 +109,8 @@ class EpisodeTable:
     ) -> list[tuple[int, Episode]]:
         found = self.conn.execute(
             "SELECT * FROM episodes WHERE (created_at, seq) > (?, ?) AND created_at < ?"
-            " ORDER BY created_at, seq LIMIT ?",
-            (*after, before, limit),
+            f" ORDER BY created_at, seq LIMIT {int(limit)}",
+            (*after, before),
         )
         return [(int(r["seq"]), episode_of(r)) for r in found]
 
@@ -119,8 +119,9 @@ class EpisodeTable:
 
     def of_chat(self, chat: str, limit: int) -> list[Episode]:
         found = self.conn.execute(
-            "SELECT * FROM episodes WHERE chat = ? ORDER BY ended_at DESC, seq DESC LIMIT ?",
-            (chat, limit),
+            "SELECT * FROM episodes WHERE chat = ?"
+            f" ORDER BY ended_at DESC, seq DESC LIMIT {int(limit)}",
+            (chat,),
         )
         return [episode_of(r) for r in found]
 

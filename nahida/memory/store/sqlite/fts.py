@@ -149,8 +149,8 @@ def ranked(
         cursor.row_factory = row
     return cursor.execute(
         f"SELECT {select}, {score} AS score FROM {table} f JOIN {join}"
-        f" WHERE 1{where} ORDER BY {order} LIMIT ?",
-        [*params, search.limit],
+        f" WHERE 1{where} ORDER BY {order} LIMIT {int(search.limit)}",
+        params,
     ).fetchall()
 
 

@@ -61,7 +61,7 @@ class SessionTable:
     def latest(self, chat: str | None, limit: int) -> list[Session]:
         sql, params = self._where_chat("SELECT * FROM sessions WHERE 1", [], chat)
         found = self.conn.execute(
-            f"{sql} ORDER BY updated_at DESC, id DESC LIMIT ?", [*params, limit]
+            f"{sql} ORDER BY updated_at DESC, id DESC LIMIT {int(limit)}", params
         )
         return [rows.session(r) for r in found]
 
@@ -69,7 +69,7 @@ class SessionTable:
         sql, params = self._where_chat(
             "SELECT * FROM sessions WHERE id LIKE ? ESCAPE '\\'", [f"%{like_escape(suffix)}"], chat
         )
-        return [rows.session(r) for r in self.conn.execute(f"{sql} LIMIT ?", [*params, limit])]
+        return [rows.session(r) for r in self.conn.execute(f"{sql} LIMIT {int(limit)}", params)]
 
     def titled(self, text: str, chat: str | None, limit: int) -> list[Session]:
         sql, params = self._where_chat(
@@ -77,7 +77,7 @@ class SessionTable:
             [f"%{like_escape(text)}%"],
             chat,
         )
-        found = self.conn.execute(f"{sql} ORDER BY updated_at DESC LIMIT ?", [*params, limit])
+        found = self.conn.execute(f"{sql} ORDER BY updated_at DESC LIMIT {int(limit)}", params)
         return [rows.session(r) for r in found]
 
     def delete(self, session_id: str) -> bool:
@@ -173,8 +173,8 @@ class TurnTable:
         cursor.row_factory = None  # plain tuples: they travel as they are (`TurnRows`)
         found = cursor.execute(
             _SELECT_TURNS + " WHERE session_id = ? AND id < ? AND id > ? AND hidden_by IS NULL"
-            " ORDER BY id DESC LIMIT ?",
-            (session_id, before, after, limit),
+            f" ORDER BY id DESC LIMIT {int(limit)}",
+            (session_id, before, after),
         ).fetchall()
         found.reverse()
         return rows.TurnRows(found)
@@ -188,8 +188,8 @@ class TurnTable:
     def after(self, session_id: str, after: int, limit: int) -> list[Turn]:
         found = self.conn.execute(
             _SELECT_TURNS + " WHERE session_id = ? AND id > ? AND hidden_by IS NULL"
-            " AND role IN ('user', 'assistant') ORDER BY id LIMIT ?",
-            (session_id, after, limit),
+            f" AND role IN ('user', 'assistant') ORDER BY id LIMIT {int(limit)}",
+            (session_id, after),
         )
         return [rows.turn(r) for r in found]
 
@@ -286,8 +286,8 @@ class TurnTable:
         """The ids of the chat's user and assistant turns not hidden, or MORE than TURN_IDS."""
         found = self.conn.execute(
             "SELECT id FROM turns WHERE chat = ? AND hidden_by IS NULL"
-            " AND role IN ('user', 'assistant') LIMIT ?",
-            (chat, TURN_IDS + 1),
+            f" AND role IN ('user', 'assistant') LIMIT {TURN_IDS + 1}",
+            (chat,),
         ).fetchall()
         return MORE if len(found) > TURN_IDS else {int(row[0]) for row in found}
 
@@ -309,7 +309,7 @@ class TurnTable:
         cursor = self.conn.cursor()
         cursor.row_factory = _turn_match
         return cursor.execute(
-            f"{sql} ORDER BY t.time DESC LIMIT ?", [*values, search.limit]
+            f"{sql} ORDER BY t.time DESC LIMIT {int(search.limit)}", values
         ).fetchall()
 
     def neighbours(self, ids: Sequence[int], at: float | None) -> list[tuple[int, TurnMatch]]:

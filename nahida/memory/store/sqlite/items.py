@@ -143,8 +143,7 @@ class ItemTable:
         if kind is not None:
             sql += " AND kind = ?"
             values.append(kind)
-        sql += " ORDER BY updated_at DESC, id LIMIT ?"
-        values.append(limit)
+        sql += f" ORDER BY updated_at DESC, id LIMIT {int(limit)}"
         return [rows.item(r) for r in self.conn.execute(sql, values)]
 
     def visible(self, item_id: str, visibility: Visibility) -> MemoryItem | None:
@@ -226,7 +225,7 @@ class ItemTable:
             values += [f"%{like_escape(needle)}%"] * 2
         sql, values = fts.time_filter(sql, values, "m.created_at", search)
         found = self.conn.execute(
-            f"{sql} ORDER BY m.created_at DESC LIMIT ?", [*values, search.limit]
+            f"{sql} ORDER BY m.created_at DESC LIMIT {int(search.limit)}", values
         )
         return [ItemMatch(rows.item(r), 1.0, r["body"]) for r in found]
 
@@ -313,7 +312,7 @@ class CandidateTable:
         if scopes is not None:
             sql += f" AND scope IN ({', '.join('?' * len(scopes))})"
             params.extend(scopes)
-        found = self.conn.execute(sql + " ORDER BY created_at, id LIMIT ?", (*params, limit))
+        found = self.conn.execute(f"{sql} ORDER BY created_at, id LIMIT {int(limit)}", params)
         return [(r["id"], rows.candidate(r), r["created_at"]) for r in found]
 
     def get_pending(self, candidate_id: str) -> Candidate | None:
@@ -334,16 +333,17 @@ class CandidateTable:
     def proposed(self, after: tuple[float, str], before: float, limit: int) -> list[CandidateNote]:
         found = self.conn.execute(
             "SELECT * FROM memory_candidates WHERE (created_at, id) > (?, ?) AND created_at < ?"
-            " ORDER BY created_at, id LIMIT ?",
-            (*after, before, limit),
+            f" ORDER BY created_at, id LIMIT {int(limit)}",
+            (*after, before),
         )
         return [_note(r) for r in found]
 
     def decided(self, after: tuple[float, str], before: float, limit: int) -> list[CandidateNote]:
         found = self.conn.execute(
             "SELECT * FROM memory_candidates WHERE decided_at > created_at"
-            " AND (decided_at, id) > (?, ?) AND decided_at < ? ORDER BY decided_at, id LIMIT ?",
-            (*after, before, limit),
+            " AND (decided_at, id) > (?, ?) AND decided_at < ?"
+            f" ORDER BY decided_at, id LIMIT {int(limit)}",
+            (*after, before),
         )
         return [_note(r) for r in found]
 

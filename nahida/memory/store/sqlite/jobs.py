@@ -47,12 +47,11 @@ class JobTable:
     def latest(self, job: str | None, limit: int) -> list[JobRun]:
         if job is not None:
             found = self.conn.execute(
-                "SELECT * FROM job_runs WHERE job = ? ORDER BY id DESC LIMIT ?", (job, limit)
+                f"SELECT * FROM job_runs WHERE job = ? ORDER BY id DESC LIMIT {int(limit)}", (job,)
             )
         else:
             found = self.conn.execute(
                 "SELECT * FROM job_runs WHERE id IN (SELECT max(id) FROM job_runs GROUP BY job)"
-                " ORDER BY id DESC LIMIT ?",
-                (limit,),
+                f" ORDER BY id DESC LIMIT {int(limit)}"
             )
         return [rows.job_run(r) for r in found]

@@ -77,8 +77,7 @@ class VectorTable:
         table, key, text, searchable = _ROWS[kind]
         found = self.conn.execute(
             f"SELECT {key}, {text} FROM {table} r WHERE embed_hash IS NULL AND {searchable}"
-            f" ORDER BY {key} LIMIT ?",
-            (limit,),
+            f" ORDER BY {key} LIMIT {int(limit)}"
         )
         return [Unembedded(r[0], r[1], r[2]) for r in found]
 
@@ -90,8 +89,8 @@ class VectorTable:
             f"SELECT {key}, {text}, embed_hash FROM {table} r"
             f" WHERE {key} > ? AND embed_hash != '' AND {searchable}"
             f" AND NOT EXISTS (SELECT 1 FROM embeddings e WHERE {_SPACE} AND e.hash = r.embed_hash)"
-            f" ORDER BY {key} LIMIT ?",
-            (after, *_space(space), limit),
+            f" ORDER BY {key} LIMIT {int(limit)}",
+            (after, *_space(space)),
         )
         return [Unembedded(r[0], r[1], r[2], r[3]) for r in found]
 
@@ -193,8 +192,8 @@ class VectorTable:
         if self.native:
             nearest = self.conn.execute(
                 f"SELECT r.{key}, 1.0 - vec_distance_cosine(e.vector, ?) AS score{sql}"
-                " ORDER BY score DESC, e.id LIMIT ?",
-                [blob(search.vector), *values, search.limit],
+                f" ORDER BY score DESC, e.id LIMIT {int(search.limit)}",
+                [blob(search.vector), *values],
             )
             return [(int(r[0]), float(r[1])) for r in nearest]
         found: list[Any] = self.conn.execute(

@@ -73,15 +73,14 @@ class SummaryTable:
         found = self.conn.execute(
             f"SELECT {_FIELDS} FROM session_summaries WHERE (updated_at, session_id) > (?, ?)"
             " AND updated_at < ? AND failures = 0 AND summary != ''"
-            " ORDER BY updated_at, session_id LIMIT ?",
-            (*after, before, limit),
+            f" ORDER BY updated_at, session_id LIMIT {int(limit)}",
+            (*after, before),
         )
         return [_summary(r) for r in found]
 
     def failing(self, limit: int) -> list[WarmSummary]:
         found = self.conn.execute(
             f"SELECT {_FIELDS} FROM session_summaries WHERE failures > 0"
-            " ORDER BY failures DESC, updated_at DESC LIMIT ?",
-            (limit,),
+            f" ORDER BY failures DESC, updated_at DESC LIMIT {int(limit)}"
         )
         return [_summary(r) for r in found]
