@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Sequence
-from dataclasses import fields
 from typing import Any, overload
 
 from nahida.memory.models import (
@@ -17,6 +16,7 @@ from nahida.memory.models import (
     load_evidence,
     moment,
 )
+from nahida.memory.store.sqlite.wire import build
 
 # The columns `turn` reads, in its order: a turn is built by position, not by name (several
 # microseconds less a turn, and a prompt window reads up to forty of them a message).
@@ -104,17 +104,11 @@ def session(row: Any) -> Session:
     )
 
 
-# Each field of a Turn set through its slot's own descriptor, in the order of its fields: the
-# frozen dataclass's __init__ sets each with object.__setattr__ (measured: a tenth to a fifth
-# more CPU a turn; a prompt's window builds up to forty a message, on the event loop).
-_TURN_SETTERS = tuple(getattr(Turn, field.name).__set__ for field in fields(Turn))
-
-
 def turn(row: Any) -> Turn:
-    """A turn from a row of `TURN_COLUMNS`."""
+    """A turn from a row of `TURN_COLUMNS`, built as `wire` builds what travels (a prompt's
+    window builds up to forty a message, on the event loop)."""
     (id_, session_id, chat, role, content, at, speaker, name, message_id, tool_calls, addressed,
      error, hidden_by, earlier_for) = row  # fmt: skip
-    built: Turn = object.__new__(Turn)
     values = (
         id_,
         session_id,
@@ -131,8 +125,7 @@ def turn(row: Any) -> Turn:
         hidden_by,
         earlier_for,
     )
-    for set_field, value in zip(_TURN_SETTERS, values, strict=True):
-        set_field(built, value)
+    built: Turn = build(Turn, values)
     return built
 
 
