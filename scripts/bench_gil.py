@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from nahida.memory.store.sqlite.db import driver  # the driver Nahida uses
+from nahida.memory.store.sqlite.connection import driver  # the driver Nahida uses
 
 
 def _queries(conn: object, queries: int, rows: int) -> float:

@@ -47,7 +47,7 @@ from nahida.memory import Tuning, recall  # noqa: E402
 from nahida.memory.embedding import Embeddings  # noqa: E402
 from nahida.memory.importer import import_lines  # noqa: E402
 from nahida.memory.store.sqlite import SqliteStore  # noqa: E402
-from nahida.memory.store.sqlite.db import Connection  # noqa: E402
+from nahida.memory.store.sqlite.connection import Connection  # noqa: E402
 from nahida.memory.tokenize import warm_up  # noqa: E402
 
 EVAL_DIR = ROOT.parent / "shared" / "eval"

@@ -23,7 +23,7 @@ from nahida.app import Paths, console_app, open_memory
 from nahida.config import Config
 from nahida.memory import MemoryService, Query, viewer_for
 from nahida.memory.store.sqlite import SqliteStore
-from nahida.memory.store.sqlite.db import driver
+from nahida.memory.store.sqlite.connection import driver
 from nahida.providers import local_embed
 
 pytestmark = [

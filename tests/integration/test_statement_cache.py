@@ -16,8 +16,8 @@ import pytest
 
 from nahida.app import App, Paths
 from nahida.config import Config
-from nahida.memory.store.sqlite import db as db_module
-from nahida.memory.store.sqlite.db import STATEMENT_CACHE, connect
+from nahida.memory.store.sqlite import connection as connection_module
+from nahida.memory.store.sqlite.connection import STATEMENT_CACHE, connect
 from nahida.memory.store.sqlite.migrations import migrate
 from nahida.providers.echo import EchoProvider
 from nahida.providers.router import ModelRouter, resolve_routes
@@ -57,7 +57,7 @@ def statements_of_the_migrations(path: Path) -> int:
 
 
 async def test_a_busy_mix_of_messages_fits_the_statement_cache(tmp_path: Path) -> None:
-    if db_module.driver is sqlite3:  # NAHIDA_SQLITE_DRIVER=stdlib
+    if connection_module.driver is sqlite3:  # NAHIDA_SQLITE_DRIVER=stdlib
         pytest.skip("the stdlib module's Connection.execute does not run the counting cursor")
     once = statements_of_the_migrations(tmp_path / "fresh.db")
     model = ModelRouter({"echo": EchoProvider()}, resolve_routes({}, {"echo": "m"}))
@@ -105,12 +105,12 @@ def test_every_store_connection_is_opened_with_that_cache(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     opened: list[dict[str, Any]] = []
-    real = db_module.driver.connect
+    real = connection_module.driver.connect
 
     def spy(*args: Any, **kwargs: Any) -> Any:
         opened.append(kwargs)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(db_module.driver, "connect", spy)
+    monkeypatch.setattr(connection_module.driver, "connect", spy)
     connect(tmp_path / "spied.db").close()
     assert [kwargs.get("cached_statements") for kwargs in opened] == [STATEMENT_CACHE]

@@ -212,6 +212,7 @@ def test_the_tree_has_the_layout_of_design_13() -> None:
         "memory/recall/pack.py",
         "memory/turn/__init__.py",
         "memory/store/base.py",
+        "memory/store/sqlite/connection.py",
         "memory/store/sqlite/db.py",
         "memory/store/sqlite/migrations.py",
         "memory/store/sqlite/schema.py",

@@ -17,7 +17,7 @@ from nahida.memory import MemoryItem, NewTurn
 from nahida.memory.scopes import Visibility
 from nahida.memory.store.base import TextSearch
 from nahida.memory.store.sqlite import SqliteStore
-from nahida.memory.store.sqlite.db import Connection, connect, driver
+from nahida.memory.store.sqlite.connection import Connection, connect, driver
 from nahida.memory.store.sqlite.fts import MERGING_SAFE_FROM, Compaction, Merging, merging_is_safe
 from nahida.memory.store.sqlite.history import TurnTable
 from nahida.memory.tokenize import index_text

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from nahida.memory import Hit, NewTurn, Query, Tuning, recall, sessions, viewer_for
 from nahida.memory.store.sqlite import SqliteStore, SqliteTx, migrations
-from nahida.memory.store.sqlite.db import Connection, connect
+from nahida.memory.store.sqlite.connection import Connection, connect
 from nahida.memory.store.sqlite.fts import match, scoped_match, scopes_text
 from nahida.memory.tokenize import index_text, query_terms, tokenize
 

@@ -24,7 +24,7 @@ from nahida.memory import (
     write,
 )
 from nahida.memory.store.sqlite import SqliteStore
-from nahida.memory.store.sqlite.db import Connection, driver
+from nahida.memory.store.sqlite.connection import Connection, driver
 
 ALICE = "user:qq:alice"
 GROUP = "chat:qq:group:100"

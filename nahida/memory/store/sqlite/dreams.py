@@ -8,7 +8,7 @@ from typing import Any
 from nahida.memory.models import DreamRun, Proposal, Turn
 from nahida.memory.store.base import DueChat
 from nahida.memory.store.sqlite import rows
-from nahida.memory.store.sqlite.db import Connection
+from nahida.memory.store.sqlite.connection import Connection
 
 _COUNTS = (
     "turns",

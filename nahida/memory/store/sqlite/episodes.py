@@ -16,7 +16,7 @@ from nahida.memory.models import Episode
 from nahida.memory.scopes import chat_scope
 from nahida.memory.store.base import EpisodeMatch, TextSearch
 from nahida.memory.store.sqlite import fts
-from nahida.memory.store.sqlite.db import Connection
+from nahida.memory.store.sqlite.connection import Connection
 
 _COLUMNS = "id, session_id, chat, summary, keywords, started_at, ended_at, turn_count, created_at"
 _MATCH_FROM = "episodes_fts", "e.*", "episodes e ON e.seq = f.rowid", "e.ended_at"

@@ -31,7 +31,7 @@ from typing import Any
 
 from nahida.memory.scopes import Visibility, chat_scope
 from nahida.memory.store.base import TextSearch, VectorSearch
-from nahida.memory.store.sqlite.db import Connection
+from nahida.memory.store.sqlite.connection import Connection
 
 BODY_COLUMN = "body"
 SCOPES_COLUMN = "scopes"

@@ -11,7 +11,7 @@ from nahida.memory.models import NewTurn, Session, Turn
 from nahida.memory.scopes import chat_scope
 from nahida.memory.store.base import TextSearch, TurnMatch
 from nahida.memory.store.sqlite import fts, rows
-from nahida.memory.store.sqlite.db import Connection
+from nahida.memory.store.sqlite.connection import Connection
 from nahida.memory.store.sqlite.episodes import forget_sql
 from nahida.memory.store.sqlite.fts import like_escape
 from nahida.memory.store.sqlite.memo import CHAT, MORE, TURN_IDS, Memo

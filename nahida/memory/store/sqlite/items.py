@@ -15,7 +15,7 @@ from nahida.memory.models import Candidate, MemoryEvent, MemoryItem, dump_eviden
 from nahida.memory.scopes import Visibility
 from nahida.memory.store.base import CandidateNote, ItemMatch, TextSearch
 from nahida.memory.store.sqlite import fts, rows
-from nahida.memory.store.sqlite.db import Connection
+from nahida.memory.store.sqlite.connection import Connection
 from nahida.memory.store.sqlite.fts import like_escape
 from nahida.memory.store.sqlite.memo import SCOPE, Memo
 

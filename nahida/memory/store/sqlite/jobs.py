@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from nahida.memory.models import JobRun
 from nahida.memory.store.sqlite import rows
-from nahida.memory.store.sqlite.db import Connection
+from nahida.memory.store.sqlite.connection import Connection
 
 
 class JobTable:

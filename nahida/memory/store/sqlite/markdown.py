@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from nahida.memory.store.base import FileState
-from nahida.memory.store.sqlite.db import Connection
+from nahida.memory.store.sqlite.connection import Connection
 
 
 class MarkdownTable:

@@ -32,7 +32,7 @@ from collections.abc import Callable, Hashable
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 if TYPE_CHECKING:
-    from nahida.memory.store.sqlite.db import Connection
+    from nahida.memory.store.sqlite.connection import Connection
 
 V = TypeVar("V")
 

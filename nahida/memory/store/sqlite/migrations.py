@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from nahida.errors import StorageError
 from nahida.memory.safety import contains_secret, redact
-from nahida.memory.store.sqlite.db import Connection, driver, transaction
+from nahida.memory.store.sqlite.connection import Connection, driver, transaction
 from nahida.memory.store.sqlite.schema import (
     CANDIDATE_VALIDITY,
     DAILY_NOTES,

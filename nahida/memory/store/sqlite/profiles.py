@@ -9,7 +9,7 @@ from typing import Any
 
 from nahida.memory.models import ProfileEntry
 from nahida.memory.store.base import SectionEntry
-from nahida.memory.store.sqlite.db import Connection
+from nahida.memory.store.sqlite.connection import Connection
 from nahida.memory.store.sqlite.memo import PROFILE, Memo
 
 _FIELDS = "id, user, section, text, sensitivity, source, chat, status, created_at, updated_at"

@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from nahida.memory.store.base import StoreCapabilities
-from nahida.memory.store.sqlite.db import Connection, Database, capabilities, connect
+from nahida.memory.store.sqlite.connection import Connection, capabilities, connect
+from nahida.memory.store.sqlite.db import Database
 from nahida.memory.store.sqlite.dreams import DreamTable
 from nahida.memory.store.sqlite.episodes import EpisodeTable
 from nahida.memory.store.sqlite.history import SessionTable, TurnTable

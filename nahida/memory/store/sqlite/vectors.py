@@ -27,7 +27,7 @@ from nahida.memory.store.base import (
     VectorSpace,
 )
 from nahida.memory.store.sqlite import fts, rows
-from nahida.memory.store.sqlite.db import Connection
+from nahida.memory.store.sqlite.connection import Connection
 from nahida.memory.store.sqlite.episodes import episode_of
 from nahida.memory.store.sqlite.items import visibility_sql
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from nahida.memory.models import WarmSummary
-from nahida.memory.store.sqlite.db import Connection
+from nahida.memory.store.sqlite.connection import Connection
 from nahida.memory.store.sqlite.memo import SUMMARY, Memo
 
 _FIELDS = (
