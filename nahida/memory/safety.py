@@ -61,7 +61,10 @@ def find_secrets(text: str) -> list[SecretFinding]:
         return []
     spans: list[tuple[int, int, int]] = []  # start, end, detector index
     url_paths: list[tuple[int, int]] | None = None
+    lowered = None if any(c in text for c in _ODD_CASE) else text.lower()
     for index, detector in enumerate(_DETECTORS):
+        if not detector.may_match(text, lowered):
+            continue
         for start, end in detector.spans(text):
             if not detector.in_url_path:
                 if url_paths is None:
@@ -218,9 +221,26 @@ Spans = Callable[[str], Iterator[tuple[int, int]]]
 
 @dataclass(frozen=True, slots=True)
 class _Detector:
+    """`spans` finds the secrets of `kind`; it can only find one where one of `needles` (if any)
+    occurs in the text: in the text as it is, or lower-cased where `folded` (the pattern ignores
+    case). Texts without a needle skip the pattern, which would try a match at every position."""
+
     kind: str
     spans: Spans
+    needles: tuple[str, ...] = ()
+    folded: bool = False
     in_url_path: bool = True  # False: ignore matches inside a URL's host and path (doc ids)
+
+    def may_match(self, text: str, lowered: str | None) -> bool:
+        """False only when no needle occurs; `lowered` is None when lower-casing cannot be
+        trusted to keep a needle (see `_ODD_CASE`)."""
+        if not self.needles:
+            return True
+        if self.folded:
+            if lowered is None:
+                return True
+            text = lowered
+        return any(needle in text for needle in self.needles)
 
 
 def _regex(
@@ -264,6 +284,9 @@ _MAYBE = re.compile(
     r"|token|secret|key|session|cookie|bearer|authoriz",
     re.IGNORECASE,
 )
+# Characters that an ignore-case pattern matches as an ASCII letter but `str.lower()` does not
+# lower to it: `ſ` (s), `ı` and `İ` (i). A text with one runs every detector.
+_ODD_CASE = "ſıİ"
 _LOWER_WORD = re.compile(r"[a-z]{3,}")
 _COOKIE_PAIR = re.compile(r"[^\s=;,]+=[^\s;,]")
 _HEADER_RUN = re.compile(r"[A-Za-z0-9+/=_.~-]{8,}")
@@ -291,7 +314,7 @@ _CREDENTIAL_LABEL = (
 )
 
 _DETECTORS: tuple[_Detector, ...] = (
-    _Detector("private_key", _private_keys),
+    _Detector("private_key", _private_keys, needles=("-----BEGIN",)),
     _Detector(
         "data_uri",
         _regex(
@@ -299,30 +322,46 @@ _DETECTORS: tuple[_Detector, ...] = (
             r";base64,[A-Za-z0-9+/_-]+={0,2}",
             flags=_I,
         ),
+        needles=("data:",),
+        folded=True,
     ),
     _Detector(
-        "jwt", _regex(_NOT_KEY + r"eyJ[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{10,}")
+        "jwt",
+        _regex(_NOT_KEY + r"eyJ[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{10,}"),
+        needles=("eyJ",),
     ),
-    _Detector("anthropic_key", _regex(_NOT_KEY + r"sk-ant-[A-Za-z0-9_-]{20,}", accept=_key_body)),
+    _Detector(
+        "anthropic_key",
+        _regex(_NOT_KEY + r"sk-ant-[A-Za-z0-9_-]{20,}", accept=_key_body),
+        needles=("sk-ant-",),
+    ),
     _Detector(
         "openai_key",
         _regex(
             _NOT_KEY + r"sk-(?!ant-)(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}", accept=_key_body
         ),
+        needles=("sk-",),
     ),
-    _Detector("google_api_key", _regex(_NOT_KEY + r"AIza[A-Za-z0-9_-]{35}(?![A-Za-z0-9_-])")),
+    _Detector(
+        "google_api_key",
+        _regex(_NOT_KEY + r"AIza[A-Za-z0-9_-]{35}(?![A-Za-z0-9_-])"),
+        needles=("AIza",),
+    ),
     _Detector(
         "github_token",
         _regex(r"(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})"),
+        needles=("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
     ),
-    _Detector("slack_token", _regex(_NOT_KEY + r"xox[abposr]-[A-Za-z0-9-]{10,}")),
+    _Detector("slack_token", _regex(_NOT_KEY + r"xox[abposr]-[A-Za-z0-9-]{10,}"), needles=("xox",)),
     _Detector(
         "telegram_token",
         _regex(r"(?<![A-Za-z0-9_:-])\d{8,10}:[A-Za-z0-9_-]{35}(?![A-Za-z0-9_-])"),
+        needles=(":",),
     ),
     _Detector(
         "aws_access_key_id",
         _regex(r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])"),
+        needles=("AKIA", "ASIA"),
     ),
     _Detector(
         "webhook_url",
@@ -334,10 +373,12 @@ _DETECTORS: tuple[_Detector, ...] = (
             group=1,
             flags=_I,
         ),
+        needles=("://",),
     ),
     _Detector(
         "url_credentials",
         _regex(_SCHEME + r"[^\s/@:\[\]]+:((?!\[REDACTED:)[^\s/@]+)@", group=1, flags=_I),
+        needles=("://",),
     ),
     _Detector(
         "signed_url",
@@ -347,6 +388,7 @@ _DETECTORS: tuple[_Detector, ...] = (
             accept=_signed_query,
             flags=_I,
         ),
+        needles=("://",),
     ),
     _Detector(
         "authorization",
@@ -357,6 +399,8 @@ _DETECTORS: tuple[_Detector, ...] = (
             accept=_header_value,
             flags=_I,
         ),
+        needles=("authorization",),
+        folded=True,
     ),
     _Detector(
         "authorization",
@@ -366,6 +410,8 @@ _DETECTORS: tuple[_Detector, ...] = (
             accept=_key_body,
             flags=_I,
         ),
+        needles=("bearer",),
+        folded=True,
     ),
     _Detector(
         "cookie",
@@ -375,6 +421,8 @@ _DETECTORS: tuple[_Detector, ...] = (
             accept=_cookie_value,
             flags=_I,
         ),
+        needles=("cookie",),
+        folded=True,
     ),
     _Detector(
         "aws_secret_key",
@@ -385,6 +433,8 @@ _DETECTORS: tuple[_Detector, ...] = (
             group=1,
             flags=_I,
         ),
+        needles=("secret",),
+        folded=True,
     ),
     _Detector(
         "password",
@@ -396,6 +446,8 @@ _DETECTORS: tuple[_Detector, ...] = (
             accept=_password_value,
             flags=_I,
         ),
+        needles=("pass", "密码", "密碼", "口令", "授权码"),
+        folded=True,
     ),
     _Detector(
         "password",
@@ -407,6 +459,8 @@ _DETECTORS: tuple[_Detector, ...] = (
             accept=_password_with_symbol,
             flags=_I,
         ),
+        needles=("pass", "pwd", "密码", "密碼", "口令", "授权码"),
+        folded=True,
     ),
     _Detector(
         "credential",
@@ -417,6 +471,8 @@ _DETECTORS: tuple[_Detector, ...] = (
             accept=_credential_value,
             flags=_I,
         ),
+        needles=("key", "token", "secret", "session", "密钥", "秘钥", "令牌"),
+        folded=True,
     ),
     _Detector(
         "base64_blob",

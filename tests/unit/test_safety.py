@@ -359,3 +359,22 @@ def test_the_quick_screen_never_hides_a_secret(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setattr(safety, "_MAYBE", re.compile(""))  # matches everything: no screen
     assert [find_secrets(text) for text in texts] == screened
     assert sum(map(bool, screened)) >= len(POSITIVES)  # not vacuous
+
+
+def test_needles_never_hide_a_secret(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A detector runs only where one of its needles occurs: the same findings as when every
+    detector runs, over every sample as written, upper-cased, case-swapped and with the letters an
+    ignore-case pattern reads as `s`/`i` (`ſ`, `ı`, `İ`), the samples all in one text, and the
+    chat corpus."""
+    from nahida.memory import safety
+
+    corpus = Path(__file__).resolve().parents[1] / "data" / "chat_lines_zh_en.txt"
+    samples = [text for _, text, _, _ in POSITIVES] + NEGATIVES
+    texts = [*samples, "\n".join(samples), *corpus.read_text(encoding="utf-8").splitlines()]
+    for text in samples:
+        odd = text.replace("s", "ſ").replace("i", "ı").replace("I", "İ")
+        texts += [text.upper(), text.swapcase(), odd]
+    needled = [find_secrets(text) for text in texts]
+    monkeypatch.setattr(safety._Detector, "may_match", lambda self, text, lowered: True)
+    assert [find_secrets(text) for text in texts] == needled
+    assert sum(map(bool, needled)) >= 2 * len(POSITIVES)  # not vacuous
