@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import gc
 import importlib
 import os
 import signal
@@ -406,6 +407,7 @@ class App:
         embeddings = self.memory.embeddings
         log.info("recall", search=self.memory.recall.mode, embedder=embeddings.why)
         await embeddings.load()  # the local model loads before the first message, in a thread
+        gc.freeze()  # what start-up made lives as long as the app: no collection walks it again
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(sig, self.stop)
@@ -441,6 +443,7 @@ class App:
             await self.model.aclose()
             await embeddings.aclose()
             self.memory.close()
+            gc.unfreeze()
 
 
 class TerminalApp(App):

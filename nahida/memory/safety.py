@@ -42,7 +42,7 @@ import bisect
 import math
 import re
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 
@@ -61,11 +61,10 @@ def find_secrets(text: str) -> list[SecretFinding]:
         return []
     spans: list[tuple[int, int, int]] = []  # start, end, detector index
     url_paths: list[tuple[int, int]] | None = None
-    lowered = None if any(c in text for c in _ODD_CASE) else text.lower()
+    lowered = text.lower()
+    trusted = len(lowered) == len(text) and not any(c in text for c in _ODD_CASE)
     for index, detector in enumerate(_DETECTORS):
-        if not detector.may_match(text, lowered):
-            continue
-        for start, end in detector.spans(text):
+        for start, end in detector.find(text, lowered if trusted else None):
             if not detector.in_url_path:
                 if url_paths is None:
                     url_paths = [m.span() for m in _URL_PATH.finditer(text)]
@@ -216,31 +215,46 @@ def _wordy(value: str) -> bool:
 # either starts at a literal label or at the start of a run (a lookbehind), and patterns that scan
 # to the end of a line or URL always succeed once started, so the scan resumes after them.
 
-Spans = Callable[[str], Iterator[tuple[int, int]]]
+Spans = Callable[[str, Sequence[int] | None], Iterator[tuple[int, int]]]
 
 
 @dataclass(frozen=True, slots=True)
 class _Detector:
-    """`spans` finds the secrets of `kind`; it can only find one where one of `needles` (if any)
-    occurs in the text: in the text as it is, or lower-cased where `folded` (the pattern ignores
-    case). Texts without a needle skip the pattern, which would try a match at every position."""
+    """`spans` finds the secrets of `kind`. It can only find one where one of `needles` (if any)
+    occurs: in the text as it is, or lower-cased where `folded` (the pattern ignores case); and
+    with `reach`, every match starts at most that many characters before a needle, so only those
+    starts are tried. A long text (a summary, a paste) then costs a few tries around each needle
+    instead of a try at every position."""
 
     kind: str
     spans: Spans
     needles: tuple[str, ...] = ()
     folded: bool = False
+    reach: int | None = None
     in_url_path: bool = True  # False: ignore matches inside a URL's host and path (doc ids)
 
-    def may_match(self, text: str, lowered: str | None) -> bool:
-        """False only when no needle occurs; `lowered` is None when lower-casing cannot be
-        trusted to keep a needle (see `_ODD_CASE`)."""
-        if not self.needles:
-            return True
-        if self.folded:
-            if lowered is None:
-                return True
-            text = lowered
-        return any(needle in text for needle in self.needles)
+    def find(self, text: str, lowered: str | None) -> Iterator[tuple[int, int]]:
+        """What `spans(text)` finds. `lowered` is the text lower-cased, each character in its
+        place, or None where lower-casing cannot be trusted to keep a needle (`_ODD_CASE`)."""
+        haystack = lowered if self.folded else text
+        if not self.needles or haystack is None:
+            return self.spans(text, None)
+        if self.reach is None or len(text) < _TRY_STARTS_FROM:
+            found = any(needle in haystack for needle in self.needles)
+            return self.spans(text, None) if found else iter(())
+        starts = _starts(haystack, self.needles, self.reach)
+        return self.spans(text, starts) if starts else iter(())
+
+
+def _starts(haystack: str, needles: tuple[str, ...], reach: int) -> list[int]:
+    """Every position at most `reach` characters before an occurrence of a needle, in order."""
+    starts: set[int] = set()
+    for needle in needles:
+        at = haystack.find(needle)
+        while at >= 0:
+            starts.update(range(max(0, at - reach), at + 1))
+            at = haystack.find(needle, at + 1)
+    return sorted(starts)
 
 
 def _regex(
@@ -248,8 +262,9 @@ def _regex(
 ) -> Spans:
     compiled = re.compile(pattern, flags)
 
-    def spans(text: str) -> Iterator[tuple[int, int]]:
-        for match in compiled.finditer(text):
+    def spans(text: str, starts: Sequence[int] | None) -> Iterator[tuple[int, int]]:
+        matches = compiled.finditer(text) if starts is None else _anchored(compiled, text, starts)
+        for match in matches:
             start, end = match.span(group)
             if start < end and (accept is None or accept(text[start:end])):
                 yield start, end
@@ -257,7 +272,19 @@ def _regex(
     return spans
 
 
-def _private_keys(text: str) -> Iterator[tuple[int, int]]:
+def _anchored(
+    compiled: re.Pattern[str], text: str, starts: Sequence[int]
+) -> Iterator[re.Match[str]]:
+    """What `compiled.finditer(text)` yields when every match starts at one of `starts` (in
+    order): the first match from each start not inside the previous match."""
+    end = 0
+    for start in starts:
+        if start >= end and (match := compiled.match(text, start)) is not None:
+            yield match
+            end = max(match.end(), start + 1)
+
+
+def _private_keys(text: str, starts: Sequence[int] | None) -> Iterator[tuple[int, int]]:
     """PEM private key blocks, BEGIN to END, or BEGIN to the end of the body if END is cut off."""
     position = 0
     has_end = True
@@ -274,6 +301,9 @@ def _private_keys(text: str) -> Iterator[tuple[int, int]]:
 
 
 _I = re.IGNORECASE
+# Texts at least this long try only the starts near a needle; shorter ones are scanned whole
+# (tries from Python cost more than the regex engine's own scan of a chat line)
+_TRY_STARTS_FROM = 200
 _MAX_PASSES = 64
 _PLACEHOLDER = re.compile(r"\[REDACTED:[a-z0-9_]+\]")
 # What every detector needs somewhere in the text: a long key-like run (keys, tokens, JWTs, base64),
@@ -324,16 +354,19 @@ _DETECTORS: tuple[_Detector, ...] = (
         ),
         needles=("data:",),
         folded=True,
+        reach=0,
     ),
     _Detector(
         "jwt",
         _regex(_NOT_KEY + r"eyJ[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{10,}"),
         needles=("eyJ",),
+        reach=0,
     ),
     _Detector(
         "anthropic_key",
         _regex(_NOT_KEY + r"sk-ant-[A-Za-z0-9_-]{20,}", accept=_key_body),
         needles=("sk-ant-",),
+        reach=0,
     ),
     _Detector(
         "openai_key",
@@ -341,18 +374,26 @@ _DETECTORS: tuple[_Detector, ...] = (
             _NOT_KEY + r"sk-(?!ant-)(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}", accept=_key_body
         ),
         needles=("sk-",),
+        reach=0,
     ),
     _Detector(
         "google_api_key",
         _regex(_NOT_KEY + r"AIza[A-Za-z0-9_-]{35}(?![A-Za-z0-9_-])"),
         needles=("AIza",),
+        reach=0,
     ),
     _Detector(
         "github_token",
         _regex(r"(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})"),
         needles=("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+        reach=0,
     ),
-    _Detector("slack_token", _regex(_NOT_KEY + r"xox[abposr]-[A-Za-z0-9-]{10,}"), needles=("xox",)),
+    _Detector(
+        "slack_token",
+        _regex(_NOT_KEY + r"xox[abposr]-[A-Za-z0-9-]{10,}"),
+        needles=("xox",),
+        reach=0,
+    ),
     _Detector(
         "telegram_token",
         _regex(r"(?<![A-Za-z0-9_:-])\d{8,10}:[A-Za-z0-9_-]{35}(?![A-Za-z0-9_-])"),
@@ -362,6 +403,7 @@ _DETECTORS: tuple[_Detector, ...] = (
         "aws_access_key_id",
         _regex(r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])"),
         needles=("AKIA", "ASIA"),
+        reach=0,
     ),
     _Detector(
         "webhook_url",
@@ -374,11 +416,13 @@ _DETECTORS: tuple[_Detector, ...] = (
             flags=_I,
         ),
         needles=("://",),
+        reach=len("https"),
     ),
     _Detector(
         "url_credentials",
         _regex(_SCHEME + r"[^\s/@:\[\]]+:((?!\[REDACTED:)[^\s/@]+)@", group=1, flags=_I),
         needles=("://",),
+        reach=31,  # a scheme: up to 31 characters
     ),
     _Detector(
         "signed_url",
@@ -389,6 +433,7 @@ _DETECTORS: tuple[_Detector, ...] = (
             flags=_I,
         ),
         needles=("://",),
+        reach=31,
     ),
     _Detector(
         "authorization",
@@ -401,6 +446,7 @@ _DETECTORS: tuple[_Detector, ...] = (
         ),
         needles=("authorization",),
         folded=True,
+        reach=len("proxy-"),
     ),
     _Detector(
         "authorization",
@@ -412,6 +458,7 @@ _DETECTORS: tuple[_Detector, ...] = (
         ),
         needles=("bearer",),
         folded=True,
+        reach=0,
     ),
     _Detector(
         "cookie",
@@ -423,6 +470,7 @@ _DETECTORS: tuple[_Detector, ...] = (
         ),
         needles=("cookie",),
         folded=True,
+        reach=len("set-"),
     ),
     _Detector(
         "aws_secret_key",
@@ -435,6 +483,7 @@ _DETECTORS: tuple[_Detector, ...] = (
         ),
         needles=("secret",),
         folded=True,
+        reach=len("aws_"),
     ),
     _Detector(
         "password",
@@ -448,6 +497,7 @@ _DETECTORS: tuple[_Detector, ...] = (
         ),
         needles=("pass", "密码", "密碼", "口令", "授权码"),
         folded=True,
+        reach=0,
     ),
     _Detector(
         "password",
@@ -461,6 +511,7 @@ _DETECTORS: tuple[_Detector, ...] = (
         ),
         needles=("pass", "pwd", "密码", "密碼", "口令", "授权码"),
         folded=True,
+        reach=0,
     ),
     _Detector(
         "credential",
@@ -473,6 +524,7 @@ _DETECTORS: tuple[_Detector, ...] = (
         ),
         needles=("key", "token", "secret", "session", "密钥", "秘钥", "令牌"),
         folded=True,
+        reach=len("verification_"),  # the longest label before its needle
     ),
     _Detector(
         "base64_blob",

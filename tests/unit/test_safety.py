@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import re
 import time
 from pathlib import Path
 
@@ -362,19 +363,27 @@ def test_the_quick_screen_never_hides_a_secret(monkeypatch: pytest.MonkeyPatch) 
 
 
 def test_needles_never_hide_a_secret(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A detector runs only where one of its needles occurs: the same findings as when every
-    detector runs, over every sample as written, upper-cased, case-swapped and with the letters an
-    ignore-case pattern reads as `s`/`i` (`ſ`, `ı`, `İ`), the samples all in one text, and the
-    chat corpus."""
+    """A detector runs only where one of its needles occurs, and in a long text tries only the
+    starts its needles allow: the same findings as every detector run over the whole text, over
+    every sample short and padded long, as written, upper-cased, case-swapped and with the letters
+    an ignore-case pattern reads as `s`/`i` (`ſ`, `ı`, `İ`), every credential label, the samples
+    all in one text, and the chat corpus."""
     from nahida.memory import safety
 
     corpus = Path(__file__).resolve().parents[1] / "data" / "chat_lines_zh_en.txt"
+    labels = re.sub(r"\(\?:|\)|\[_-\]\?", "_", safety._CREDENTIAL_LABEL).strip("_").split("|")
     samples = [text for _, text, _, _ in POSITIVES] + NEGATIVES
-    texts = [*samples, "\n".join(samples), *corpus.read_text(encoding="utf-8").splitlines()]
+    samples += [f"配置里 {label.replace('__', '_').strip('_')}: Ab3dEf9hIj2k" for label in labels]
+    samples += [f"x{text}" for text in samples]
+    samples += [f"{text}{' ' * safety._TRY_STARTS_FROM}" for text in samples]  # long: tried starts
+    samples.append("  ".join(samples))
+    texts = [*samples, *corpus.read_text(encoding="utf-8").splitlines()]
     for text in samples:
         odd = text.replace("s", "ſ").replace("i", "ı").replace("I", "İ")
         texts += [text.upper(), text.swapcase(), odd]
     needled = [find_secrets(text) for text in texts]
-    monkeypatch.setattr(safety._Detector, "may_match", lambda self, text, lowered: True)
+    monkeypatch.setattr(
+        safety._Detector, "find", lambda self, text, lowered: self.spans(text, None)
+    )
     assert [find_secrets(text) for text in texts] == needled
     assert sum(map(bool, needled)) >= 2 * len(POSITIVES)  # not vacuous
