@@ -8,7 +8,6 @@ prepared again at its runs (a bound LIMIT made SQLite 3.50 do that at every run)
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -57,8 +56,6 @@ def statements_of_the_migrations(path: Path) -> int:
 
 
 async def test_a_busy_mix_of_messages_fits_the_statement_cache(tmp_path: Path) -> None:
-    if connection_module.driver is sqlite3:  # NAHIDA_SQLITE_DRIVER=stdlib
-        pytest.skip("the stdlib module's Connection.execute does not run the counting cursor")
     once = statements_of_the_migrations(tmp_path / "fresh.db")
     model = ModelRouter({"echo": EchoProvider()}, resolve_routes({}, {"echo": "m"}))
     quiet = Silent()

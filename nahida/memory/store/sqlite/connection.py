@@ -89,6 +89,14 @@ class _PreparedConnection(driver.Connection):  # type: ignore[name-defined,misc]
     def cursor(self, factory: Any = _CountingCursor) -> Any:
         return super().cursor(factory)
 
+    if driver is sqlite3:  # its `execute` runs the statement on a cursor without `execute()`
+
+        def execute(self, sql: str, parameters: Any = (), /) -> Any:
+            return self.cursor().execute(sql, parameters)
+
+        def executemany(self, sql: str, parameters: Any, /) -> Any:
+            return self.cursor().executemany(sql, parameters)
+
 
 @dataclass(frozen=True)
 class Capabilities:
