@@ -260,11 +260,14 @@ class Recall:
     ) -> tuple[list[Hit], T]:
         """`search`, and the read unit `also` in the same read (one round trip for a prompt's
         recalled memory and its pinned context)."""
+        changes: dict[str, Any] = {}
         if query.tz is None and self.tz is not None:
-            query = replace(query, tz=self.tz)
+            changes["tz"] = self.tz
         episodes = self.episodes
         if query.episodes and episodes and not await episodes.in_any(query.viewer.turn_chats()):
-            query = replace(query, episodes=False)  # none where the viewer looks
+            changes["episodes"] = False  # none where the viewer looks
+        if changes:
+            query = replace(query, **changes)
         found = await run_cpu(plan, query, tuning, size=len(query.text))
         if query.mode != "lexical" and self.embeddings is not None and found.text:
             embedded = await self.embeddings.query(found.text)
@@ -316,8 +319,8 @@ class Recall:
         return block, extra
 
     def query(self, text: str, viewer: Viewer, **fields: Any) -> Query:
-        """A `Query` in the configured mode unless `fields` name one."""
-        return Query(text, viewer, **{"mode": self.mode, **fields})
+        """A `Query` in the configured mode and time zone unless `fields` name them."""
+        return Query(text, viewer, **{"mode": self.mode, "tz": self.tz, **fields})
 
 
 def _nothing(tx: Tx) -> None:

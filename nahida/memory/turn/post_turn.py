@@ -25,10 +25,10 @@ class ExtractionHook:
 
     async def after_turn(self, turn: TurnContext, reply: str | None) -> None:
         envelope = turn.envelope
-        bound = log.bind(chat=str(envelope.chat), msg=envelope.message_id)
+        if turn.turn.role != "user":
+            return
+        about = {"chat": str(envelope.chat), "msg": envelope.message_id}  # given to each log line
         try:
-            if turn.turn.role != "user":
-                return
             text = turn.turn.content
             candidates = await run_cpu(  # a long message can take some milliseconds
                 lambda: extract(
@@ -44,20 +44,21 @@ class ExtractionHook:
                 size=len(text),
             )
         except Exception:
-            bound.exception("extraction_failed")
+            log.exception("extraction_failed", **about)
             return
         for candidate in candidates:
             try:
                 result = await self.memory.items.propose(candidate, actor=SOURCE)
             except Exception:
-                bound.exception("extraction_write_failed", kind=candidate.kind)
+                log.exception("extraction_write_failed", kind=candidate.kind, **about)
                 continue
-            bound.info(
+            log.info(
                 "memory_extracted",
                 kind=candidate.kind,
                 outcome=result.outcome,
                 item=result.item_id,
                 redacted=result.redacted,
+                **about,
             )
 
 
