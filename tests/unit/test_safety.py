@@ -357,7 +357,7 @@ def test_the_quick_screen_never_hides_a_secret(monkeypatch: pytest.MonkeyPatch) 
     texts = [text for _, text, _, _ in POSITIVES] + NEGATIVES
     texts += corpus.read_text(encoding="utf-8").splitlines()
     screened = [find_secrets(text) for text in texts]
-    monkeypatch.setattr(safety, "_MAYBE", re.compile(""))  # matches everything: no screen
+    monkeypatch.setattr(safety, "MAYBE", re.compile(""))  # matches everything: no screen
     assert [find_secrets(text) for text in texts] == screened
     assert sum(map(bool, screened)) >= len(POSITIVES)  # not vacuous
 
@@ -368,14 +368,18 @@ def test_needles_never_hide_a_secret(monkeypatch: pytest.MonkeyPatch) -> None:
     every sample short and padded long, as written, upper-cased, case-swapped and with the letters
     an ignore-case pattern reads as `s`/`i` (`ſ`, `ı`, `İ`), every credential label, the samples
     all in one text, and the chat corpus."""
-    from nahida.memory import safety
+    from nahida.memory import secret_patterns
 
     corpus = Path(__file__).resolve().parents[1] / "data" / "chat_lines_zh_en.txt"
-    labels = re.sub(r"\(\?:|\)|\[_-\]\?", "_", safety._CREDENTIAL_LABEL).strip("_").split("|")
+    labels = (
+        re.sub(r"\(\?:|\)|\[_-\]\?", "_", secret_patterns.CREDENTIAL_LABEL).strip("_").split("|")
+    )
     samples = [text for _, text, _, _ in POSITIVES] + NEGATIVES
     samples += [f"配置里 {label.replace('__', '_').strip('_')}: Ab3dEf9hIj2k" for label in labels]
     samples += [f"x{text}" for text in samples]
-    samples += [f"{text}{' ' * safety._TRY_STARTS_FROM}" for text in samples]  # long: tried starts
+    samples += [
+        f"{text}{' ' * secret_patterns.TRY_STARTS_FROM}" for text in samples
+    ]  # long: tried starts
     samples.append("  ".join(samples))
     texts = [*samples, *corpus.read_text(encoding="utf-8").splitlines()]
     for text in samples:
@@ -383,7 +387,7 @@ def test_needles_never_hide_a_secret(monkeypatch: pytest.MonkeyPatch) -> None:
         texts += [text.upper(), text.swapcase(), odd]
     needled = [find_secrets(text) for text in texts]
     monkeypatch.setattr(
-        safety._Detector, "find", lambda self, text, lowered: self.spans(text, None)
+        secret_patterns.Detector, "find", lambda self, text, lowered: self.spans(text, None)
     )
     assert [find_secrets(text) for text in texts] == needled
     assert sum(map(bool, needled)) >= 2 * len(POSITIVES)  # not vacuous
