@@ -55,7 +55,6 @@ class _Connection:
         self.fd = sock.fileno()
         self.frames = Frames()
         self.pending: dict[int, asyncio.Future[Any]] = {}
-        self.outbox: list[bytes] = []
         self.unsent = bytearray()
         self.writing = False
         self.open = True
@@ -63,20 +62,17 @@ class _Connection:
         loop.add_reader(self.fd, self._readable)
 
     def send(self, request_id: int, frame: bytes) -> asyncio.Future[Any]:
+        """Send a request at once: an idle child starts on it while this loop goes on (joining
+        a loop iteration's requests in one write left both processes waiting on each other)."""
         future = self.loop.create_future()
-        self.pending[request_id] = future
-        if not self.outbox:  # one write per loop iteration, however many units it sent
-            self.loop.call_soon(self._flush)
-        self.outbox.append(frame)
-        return future
-
-    def _flush(self) -> None:
-        frames, self.outbox = self.outbox, []
         if not self.open:
-            self._fail(StorageError("the store process went away (connection closed)"))
-            return
-        self.unsent += b"".join(frames)
-        self._writable()
+            future.set_exception(StorageError("the store process went away (connection closed)"))
+            return future
+        self.pending[request_id] = future
+        self.unsent += frame
+        if not self.writing:  # else the child is busy: it gets the rest when it reads
+            self._writable()
+        return future
 
     def _writable(self) -> None:
         try:
@@ -132,9 +128,8 @@ class _Connection:
     def finish(self, last: bytes) -> None:
         """Send what is queued, then `last`, waiting for the child to take it all."""
         self.sock.setblocking(True)
-        self.sock.sendall(bytes(self.unsent) + b"".join(self.outbox) + last)
+        self.sock.sendall(bytes(self.unsent) + last)
         self.unsent.clear()
-        self.outbox = []
 
     def drain(self) -> None:
         """Deliver every answer left on the socket (the child has exited), then close it."""
