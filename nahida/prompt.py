@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from nahida.i18n import Language
-from nahida.memory import Turn
+from nahida.memory import Turn, spoken
 from nahida.providers.base import Message, estimate_tokens
 
 PROFILE_TITLE = "## About the person you are talking to"
@@ -41,10 +41,10 @@ class Prompt:
     dropped_turns: int
 
 
-def _speaker_line(turn: Turn, is_group: bool) -> str:
-    if is_group and turn.role == "user" and turn.speaker_name:
-        return f"{turn.speaker_name}: {turn.content}"
-    return turn.content
+def _speaker_line(role: str, content: str, name: str | None, is_group: bool) -> str:
+    if is_group and role == "user" and name:
+        return f"{name}: {content}"
+    return content
 
 
 def build_prompt(
@@ -78,14 +78,14 @@ def build_prompt(
     used = sum(estimate_tokens(m.content) for m in (system, *context, last))
     history: list[Message] = []
     kept = 0
-    for turn in reversed([t for t in hot if t.role in ("user", "assistant") and t.content]):
-        text = _speaker_line(turn, is_group)
+    eligible = [line for line in spoken(hot) if line[1] in ("user", "assistant") and line[2]]
+    for _, role, content, name in reversed(eligible):
+        text = _speaker_line(role, content, name, is_group)
         cost = estimate_tokens(text)
         if used + cost > budget:
             break
         used += cost
         kept += 1
-        history.append(Message("user" if turn.role == "user" else "assistant", text))
+        history.append(Message("user" if role == "user" else "assistant", text))
     history.reverse()
-    eligible = sum(1 for t in hot if t.role in ("user", "assistant") and t.content)
-    return Prompt((system, *context, *history, last), used, eligible - kept)
+    return Prompt((system, *context, *history, last), used, len(eligible) - kept)

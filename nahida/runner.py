@@ -34,7 +34,7 @@ from nahida.envelope import Envelope, Reply
 from nahida.errors import ProviderError
 from nahida.hooks import ContextSource, PostTurnHook, TurnContext
 from nahida.i18n import Language, t
-from nahida.memory import MemoryService, NewTurn, Turn, answering, candidates
+from nahida.memory import MemoryService, NewTurn, Turn, answering, candidates, spoken
 from nahida.policy import ReplyPolicy
 from nahida.prompt import build_prompt
 from nahida.providers.base import ChatModel
@@ -136,7 +136,7 @@ class SessionRunner:
             turn,
             self.settings.language,
             self.is_bot_admin(envelope),
-            frozenset([turn.id, *(t.id for t in hot)]),
+            frozenset([turn.id, *(line[0] for line in spoken(hot))]),
             addressed=respond,
         )
         reply: str | None = None

@@ -43,6 +43,7 @@ from nahida.memory.models import (
     Turn,
     WriteResult,
     iso,
+    spoken,
 )
 from nahida.memory.profiles import ProfileChange, Profiles
 from nahida.memory.recall import GUARD, MODES, TUNING, Mode, Query, Tuning
@@ -122,6 +123,7 @@ __all__ = [
     "parse_moment",
     "read_queue_depth",
     "redact",
+    "spoken",
     "turn_parts",
     "validate_scope",
     "viewer_for",

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import secrets
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -200,6 +201,20 @@ class Turn:
     error: str | None = None
     hidden_by: str | None = None  # the forgotten item it was evidence of: out of recall
     earlier_for: str | None = None  # the replaced item it was evidence of: recalled as earlier
+
+
+# A turn as a prompt shows it: (id, role, content, speaker name).
+Spoken = tuple[int, str, str, str | None]
+
+
+def spoken(turns: Sequence[Turn]) -> list[Spoken]:
+    """What a prompt needs of each turn, read from a window's rows without building its turns
+    where the window has them (`TurnRows.spoken`: 30 turns in ~3 µs instead of ~70)."""
+    from_rows = getattr(turns, "spoken", None)
+    if from_rows is not None:
+        lines: list[Spoken] = from_rows()
+        return lines
+    return [(t.id, t.role, t.content, t.speaker_name) for t in turns]
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from nahida.errors import StorageError
-from nahida.memory.models import NewTurn, Session, Turn
+from nahida.memory.models import NewTurn, Session, Turn, spoken
 from nahida.memory.sessions import record_with_window
 from nahida.memory.store.base import Tx, answering
 from nahida.memory.store.sqlite import SqliteStore
@@ -73,10 +73,23 @@ def test_a_prompt_window_travels_as_its_rows_and_is_built_where_it_is_used(
     store = ProcessStore(tmp_path / "nahida.db", vec=False)
     try:
         for n in range(4):
-            turn = NewTurn("onebot:group:1", "user", f"第 {n} 句", T0 + n, message_id=str(n))
+            role = "user" if n % 2 == 0 else "assistant"
+            name = f"成员{n}" if role == "user" else None
+            turn = NewTurn(
+                "onebot:group:1", role, f"第 {n} 句", T0 + n, speaker_name=name, message_id=str(n)
+            )
             recorded = store.write_sync(record_with_window, turn, None, 0.0, 3)
         assert recorded is not None
         assert isinstance(recorded.hot, TurnRows)
+        # what a prompt reads of them comes from the rows, as the built turns have it
+        lines = recorded.hot.spoken()
+        assert spoken(recorded.hot) == lines
+        assert lines == [(t.id, t.role, t.content, t.speaker_name) for t in list(recorded.hot)]
+        assert [line[1:] for line in lines] == [
+            ("user", "第 0 句", "成员0"),
+            ("assistant", "第 1 句", None),
+            ("user", "第 2 句", "成员2"),
+        ]
         assert [t.content for t in recorded.hot] == ["第 0 句", "第 1 句", "第 2 句"]
         assert all(isinstance(t, Turn) and t.time.tzinfo is not None for t in recorded.hot)
         # what crosses from the store process: plain values; no Turn is built there

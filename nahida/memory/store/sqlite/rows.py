@@ -12,6 +12,7 @@ from nahida.memory.models import (
     MemoryEvent,
     MemoryItem,
     Session,
+    Spoken,
     Turn,
     load_evidence,
     moment,
@@ -145,6 +146,10 @@ class TurnRows(Sequence[Turn]):
         if self._built is None:
             self._built = [turn(row) for row in self._rows]
         return self._built
+
+    def spoken(self) -> list[Spoken]:
+        """`models.spoken` of these turns, from their rows (no turn is built)."""
+        return [(row[0], row[3], row[4], row[7]) for row in self._rows]
 
     def __len__(self) -> int:
         return len(self._rows)
