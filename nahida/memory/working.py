@@ -98,6 +98,8 @@ class WorkingMemory:
         self.tz = tz
         self.schedule: Schedule | None = None  # the app's work queue; None: run in place
         self._pending: dict[str, int] = {}  # session → rounds no summary covers (most recent last)
+        # session → when its compaction may be tried again, after a failure (`_backoff`)
+        self._resting: dict[str, float] = {}
 
     @property
     def enabled(self) -> bool:
@@ -119,6 +121,7 @@ class WorkingMemory:
             return None
         state = await self.summary(session_id) or WarmSummary(session_id, chat)
         if state.failures and time.time() < state.updated_at + _backoff(state.failures):
+            self._resting[session_id] = state.updated_at + _backoff(state.failures)
             return None
         after = state.through_turn
         turns = await self.store.read(lambda tx: tx.turns.after(session_id, after, SINCE_LIMIT))
@@ -162,11 +165,12 @@ class WorkingMemory:
 
     def after_turn(self, session_id: str, chat: str) -> Callable[[], Awaitable[None]] | None:
         """Count a user turn of the session (on the chat's worker: no I/O) and return the
-        compaction to run in the background once enough rounds may have left the hot window,
-        else None. A session this process has not seen counts from this turn: after a restart
-        a long session is compacted `hot_size + compress_batch` rounds later than it could be
-        (the compaction itself reads what is really there), instead of every chat's first
-        message costing a read."""
+        compaction to run in the background once enough rounds may have left the hot window
+        and a failed compaction's pause has passed, else None. A session this process has not
+        seen counts from this turn: after a restart a long session is compacted `hot_size +
+        compress_batch` rounds later than it could be (the compaction itself reads what is
+        really there), instead of every chat's first message costing a read; and in a pause
+        no message costs one either."""
         if not self.enabled:
             return None
         pending = self._pending.pop(session_id, 0) + 1
@@ -174,6 +178,11 @@ class WorkingMemory:
         self._trim()
         if pending < self.settings.hot_size + self.settings.compress_batch:
             return None
+        resting = self._resting.get(session_id)
+        if resting is not None:
+            if time.time() < resting:
+                return None
+            del self._resting[session_id]
         return functools.partial(self._compact_logged, session_id, chat)
 
     async def _compact_logged(self, session_id: str, chat: str) -> None:
@@ -185,6 +194,8 @@ class WorkingMemory:
     def _trim(self) -> None:
         while len(self._pending) > PENDING_SESSIONS:
             self._pending.pop(next(iter(self._pending)))  # the least recently active
+        while len(self._resting) > PENDING_SESSIONS:
+            self._resting.pop(next(iter(self._resting)))  # the longest known
 
     async def _roll(self, state: WarmSummary) -> WarmSummary:
         """Cold facts and profile bullets out of a full summary, and a shorter one instead."""
@@ -240,6 +251,7 @@ class WorkingMemory:
         failures = await self.store.write(
             lambda tx: tx.summaries.failed(state.session_id, state.chat, error, now)
         )
+        self._resting[state.session_id] = now + _backoff(failures)
         log.warning(
             "compaction_failed",
             session=state.session_id,

@@ -4,14 +4,16 @@ answers from a script (no wire: the fake servers cover the SDKs end to end)."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from nahida.envelope import ChatKey, UserKey
 from nahida.errors import ProviderServerError
-from nahida.memory import MemoryService, NewTurn, Viewer, WorkingSettings
+from nahida.memory import MemoryService, NewTurn, Viewer, WorkingSettings, working
 from nahida.memory.store.sqlite import SqliteStore
 from nahida.providers.base import ChatResponse, Message, Task, ToolSpec
 
@@ -109,18 +111,29 @@ async def test_a_full_summary_rolls_into_cold_facts_and_profile_bullets(
     assert sections == ({"心理与情绪", "目标与方向"} if companion else {"目标与方向"})
 
 
-async def test_a_failure_is_counted_and_waits_before_it_is_tried_again(store: SqliteStore) -> None:
+async def test_a_failure_is_counted_and_waits_before_it_is_tried_again(
+    store: SqliteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
     model = Scripted(ROLL)
     model.fail = 1
     memory = MemoryService(
         store, model=model, working=WorkingSettings(hot_size=1, compress_batch=1)
     )
     session = await rounds(memory, 3)
+    assert memory.working.after_turn(session, CHAT) is None  # one round counted: not yet due
+    assert memory.working.after_turn(session, CHAT) is not None
     assert await memory.working.compact(session, CHAT) is None
     (failing,) = await memory.working.failing()
     assert failing.failures == 1 and "ProviderServerError" in (failing.last_error or "")
     assert await memory.working.compact(session, CHAT) is None  # within the pause: not asked
     assert len(model.asked) == 1
+    # nor does a message schedule one (and read the store for it) within the pause
+    assert [memory.working.after_turn(session, CHAT) for _ in range(3)] == [None] * 3
+    later = time.time() + 16  # the first pause is 15 s
+    monkeypatch.setattr(working, "time", SimpleNamespace(time=lambda: later))
+    assert memory.working.after_turn(session, CHAT) is not None
+    assert await memory.working.compact(session, CHAT) is not None  # asked again, answered
+    assert len(model.asked) == 2
     turns = await memory.sessions.turns(session)
     assert len(turns) == 6  # every turn kept
 
