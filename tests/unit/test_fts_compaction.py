@@ -108,6 +108,34 @@ def test_item_writes_leave_few_segments_and_every_item_is_found(store: SqliteSto
         assert [m.item.id for m in found] == [item.id]
 
 
+def test_an_index_searched_far_more_than_written_is_rebuilt_at_the_next_write(
+    store: SqliteStore,
+) -> None:
+    """The items: recall searches them for most messages, extraction adds one now and then."""
+    seen = Visibility(("global",))
+
+    def add(n: int) -> None:
+        item = MemoryItem(f"m{n}", "global", "fact", f"tea number{n}", created_at=1.0)
+        assert store.write_sync(lambda tx: tx.items.add(item, index_text(item.content)))
+
+    def search(word: str) -> list[str]:
+        found = store.read_sync(lambda tx: tx.items.search(seen, TextSearch((word,), 5)))
+        return [m.item.id for m in found]
+
+    def count() -> int:
+        return int(store.db.call(lambda conn: segments(conn, "memory_items_fts"), write=False))
+
+    for n in range(3):  # written, never searched: a segment each
+        add(n)
+    assert count() == 3
+    assert search("number1") == ["m1"]
+    add(3)  # one search since is worth rebuilding four rows
+    assert count() == 1
+    add(4)  # no search since: a segment of its own
+    assert count() == 2
+    assert [search(f"number{n}") for n in range(5)] == [[f"m{n}"] for n in range(5)]
+
+
 @pytest.mark.parametrize("search_every", [4, 10, None])
 def test_turn_writes_are_merged_when_searches_come_often_enough(
     store: SqliteStore, search_every: int | None

@@ -126,5 +126,8 @@ class EpisodeTable:
         return [episode_of(r) for r in found]
 
     def search(self, chats: Sequence[str] | None, search: TextSearch) -> list[EpisodeMatch]:
-        found = fts.ranked(self.conn, *_MATCH_FROM, fts.chats_match(search.terms, chats), search)
+        expression = fts.chats_match(search.terms, chats)
+        if expression:  # a MATCH: its cost grows with the segments (`fts.Compaction`)
+            self._compaction.searched()
+        found = fts.ranked(self.conn, *_MATCH_FROM, expression, search)
         return [EpisodeMatch(episode_of(r), float(r["score"])) for r in found]

@@ -179,6 +179,8 @@ class ItemTable:
 
     def search(self, visibility: Visibility, search: TextSearch) -> list[ItemMatch]:
         expression = fts.scoped_match(search.terms, fts.visibility_keys(visibility))
+        if expression:  # a MATCH: its cost grows with the segments (`fts.Compaction`)
+            self._compaction.searched()
         found = fts.ranked(self.conn, *_MATCH_FROM, expression, search)
         return [ItemMatch(rows.item(r), float(r["score"]), r["body"]) for r in found]
 
