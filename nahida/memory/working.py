@@ -120,8 +120,9 @@ class WorkingMemory:
         if not self.enabled:
             return None
         state = await self.summary(session_id) or WarmSummary(session_id, chat)
-        if state.failures and time.time() < state.updated_at + _backoff(state.failures):
-            self._resting[session_id] = state.updated_at + _backoff(state.failures)
+        resting = state.updated_at + _backoff(state.failures) if state.failures else 0.0
+        if time.time() < resting:
+            self._resting[session_id] = resting
             return None
         after = state.through_turn
         turns = await self.store.read(lambda tx: tx.turns.after(session_id, after, SINCE_LIMIT))

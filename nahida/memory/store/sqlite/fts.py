@@ -201,22 +201,24 @@ class Compaction:
         if not self._searches:
             return False
         if not self._sized:  # once a process; then kept up by `_compact`
-            self._rows, self._sized = self._counted(conn), True
+            self._size(self._count(conn))
         rows = self._rows
         return rows is not None and self._searches * self.ROWS_PER_SEARCH >= rows + self._writes
 
-    def _counted(self, conn: Connection) -> int | None:
-        rows = int(conn.execute(f"SELECT count(*) FROM {self.table}").fetchone()[0])
-        return rows if rows <= self.MAX_ROWS else None
+    def _count(self, conn: Connection) -> int:
+        return int(conn.execute(f"SELECT count(*) FROM {self.table}").fetchone()[0])
+
+    def _size(self, rows: int) -> None:
+        self._rows, self._sized = (rows if rows <= self.MAX_ROWS else None), True
 
     def _compact(self, conn: Connection) -> None:
         table = self.table
-        rows = int(conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
+        rows = self._count(conn)
         if rows <= self.MAX_ROWS:
             conn.execute(f"INSERT INTO {table} ({table}) VALUES ('{self.COMMAND}')")
         self._writes, self._after = 0, max(self.EVERY, rows // self.RATIO)
         self._searches = 0
-        self._rows, self._sized = (rows if rows <= self.MAX_ROWS else None), True
+        self._size(rows)
 
 
 class Merging(Compaction):
