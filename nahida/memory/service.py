@@ -260,21 +260,23 @@ class Recall:
     ) -> tuple[list[Hit], T]:
         """`search`, and the read unit `also` in the same read (one round trip for a prompt's
         recalled memory and its pinned context)."""
-        changes: dict[str, Any] = {}
-        if query.tz is None and self.tz is not None:
-            changes["tz"] = self.tz
-        episodes = self.episodes
-        if query.episodes and episodes and not await episodes.in_any(query.viewer.turn_chats()):
-            changes["episodes"] = False  # none where the viewer looks
-        if changes:
-            query = replace(query, **changes)
-        found = await run_cpu(plan, query, tuning, size=len(query.text))
+        found = await run_cpu(plan, query, tuning, self.tz, size=len(query.text))
         if query.mode != "lexical" and self.embeddings is not None and found.text:
             embedded = await self.embeddings.query(found.text)
             if embedded is not None:
                 found = found.with_vector(*embedded)
+        # What the store is sent: the plan has read the time zone; the default tuning stays
+        # behind (the store process has its own), a tenth of the request's pickling each.
+        changes: dict[str, Any] = {}
+        if query.tz is not None:
+            changes["tz"] = None
+        episodes = self.episodes
+        if query.episodes and episodes and not await episodes.in_any(query.viewer.turn_chats()):
+            changes["episodes"] = False  # none where the viewer looks
+        sent = replace(query, **changes) if changes else query
+        custom = None if tuning is TUNING else tuning
         hits, extra = await self.store.read_snapshot(
-            lambda tx: (search(tx, query, found, tuning), also(tx))
+            lambda tx: (search(tx, sent, found, custom or TUNING), also(tx))
         )
         if self.reranker is not None and len(hits) > 1:
             hits = await rerank(self.reranker, query.text, hits)
@@ -319,8 +321,9 @@ class Recall:
         return block, extra
 
     def query(self, text: str, viewer: Viewer, **fields: Any) -> Query:
-        """A `Query` in the configured mode and time zone unless `fields` name them."""
-        return Query(text, viewer, **{"mode": self.mode, "tz": self.tz, **fields})
+        """A `Query` in the configured mode unless `fields` name one (and no time zone unless
+        they name one: a search reads the configured zone where the query names none)."""
+        return Query(text, viewer, **{"mode": self.mode, **fields})
 
 
 def _nothing(tx: Tx) -> None:

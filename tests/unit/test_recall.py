@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import sqlite3
 from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nahida.memory import Hit, NewTurn, Query, Tuning, recall, sessions, viewer_for
+from nahida.memory.service import Recall
 from nahida.memory.store.sqlite import SqliteStore, SqliteTx, migrations
 from nahida.memory.store.sqlite.connection import Connection, connect
 from nahida.memory.store.sqlite.fts import match, scoped_match, scopes_text
@@ -225,3 +227,22 @@ def test_porter_index_finds_what_the_query_names_and_nothing_of_other_scopes(
     found = {r for (r,) in db.execute("SELECT rowid FROM t WHERE t MATCH ?", (expression,))}
     assert 1 in found
     assert all(r == 1 or rows[r - 2][1] == "user:qq:1" for r in found)
+
+
+async def test_a_query_without_a_zone_reads_its_days_in_the_recalls_zone(
+    store: SqliteStore,
+) -> None:
+    """`Recall` plans in its configured zone when the query names none (the store is sent the
+    query without one): at one instant, 昨天 is a different day in Shanghai and in LA."""
+    noon = datetime(2024, 4, 10, 12, 0, tzinfo=UTC).timestamp()  # 20:00 in Shanghai, 05:00 in LA
+    say(store, "第一件事", noon - 33 * 3600, mid="sh")  # 04-09 11:00 in Shanghai, 04-08 in LA
+    say(store, "第二件事", noon - 26 * 3600, mid="both")  # 04-09 18:00 and 04-09 03:00
+    say(store, "第三件事", noon - 16 * 3600, mid="la")  # 04-10 04:00 in Shanghai, 04-09 in LA
+    for zone, expected in (
+        ("Asia/Shanghai", {"sh", "both"}),
+        ("America/Los_Angeles", {"la", "both"}),
+    ):
+        found = Recall(store, 1000, ZoneInfo(zone))
+        query = found.query("昨天呢？", viewer_for(GROUP, "alice"), at=noon)
+        assert query.tz is None
+        assert {h.message_ids[0] for h in await found.search(query)} == expected, zone

@@ -69,7 +69,8 @@ class Query:
     items: bool = True
     turns: bool = True
     episodes: bool = True
-    tz: tzinfo | None = None  # where "today" is for time expressions; None: the local zone
+    tz: tzinfo | None = None  # where "today" is for time expressions; None: the searcher's
+    # configured zone (`plan`'s `tz`), else the local one
     mode: Mode = "hybrid"  # lexical and vector lists fused; vector only where there is a vector
 
 
@@ -89,10 +90,13 @@ class Plan:
         return replace(self, vector=vector, space=space)
 
 
-def plan(query: Query, tuning: Tuning = TUNING) -> Plan:
+def plan(query: Query, tuning: Tuning = TUNING, tz: tzinfo | None = None) -> Plan:
+    """How `query` reads; `tz`: where "today" is when the query names no zone (None: the
+    local zone)."""
     now = query.at if query.at is not None else time.time()
-    if query.tz is not None:
-        moment = datetime.fromtimestamp(now, query.tz)
+    zone = query.tz if query.tz is not None else tz
+    if zone is not None:
+        moment = datetime.fromtimestamp(now, zone)
     else:
         moment = datetime.fromtimestamp(now).astimezone()
     parsed = timeparse.parse(query.text, moment)
