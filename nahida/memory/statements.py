@@ -290,6 +290,7 @@ _REPORTED = _compiled(
     r"[“”\"「」『』]|(?<!我)(?:说|讲|问|写道|告诉我)|(?<!\bi )\b(?:said|says|told me|asked|wrote)\b"
 )
 _FIRST_PERSON = _compiled(r"我(?!们)|\b(?:i|me|my|mine|i'm|i've|myself)\b")
+_SELF = "本人"  # "本人女，95年的": the speaker, in QQ self-introductions
 _CODE = re.compile(r"```.*?(?:```|$)", re.DOTALL)
 _LATIN = re.compile(r"[A-Za-z0-9 '\-]+")
 _OWN_SUBJECT = re.compile(r"[^\u4e00-\u9fff0-9]|我|你|您|他|她|它|这|那|大家|咱|别人|有人|谁")
@@ -333,8 +334,13 @@ def trim(text: str) -> str:
     return text[:end]
 
 
+def _plain(text: str) -> str:
+    """`text` as its sentences are read: straight apostrophes, code blocks as line breaks."""
+    return _CODE.sub("\n", text.replace("’", "'").replace("‘", "'"))
+
+
 def _sentences(text: str) -> list[str]:
-    text = _CODE.sub("\n", text.replace("’", "'").replace("‘", "'"))
+    """The sentences of a `_plain` text."""
     return [m.group(0).strip() for m in _SENTENCE.finditer(text) if m.group(0).strip()]
 
 
@@ -490,7 +496,7 @@ def _read_sentence(sentence: str) -> list[Statement]:
             continue
         found = _match(body, lead, end, 0, requests_only, possible=possible)
         clause = trim(body[lead:end])
-        if found is None and clause.startswith("本人"):  # QQ self-introductions: "本人女，95年的"
+        if found is None and clause.startswith(_SELF):  # QQ self-introductions: "本人女，95年的"
             found = _carried(clause[2:])
         elif found is None and carrier:
             found = _carried(clause)
@@ -508,6 +514,11 @@ def _read_sentence(sentence: str) -> list[Statement]:
 def statements(text: str) -> list[Statement]:
     """What a user's message says that is worth remembering, in order, without duplicates."""
     if not MIN_TEXT <= len(text.strip()) <= MAX_TEXT:
+        return []
+    text = _plain(text)
+    if not _possible(text) and _SELF not in text:
+        # no rule's literal anywhere (most chat lines): no clause can match, nor be carried
+        # (a clause is carried after one that matched, or after 本人), so none is read
         return []
     seen: dict[tuple[str, str | None, str], Statement] = {}
     for sentence in _sentences(text):

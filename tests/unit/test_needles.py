@@ -99,7 +99,8 @@ def _texts() -> list[str]:
     corpus = ROOT / "tests" / "data" / "extraction_corpus.jsonl"
     lines = [json.loads(line)["text"] for line in corpus.read_text("utf-8").splitlines() if line]
     chat = (ROOT / "tests" / "data" / "chat_lines_zh_en.txt").read_text("utf-8").splitlines()
-    return lines + chat
+    own = ["本人女", "本人女，95年的", "其实本人男"]  # self-introductions without a rule's literal
+    return lines + chat + own
 
 
 def test_the_rules_left_out_would_have_read_nothing_in_the_corpus_and_chat_lines() -> None:
@@ -118,6 +119,7 @@ def _rule_literals() -> list[str]:
 
 _FRAGMENTS = [*_rule_literals(), "我", "乌龙茶", "猫", "Berlin", "tea", "a nurse", "I", "I'm", "my"]
 _FRAGMENTS += ["，", "。", "？", "!", " ", "其实", "btw", "用英文回答我", "REMEMBER THAT", "吗"]
+_FRAGMENTS += ["本人", "女", "95年的"]  # a self-introduction: read with no rule's literal in it
 
 
 @settings(max_examples=400, deadline=None)
