@@ -11,7 +11,9 @@ import signal
 import threading
 import time
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import pytest
 
@@ -65,6 +67,21 @@ def test_dataclasses_travel_as_their_fields() -> None:
     plain, triple = loads(dumps((Plain(1), Triple(1, ["z"], 2.0))))
     assert (plain, triple) == (Plain(1), Triple(1, ["z"], 2.0))
     assert type(plain) is Plain and vars(plain) == {"left": 1, "right": "r"}
+
+
+def test_datetimes_travel_exactly_a_utc_one_as_its_fields() -> None:
+    utc = datetime(2026, 12, 6, 13, 45, 7, 123457, tzinfo=UTC)
+    others = [
+        utc.replace(fold=1),
+        datetime(2026, 12, 6, 21, 45, tzinfo=ZoneInfo("Asia/Shanghai")),
+        datetime(2026, 12, 6, 21, 45, tzinfo=timezone(timedelta(hours=8))),
+        datetime(2026, 12, 6, 21, 45),  # naive
+    ]
+    moved = loads(dumps([utc, *others]))
+    assert moved == [utc, *others]
+    assert [(m.tzinfo, m.fold) for m in moved] == [(m.tzinfo, m.fold) for m in [utc, *others]]
+    names = {arg for op, arg, _ in pickletools.genops(dumps(utc)) if op.name == "SHORT_BINUNICODE"}
+    assert "_utc" in names and "timezone" not in names  # not pickle's own way (~5 times slower)
 
 
 def test_a_prompt_window_travels_as_its_rows_and_is_built_where_it_is_used(

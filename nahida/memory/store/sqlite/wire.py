@@ -14,7 +14,8 @@ unit that captures `self` of a service drags the service along, and fails on its
 function of `__main__` (a script) travels with the globals it names, since the other process
 has a `__main__` of its own. Everything else pickles as usual, module-level functions by name;
 dataclasses go as their field values (a tuple), which costs a fraction of pickle's own way
-(`__getstate__` in Python, with `dataclasses.fields()` on every call).
+(`__getstate__` in Python, with `dataclasses.fields()` on every call); a UTC datetime as its
+fields (~3 µs instead of ~14: pickle saves `timezone.utc` through its `__reduce__`).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import pickle
 import struct
 import types
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 from nahida.errors import StorageError
@@ -149,6 +151,12 @@ def _module(name: str) -> types.ModuleType:
     return importlib.import_module(name)
 
 
+def _utc(
+    year: int, month: int, day: int, hour: int, minute: int, second: int, microsecond: int
+) -> datetime:
+    return datetime(year, month, day, hour, minute, second, microsecond, UTC)
+
+
 class _Pickler(pickle.Pickler):
     dispatch_table = copyreg.dispatch_table
 
@@ -160,6 +168,11 @@ class _Pickler(pickle.Pickler):
             return NotImplemented
         if cls is types.ModuleType:
             return (_module, (obj.__name__,))
+        if cls is datetime and obj.tzinfo is UTC and not obj.fold:  # a stored turn's time
+            return (
+                _utc,
+                (obj.year, obj.month, obj.day, obj.hour, obj.minute, obj.second, obj.microsecond),
+            )
         fields = _fields(cls)
         if fields is None:
             return NotImplemented
