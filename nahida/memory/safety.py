@@ -41,7 +41,7 @@ import bisect
 import re
 from dataclasses import dataclass
 
-from nahida.memory.secret_patterns import DETECTORS, MAYBE, ODD_CASE, URL_PATH
+from nahida.memory.secret_patterns import DETECTORS, MAYBE, MAYBE_LOWERED, ODD_CASE, URL_PATH
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,12 +55,12 @@ class SecretFinding:
 
 def find_secrets(text: str) -> list[SecretFinding]:
     """Every secret in `text`, merged where they overlap, in order of position."""
-    if MAYBE.search(text) is None:  # nearly every chat line: none of the detectors can fire
-        return []
-    spans: list[tuple[int, int, int]] = []  # start, end, detector index
-    url_paths: list[tuple[int, int]] | None = None
     lowered = text.lower()
     trusted = len(lowered) == len(text) and not any(c in text for c in ODD_CASE)
+    if (MAYBE_LOWERED.search(lowered) if trusted else MAYBE.search(text)) is None:
+        return []  # nearly every chat line: none of the detectors can fire
+    spans: list[tuple[int, int, int]] = []  # start, end, detector index
+    url_paths: list[tuple[int, int]] | None = None
     for index, detector in enumerate(DETECTORS):
         for start, end in detector.find(text, lowered if trusted else None):
             if not detector.in_url_path:

@@ -356,10 +356,17 @@ def test_the_quick_screen_never_hides_a_secret(monkeypatch: pytest.MonkeyPatch) 
     corpus = Path(__file__).resolve().parents[1] / "data" / "chat_lines_zh_en.txt"
     texts = [text for _, text, _, _ in POSITIVES] + NEGATIVES
     texts += corpus.read_text(encoding="utf-8").splitlines()
+    # as written, upper-cased, and with letters an ignore-case pattern reads as s, i and k
+    odd = str.maketrans({"s": "ſ", "i": "ı", "I": "İ", "k": "\u212a"})
+    odd_ones = [text.translate(odd) for text in texts]
+    texts += [text.upper() for text in texts] + odd_ones
     screened = [find_secrets(text) for text in texts]
-    monkeypatch.setattr(safety, "MAYBE", re.compile(""))  # matches everything: no screen
+    everything = re.compile("")  # matches everything: no screen
+    monkeypatch.setattr(safety, "MAYBE", everything)
+    monkeypatch.setattr(safety, "MAYBE_LOWERED", everything)
     assert [find_secrets(text) for text in texts] == screened
-    assert sum(map(bool, screened)) >= len(POSITIVES)  # not vacuous
+    assert sum(map(bool, screened)) >= 2 * len(POSITIVES)  # not vacuous
+    assert sum(map(bool, screened[-len(odd_ones) :])) >= 10  # nor for the odd letters
 
 
 def test_needles_never_hide_a_secret(monkeypatch: pytest.MonkeyPatch) -> None:
