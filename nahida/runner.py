@@ -172,7 +172,7 @@ class SessionRunner:
             return None
         text = completion.text.strip() or t("empty_model_reply", ctx.language)
         sent_id, error = await self._reply(envelope, text)
-        await self.memory.sessions.record(
+        await self.memory.sessions.add(
             NewTurn(
                 chat=str(envelope.chat),
                 role="assistant",

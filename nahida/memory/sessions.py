@@ -58,6 +58,11 @@ def record(tx: Tx, turn: NewTurn, tokens: str | None, idle_split: float = 0.0) -
     return None if stored is None else stored[0]
 
 
+def add(tx: Tx, turn: NewTurn, tokens: str | None, idle_split: float = 0.0) -> bool:
+    """`record`, answering only whether the turn was stored (no turn to send back)."""
+    return _record(tx, turn, tokens, idle_split) is not None
+
+
 def _record(
     tx: Tx, turn: NewTurn, tokens: str | None, idle_split: float
 ) -> tuple[Turn, str | None] | None:
@@ -201,6 +206,14 @@ class Sessions:
     async def record(self, turn: NewTurn) -> Turn | None:
         turn, tokens = await run_cpu(stored_form, turn, size=len(turn.content))
         stored = await self.store.write(record, turn, tokens, self.idle_split)
+        self.changed()
+        return stored
+
+    async def add(self, turn: NewTurn) -> bool:
+        """`record` for a caller that needs only to know whether the turn was stored (the
+        runner's reply): the store process sends back a flag, not the turn (~20 µs less)."""
+        turn, tokens = await run_cpu(stored_form, turn, size=len(turn.content))
+        stored = await self.store.write(add, turn, tokens, self.idle_split)
         self.changed()
         return stored
 

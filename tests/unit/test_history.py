@@ -48,6 +48,19 @@ async def test_duplicate_message_id_is_not_stored_twice(memory: MemoryService) -
     assert [t.content for t in await sessions.turns(session.id)] == ["one"]
 
 
+async def test_add_stores_like_record_and_answers_only_whether_it_did(
+    memory: MemoryService,
+) -> None:
+    sessions = memory.sessions
+    assert await sessions.add(bot("no session yet", T0)) is False
+    assert await sessions.add(user("one", T0, "x")) is True
+    assert await sessions.add(user("one again", T0 + 1, "x")) is False  # a known message
+    assert await sessions.add(bot("a reply", T0 + 2)) is True
+    session = (await sessions.latest(CHAT, 5))[0]
+    turns = await sessions.turns(session.id)
+    assert [(t.role, t.content) for t in turns] == [("user", "one"), ("assistant", "a reply")]
+
+
 async def test_new_then_message_opens_a_new_session_and_resume_goes_back(
     memory: MemoryService,
 ) -> None:
