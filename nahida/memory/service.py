@@ -267,16 +267,14 @@ class Recall:
                 found = found.with_vector(*embedded)
         # What the store is sent: the plan has read the time zone; the default tuning stays
         # behind (the store process has its own), a tenth of the request's pickling each.
-        changes: dict[str, Any] = {}
-        if query.tz is not None:
-            changes["tz"] = None
-        episodes = self.episodes
-        if query.episodes and episodes and not await episodes.in_any(query.viewer.turn_chats()):
-            changes["episodes"] = False  # none where the viewer looks
-        sent = replace(query, **changes) if changes else query
+        sent = replace(query, tz=None) if query.tz is not None else query
         custom = None if tuning is TUNING else tuning
+        known = self.episodes
+        some = not (
+            query.episodes and known and not await known.in_any(query.viewer.turn_chats())
+        )  # False: none where the viewer looks
         hits, extra = await self.store.read_snapshot(
-            lambda tx: (search(tx, sent, found, custom or TUNING), also(tx))
+            lambda tx: (search(tx, sent, found, custom or TUNING, episodes=some), also(tx))
         )
         if self.reranker is not None and len(hits) > 1:
             hits = await rerank(self.reranker, query.text, hits)

@@ -7,10 +7,11 @@ import random
 
 import pytest
 
-from nahida.memory import Hit, MemoryItem, Query, recall, viewer_for
+from nahida.memory import Hit, MemoryItem, MemoryService, Query, recall, viewer_for
 from nahida.memory.recall import cascade
 from nahida.memory.store.base import Tx
 from nahida.memory.store.sqlite import SqliteStore
+from nahida.memory.store.sqlite.episodes import EpisodeTable
 from nahida.memory.store.sqlite.history import TurnTable
 from nahida.memory.store.sqlite.items import ItemTable
 from nahida.memory.tokenize import index_text
@@ -84,5 +85,28 @@ def test_leaving_lists_out_changes_no_answer(
         question = " ".join(rng.sample(WORDS, 2))
         fast = ask(store, question, shown)
         with monkeypatch.context() as patched:
-            patched.setattr(cascade, "_leaving_out_the_empty", lambda tx, query: query)
+            patched.setattr(cascade, "_leaving_out_the_empty", lambda tx, query, episodes: query)
             assert ask(store, question, shown) == fast, (case, question, sorted(shown))
+
+
+async def test_episodes_are_searched_only_where_the_viewer_has_some(
+    store: SqliteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    memory = MemoryService(store)
+    say(store, "we planned the lake trip on friday", T0, mid="1")
+    question = Query("lake trip", viewer_for(GROUP, "alice"), at=T0 + 10_000)
+    with monkeypatch.context() as patched:
+        refuse(patched, EpisodeTable, "search")  # the chat has none: none is searched
+        assert [h.message_ids for h in await memory.recall.search(question)] == [["1"]]
+    session = store.read_sync(lambda tx: tx.sessions.latest(GROUP, 1))[0]
+    await memory.episodes.add(
+        session_id=session.id,
+        chat=GROUP,
+        summary="Alice planned a lake trip for friday",
+        keywords=["lake", "trip"],
+        started_at=T0,
+        ended_at=T0 + 60,
+        turn_count=1,
+    )
+    kinds = {h.kind for h in await memory.recall.search(question)}
+    assert kinds == {"turn", "episode"}
