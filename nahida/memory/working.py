@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import tzinfo
 
@@ -70,7 +70,7 @@ class WorkingSettings:
         return self.compress_batch * 2
 
 
-def rounds(turns: list[Turn]) -> int:
+def rounds(turns: Sequence[Turn]) -> int:
     """Rounds among turns: each user turn opens one."""
     return sum(1 for t in turns if t.role == "user")
 
@@ -126,7 +126,7 @@ class WorkingMemory:
             return None
         after = state.through_turn
         turns = await self.store.read(lambda tx: tx.turns.after(session_id, after, SINCE_LIMIT))
-        outside = turns[: max(0, len(turns) - self.settings.hot_turns)]
+        outside = list(turns[: max(0, len(turns) - self.settings.hot_turns)])
         if outside and outside[-1].role == "user":  # whole rounds: its reply is still hot
             outside.pop()
         if rounds(outside) < self.settings.compress_batch:

@@ -111,9 +111,15 @@ def test_a_prompt_window_travels_as_its_rows_and_is_built_where_it_is_used(
         assert all(isinstance(t, Turn) and t.time.tzinfo is not None for t in recorded.hot)
         # what crosses from the store process: plain values; no Turn is built there
         session = recorded.turn.session_id
-        payload = dumps(store.read_sync(lambda tx: tx.turns.window(session, 99, 3)))
-        names = {arg for _, arg, _ in pickletools.genops(payload) if isinstance(arg, str)}
-        assert "TurnRows" in names and "Turn" not in names
+        for read in (
+            lambda tx: tx.turns.window(session, 99, 3),
+            lambda tx: tx.turns.after(session, 0, 99),  # what a compaction reads
+        ):
+            payload = dumps(store.read_sync(read))
+            names = {arg for _, arg, _ in pickletools.genops(payload) if isinstance(arg, str)}
+            assert "TurnRows" in names and "Turn" not in names
+        after = store.read_sync(lambda tx: tx.turns.after(session, 0, 99))
+        assert [t.content for t in after] == [f"第 {n} 句" for n in range(4)]
     finally:
         store.close()
 

@@ -232,8 +232,9 @@ class TurnRows(Protocol):
 
     def of_session(self, session_id: str) -> list[Turn]: ...
 
-    def after(self, session_id: str, after: int, limit: int) -> list[Turn]:
-        """Unhidden user/assistant turns of the session after turn `after`, oldest first."""
+    def after(self, session_id: str, after: int, limit: int) -> Sequence[Turn]:
+        """Unhidden user/assistant turns of the session after turn `after`, oldest first (a
+        sequence, as `window`'s)."""
 
     def mark_error(self, turn_id: int, error: str) -> None: ...
 

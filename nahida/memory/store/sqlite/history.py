@@ -185,13 +185,15 @@ class TurnTable:
         )
         return [rows.turn(r) for r in found]
 
-    def after(self, session_id: str, after: int, limit: int) -> list[Turn]:
-        found = self.conn.execute(
+    def after(self, session_id: str, after: int, limit: int) -> rows.TurnRows:
+        cursor = self.conn.cursor()
+        cursor.row_factory = None  # plain tuples, as `window`'s (a compaction reads 20–40)
+        found = cursor.execute(
             _SELECT_TURNS + " WHERE session_id = ? AND id > ? AND hidden_by IS NULL"
             f" AND role IN ('user', 'assistant') ORDER BY id LIMIT {int(limit)}",
             (session_id, after),
-        )
-        return [rows.turn(r) for r in found]
+        ).fetchall()
+        return rows.TurnRows(found)
 
     def mark_error(self, turn_id: int, error: str) -> None:
         self.conn.execute("UPDATE turns SET error = ? WHERE id = ?", (error, turn_id))
