@@ -269,12 +269,11 @@ class Recall:
         # behind (the store process has its own), a tenth of the request's pickling each.
         sent = replace(query, tz=None) if query.tz is not None else query
         custom = None if tuning is TUNING else tuning
-        known = self.episodes
-        some = not (
-            query.episodes and known and not await known.in_any(query.viewer.turn_chats())
-        )  # False: none where the viewer looks
+        episodes = True  # False: none where the viewer looks (not searched)
+        if query.episodes and self.episodes is not None:
+            episodes = await self.episodes.in_any(query.viewer.turn_chats())
         hits, extra = await self.store.read_snapshot(
-            lambda tx: (search(tx, sent, found, custom or TUNING, episodes=some), also(tx))
+            lambda tx: (search(tx, sent, found, custom or TUNING, episodes=episodes), also(tx))
         )
         if self.reranker is not None and len(hits) > 1:
             hits = await rerank(self.reranker, query.text, hits)

@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, tzinfo
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from nahida.memory.models import CommitMode, NewTurn, Session, Turn
 from nahida.memory.safety import redact
@@ -29,6 +29,8 @@ from nahida.memory.tokenize import index_text, query_terms, run_cpu, tokenize
 
 if TYPE_CHECKING:
     from nahida.memory import importer
+
+T = TypeVar("T")
 
 TITLE_CHARS = 40
 
@@ -204,16 +206,16 @@ class Sessions:
         return stored
 
     async def record(self, turn: NewTurn) -> Turn | None:
-        turn, tokens = await run_cpu(stored_form, turn, size=len(turn.content))
-        stored = await self.store.write(record, turn, tokens, self.idle_split)
-        self.changed()
-        return stored
+        return await self._store(record, turn)
 
     async def add(self, turn: NewTurn) -> bool:
         """`record` for a caller that needs only to know whether the turn was stored (the
         runner's reply): the store process sends back a flag, not the turn (~20 µs less)."""
+        return await self._store(add, turn)
+
+    async def _store(self, unit: Callable[[Tx, NewTurn, str, float], T], turn: NewTurn) -> T:
         turn, tokens = await run_cpu(stored_form, turn, size=len(turn.content))
-        stored = await self.store.write(add, turn, tokens, self.idle_split)
+        stored = await self.store.write(unit, turn, tokens, self.idle_split)
         self.changed()
         return stored
 
