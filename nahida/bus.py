@@ -395,14 +395,18 @@ class EventBus(Generic[T]):
         held = _Held(self._start, self._heavy)
         _held.set(held)
         try:
+            queue = chat.queue
             while not (self._closing and chat.idle):
-                try:
-                    async with asyncio.timeout(self._idle_timeout):
-                        envelope = await chat.queue.get()
-                except TimeoutError:
-                    if chat.idle:
-                        break
-                    continue
+                if not queue.empty():  # a burst: no idle timer to arm and cancel (~5 µs)
+                    envelope = queue.get_nowait()
+                else:
+                    try:
+                        async with asyncio.timeout(self._idle_timeout):
+                            envelope = await queue.get()
+                    except TimeoutError:
+                        if chat.idle:
+                            break
+                        continue
                 if envelope is None:
                     continue
                 held.since = chat.since[0]  # when `envelope` was submitted
