@@ -1,5 +1,6 @@
 """Reading statements people make about themselves: the rule table behind extraction (its
-regular expressions are in `statement_patterns`).
+regular expressions are in `statement_patterns`; how a message is cut into sentences and clauses,
+and trimmed, in `clauses`).
 
 Each sentence is cut into clauses; at each clause start (after filler such as "其实", "btw") the
 rules of `RULES` are tried in order and the first that fits wins. A rule is tried only when the
@@ -38,12 +39,12 @@ from __future__ import annotations
 
 import functools
 import re
-import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Literal
 
 from nahida.memory import statement_patterns as p
+from nahida.memory.clauses import LEAD, clause_spans, is_question, plain, sentences, trim
 from nahida.memory.needles import Prefilter, ones
 
 MIN_TEXT, MAX_TEXT = 3, 1000  # characters of a message worth reading
@@ -253,27 +254,6 @@ RULES: tuple[Rule, ...] = (
 
 # --- reading ------------------------------------------------------------------------------
 
-_SENTENCE = re.compile(r"(?:[^。！!？?；;.\n]|\.(?!\s|$))+[。！!？?；;.]*")
-_CLAUSE_BREAK = re.compile(  # (?<!\s): tried once per run of spaces, not at each of them
-    r"(?<!以后)(?<!今后)(?<!往后)(?<!from now on)(?<!going forward)[，,]\s*"  # "以后，…" stays one
-    r"|(?:因为|所以|但是|不过(?!敏)|可是|而且)|(?<!\s)\s+(?:because|since|but|though|although)\s+"
-    r"|(?<!\s)\s+and\s+(?=(?:i|my|we|let'?s)\b)",
-    re.IGNORECASE,
-)
-_LEAD = re.compile(
-    r"(?:(?:其实|嗯|哦|噢|啊|对了|另外|还有|顺便说?一?下|顺便|告诉你|跟你说|和你说|说真的|老实说|话说"
-    r"|(?:btw|by the way|actually|also|oh|well|and|ok|okay|hey|hi|so|fyi)\b)[\s，,、:：!！~～]*)*",
-    re.IGNORECASE,
-)
-_TAIL = frozenset("。.!！?？~～…,，;；:：、'\"“”」』)）")
-_PARTICLES = frozenset("了啦啊呀哦喔噢呢哈嘛吧的耶")  # dropped at the end after a Han character
-_FILLERS: tuple[str, ...] = ("anymore", "any more", "now", "too", "either", "a lot", "lol")
-_FILLERS += ("very much", "so much", "haha", "though", "honestly")
-_FILLER_TAILS = tuple(" " + word for word in _FILLERS)
-_EN_QUESTION = _compiled(
-    r"(?:do|does|did|what|who|whom|where|when|why|how|is|are|am|was|were|can|could|would|should"
-    r"|will|which|have|has)\b"
-)
 _REQUEST = _compiled(
     r"(?:(?:can|could|would|will) you\s+(?:please\s+)?|please\s+"
     r"|能不能|能否|可不可以|可以|能|麻烦你?|请你?)"
@@ -291,10 +271,8 @@ _REPORTED = _compiled(
 )
 _FIRST_PERSON = _compiled(r"我(?!们)|\b(?:i|me|my|mine|i'm|i've|myself)\b")
 _SELF = "本人"  # "本人女，95年的": the speaker, in QQ self-introductions
-_CODE = re.compile(r"```.*?(?:```|$)", re.DOTALL)
 _LATIN = re.compile(r"[A-Za-z0-9 '\-]+")
 _OWN_SUBJECT = re.compile(r"[^\u4e00-\u9fff0-9]|我|你|您|他|她|它|这|那|大家|咱|别人|有人|谁")
-_EMOJI_PARTS = frozenset("\ufe0e\ufe0f\u200d\u20e3")
 _SLOT_VERB_ZH = re.compile(r"^(?:喝|吃|玩|看|听|用|穿|去|做|养|读|学|打)(?=..)")
 _SLOT_WORDS_EN = _compiled(
     r"^(?:(?:to|drinking|eating|playing|watching|listening to|reading|using|wearing|going to"
@@ -307,56 +285,6 @@ def slot_key(value: str) -> str:
     key = " ".join(trim(value).casefold().split())
     key = _SLOT_WORDS_EN.sub("", key)
     return _SLOT_VERB_ZH.sub("", key).strip()
-
-
-def trim(text: str) -> str:
-    """Without surrounding space and trailing punctuation, particles and filler words.
-
-    A loop from the end, not a `…+$` regex: those take quadratic time on long runs of spaces."""
-    text = text.strip()
-    end = len(text)
-    while end:
-        char = text[end - 1]
-        after_han = end > 1 and "\u4e00" <= text[end - 2] <= "\u9fff"
-        if (
-            char.isspace()
-            or char in _TAIL
-            or (char in _PARTICLES and after_han)
-            or char in _EMOJI_PARTS
-            or unicodedata.category(char) in ("So", "Sk")  # emoji, modifiers
-        ):
-            end -= 1
-        else:
-            tail = text[max(0, end - 12) : end].lower()
-            if not tail.endswith(_FILLER_TAILS):
-                break
-            end -= len(next(w for w in _FILLERS if tail.endswith(" " + w)))
-    return text[:end]
-
-
-def _plain(text: str) -> str:
-    """`text` as its sentences are read: straight apostrophes, code blocks as line breaks."""
-    return _CODE.sub("\n", text.replace("’", "'").replace("‘", "'"))
-
-
-def _sentences(text: str) -> list[str]:
-    """The sentences of a `_plain` text."""
-    return [m.group(0).strip() for m in _SENTENCE.finditer(text) if m.group(0).strip()]
-
-
-def _clause_starts(sentence: str) -> list[tuple[int, int]]:
-    """(start, end) of each clause of a sentence."""
-    spans, start = [], 0
-    for brk in _CLAUSE_BREAK.finditer(sentence):
-        spans.append((start, brk.start()))
-        start = brk.end()
-    spans.append((start, len(sentence)))
-    return [(s, e) for s, e in spans if s < e]
-
-
-def _is_question(sentence: str) -> bool:
-    s = sentence.strip()
-    return bool(re.search(r"[?？]\s*$|[吗么]\s*$", s)) or bool(_EN_QUESTION.match(s))
 
 
 def _acceptable(values: Values, rule: Rule) -> bool:
@@ -464,10 +392,10 @@ def _carried(clause: str) -> tuple[Statement, Rule] | None:
 
 def _read_all(text: str, depth: int) -> Statement | None:
     """A statement that covers all of `text` (one clause, or a sentence rule), if any."""
-    spans = _clause_starts(text)
+    spans = clause_spans(text)
     if not spans:
         return None
-    start = _LEAD.match(text, spans[0][0]).end()  # type: ignore[union-attr]
+    start = LEAD.match(text, spans[0][0]).end()  # type: ignore[union-attr]
     found = _match(text, start, spans[0][1], depth)
     if found is None:
         return None
@@ -479,7 +407,7 @@ def _read_sentence(sentence: str) -> list[Statement]:
     if sentence.startswith((">", "＞")):
         return []
     body, requests_only = sentence, False
-    if _is_question(sentence):
+    if is_question(sentence):
         request = _REQUEST.match(sentence)
         if request is None:
             return []
@@ -487,8 +415,8 @@ def _read_sentence(sentence: str) -> list[Statement]:
     statements: list[Statement] = []
     checked, carrier = 0, False
     possible = _possible(body)  # once for all of its clauses
-    for start, end in _clause_starts(body):
-        lead = _LEAD.match(body, start).end()  # type: ignore[union-attr]
+    for start, end in clause_spans(body):
+        lead = LEAD.match(body, start).end()  # type: ignore[union-attr]
         if _REPORTED.search(body, max(0, checked - 3), lead):
             break  # someone else's words from here on
         checked = lead
@@ -515,13 +443,13 @@ def statements(text: str) -> list[Statement]:
     """What a user's message says that is worth remembering, in order, without duplicates."""
     if not MIN_TEXT <= len(text.strip()) <= MAX_TEXT:
         return []
-    text = _plain(text)
+    text = plain(text)
     if not _possible(text) and _SELF not in text:
         # no rule's literal anywhere (most chat lines): no clause can match, nor be carried
         # (a clause is carried after one that matched, or after 本人), so none is read
         return []
     seen: dict[tuple[str, str | None, str], Statement] = {}
-    for sentence in _sentences(text):
+    for sentence in sentences(text):
         for statement in _read_sentence(sentence):
             seen.setdefault((statement.kind, statement.slot, statement.content), statement)
     return list(seen.values())
