@@ -63,6 +63,26 @@ def answers(tx: SqliteTx, turn_ids: dict[str, list[int]], sessions_: list[str]) 
     for user in USERS:
         found += [tx.profiles.of_user(user, True), tx.profiles.of_user(user, False)]
     found += [tx.summaries.get(session) for session in sessions_]
+    found += windows(tx, turn_ids, sessions_)
+    return found
+
+
+def windows(tx: SqliteTx, turn_ids: dict[str, list[int]], sessions_: list[str]) -> list[Any]:
+    """Prompt windows of the latest sessions (from their tails), as the exact rows: a value
+    of another type (5 for 5.0) is a difference."""
+    ids = sorted(i for listed in turn_ids.values() for i in listed)
+    newest = ids[-1] if ids else 1
+    middle = ids[len(ids) // 2] if ids else 0
+    found: list[Any] = []
+    for session in list(dict.fromkeys(reversed(sessions_)))[:6]:
+        for before, limit, after in (
+            (newest + 1, 4, 0),
+            (newest + 1, 30, 0),
+            (newest, 3, 0),
+            (10**9, 2, middle),
+        ):
+            rows = tx.turns.window(session, before, limit, after)._rows
+            found.append([tuple((type(v), v) for v in row) for row in rows])
     return found
 
 
@@ -105,7 +125,18 @@ def test_the_memo_answers_as_sql_does_after_every_kind_of_change(
         action = rng.random()
         if action < 0.35:  # a turn (a user turn may open a session)
             role = rng.choice(["user", "user", "assistant", "tool"])
-            turn = NewTurn(chat=chat, role=role, content=f"话 {step}", time=1000.0 + step)
+            turn = NewTurn(  # every column a window reads, of the types SQLite may change
+                chat=chat,
+                role=role,
+                content=f"话 {step}",
+                time=rng.choice([1000.0 + step, 1000 + step]),
+                speaker=rng.choice([None, "onebot:3"]),
+                speaker_name=rng.choice([None, "小明"]),
+                message_id=rng.choice([None, f"m{step}", step]),  # type: ignore[arg-type]
+                tool_calls=rng.choice([None, [{"name": "search"}]]),
+                addressed=rng.choice([True, False]),
+                error=rng.choice([None, "boom"]),
+            )
 
             def record(tx: SqliteTx, turn: NewTurn = turn) -> Any:
                 return sessions.record(tx, turn, index_text(turn.content))
@@ -233,3 +264,23 @@ def test_only_one_statement_adds_turns() -> None:
         if "INSERT INTO turns (" in line
     ]
     assert found == ["memory/store/sqlite/history.py"]
+
+
+def test_a_prompt_window_is_read_from_its_sessions_tail(store: SqliteStore) -> None:
+    """After the first window of a session, the next ones need no SQL: the turns added since
+    come back from their own INSERT."""
+    conn = store.db.conn
+    read: list[int] = []
+    for n in range(8):
+        turn = NewTurn(chat=CHATS[0], role="user", content=f"话 {n}", time=1000.0 + n)
+
+        def record(tx: SqliteTx, turn: NewTurn = turn) -> Any:
+            stored = sessions.record(tx, turn, None)
+            before = conn.statements
+            window = tx.turns.window(stored.session_id, stored.id, 3)
+            read.append(conn.statements - before)
+            return [row[4] for row in window._rows]
+
+        (shown,) = run(store, record)
+        assert shown == [f"话 {k}" for k in range(max(0, n - 3), n)]
+    assert read == [1] + [0] * 7

@@ -35,6 +35,26 @@ _REPLY = (
 )
 
 _SELECT_TURNS = f"SELECT {rows.TURN_COLUMNS} FROM turns"
+_INSERT_TURN = (  # the columns of `rows.TURN_COLUMNS` in its order, but the id and the marks
+    "INSERT INTO turns (session_id, chat, role, content, time, speaker, speaker_name, message_id,"
+    " tool_calls, addressed, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+
+def _as_read(turn_id: int, values: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    """The row a read of the turn just inserted returns (`TURN_COLUMNS`), from the values it
+    was inserted with; None if a value might come back changed (a text column given another
+    type: SQLite would have stored its text). `INSERT … RETURNING` would say it for certain,
+    at twice the insert's cost (it journals the statement's pages)."""
+    for index in _TEXT_VALUES:
+        value = values[index]
+        if value is not None and type(value) is not str:
+            return None
+    return (turn_id, *values[:4], float(values[4]), *values[5:], None, None)
+
+
+# the inserted values' positions that are text columns (all but `time` and `addressed`)
+_TEXT_VALUES = (0, 1, 2, 3, 5, 6, 7, 8, 10)
 
 
 class SessionTable:
@@ -133,27 +153,29 @@ class TurnTable:
 
     def add(self, session_id: str, turn: NewTurn, tokens: str | None) -> int:
         conn = self.conn
-        cursor = conn.execute(
-            "INSERT INTO turns (session_id, chat, role, speaker, speaker_name, content,"
-            " message_id, time, tool_calls, addressed, error)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                session_id,
-                turn.chat,
-                turn.role,
-                turn.speaker,
-                turn.speaker_name,
-                turn.content,
-                turn.message_id,
-                turn.time,
-                rows.dump(turn.tool_calls) if turn.tool_calls else None,
-                int(turn.addressed),
-                turn.error,
-            ),
+        memo = self.memo
+        values = (
+            session_id,
+            turn.chat,
+            turn.role,
+            turn.content,
+            turn.time,
+            turn.speaker,
+            turn.speaker_name,
+            turn.message_id,
+            rows.dump(turn.tool_calls) if turn.tool_calls else None,
+            int(turn.addressed),
+            turn.error,
         )
-        turn_id = int(cursor.lastrowid or 0)
-        if self.memo is not None:
-            self.memo.turn_added(turn.chat, turn_id, turn.role)
+        turn_id = int(conn.execute(_INSERT_TURN, values).lastrowid or 0)
+        if memo is not None and session_id in memo.tails:
+            row = _as_read(turn_id, values)
+            if row is None:
+                memo.tails.drop(session_id)
+            else:
+                memo.tails.added(session_id, row)
+        if memo is not None:
+            memo.turn_added(turn.chat, turn_id, turn.role)
         if tokens is not None:
             conn.execute(
                 "INSERT INTO turns_fts (rowid, body, scopes) VALUES (?, ?, ?)",
@@ -169,15 +191,37 @@ class TurnTable:
         return turn_id
 
     def window(self, session_id: str, before: int, limit: int, after: int = 0) -> rows.TurnRows:
+        """The last `limit` turns of the session before `before` (and after `after`) that are
+        not hidden, oldest first; from the session's tail (`tails.py`) when the memo keeps one."""
+        memo = self.memo
+        if memo is None or memo.off or limit <= 0:
+            return rows.TurnRows(self._window(session_id, before, limit, after))
+        found = memo.tails.window(session_id, before, limit, after)
+        if found is None:  # its latest turns, this one among them: kept for the next message
+            latest = self._window(session_id, None, limit + 1, after)
+            memo.tails.keep(session_id, latest, after, limit + 1)
+            found = memo.tails.window(session_id, before, limit, after)
+            if found is None:  # an older window than the latest (never asked by the runner)
+                found = self._window(session_id, before, limit, after)
+        return rows.TurnRows(found)
+
+    def _window(self, session_id: str, before: int | None, limit: int, after: int) -> list[Any]:
         cursor = self.conn.cursor()
         cursor.row_factory = None  # plain tuples: they travel as they are (`TurnRows`)
-        found = cursor.execute(
-            _SELECT_TURNS + " WHERE session_id = ? AND id < ? AND id > ? AND hidden_by IS NULL"
-            f" ORDER BY id DESC LIMIT {int(limit)}",
-            (session_id, before, after),
-        ).fetchall()
+        if before is None:
+            found = cursor.execute(
+                _SELECT_TURNS + " WHERE session_id = ? AND id > ? AND hidden_by IS NULL"
+                f" ORDER BY id DESC LIMIT {int(limit)}",
+                (session_id, after),
+            ).fetchall()
+        else:
+            found = cursor.execute(
+                _SELECT_TURNS + " WHERE session_id = ? AND id < ? AND id > ? AND hidden_by IS NULL"
+                f" ORDER BY id DESC LIMIT {int(limit)}",
+                (session_id, before, after),
+            ).fetchall()
         found.reverse()
-        return rows.TurnRows(found)
+        return found
 
     def of_session(self, session_id: str) -> list[Turn]:
         found = self.conn.execute(

@@ -24,12 +24,18 @@ added per answered message). A chat's entry holds the ids of its user and assist
 not hidden, up to `TURN_IDS` of them; beyond that only that there are more (`MORE`), which is all
 `any_besides` needs while the prompt shows fewer. Each kind keeps at most `MAX_ENTRIES` answers
 (the oldest goes first).
+
+The prompt windows' rows are kept the same way, in `tails` (`tails.py`): a session's latest
+turns, which the turns it adds extend.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
 from typing import TYPE_CHECKING, Any, Final, TypeVar
+
+from nahida.memory.store.sqlite.rows import TURN_COLUMNS
+from nahida.memory.store.sqlite.tails import Tails
 
 if TYPE_CHECKING:
     from nahida.memory.store.sqlite.connection import Connection
@@ -44,6 +50,7 @@ SCOPE = "scope"  # (scope, kind or None) → (any active item, any active public
 CHAT = "chat"  # chat → ids of its user/assistant turns not hidden, or MORE
 PROFILE = "profile"  # (user, public only) → the active profile entries
 SUMMARY = "summary"  # session id → its warm summary or None
+TAIL = "tail"  # session id → its latest turns' rows (`Tails`)
 
 COUNTABLE = ("user", "assistant")  # the roles `any_besides` counts
 
@@ -59,7 +66,11 @@ _TRIGGERS = (
     # INSERT would make SQLite journal every insert's pages, doubling its cost)
     "AFTER UPDATE OF id, chat, role, hidden_by ON main.turns BEGIN"
     " SELECT nahida_memo_drop('chat', OLD.chat, NEW.chat); END",
-    "AFTER DELETE ON main.turns BEGIN SELECT nahida_memo_drop('chat', OLD.chat, NULL); END",
+    "AFTER DELETE ON main.turns BEGIN SELECT nahida_memo_drop('chat', OLD.chat, NULL);"
+    " SELECT nahida_memo_drop('tail', OLD.session_id, NULL); END",
+    # turns: any value a prompt's window reads (not their vectors' `embed_hash`)
+    f"AFTER UPDATE OF {TURN_COLUMNS} ON main.turns BEGIN"
+    " SELECT nahida_memo_drop('tail', OLD.session_id, NEW.session_id); END",
     # profile entries: any change to a person's card
     "AFTER INSERT ON main.profile_entries BEGIN"
     " SELECT nahida_memo_drop('profile', NEW.user, NULL); END",
@@ -92,6 +103,7 @@ class Memo:
             PROFILE: {},
             SUMMARY: {},
         }
+        self.tails = Tails()  # kept the same way, asked by `TurnTable.window` (not counted)
         conn.create_function("nahida_memo_item", 4, self._item_changed)
         conn.create_function("nahida_memo_drop", 3, self._dropped)
         for number, trigger in enumerate(_TRIGGERS):
@@ -125,6 +137,7 @@ class Memo:
     def clear(self) -> None:
         for entries in self._kinds.values():
             entries.clear()
+        self.tails.clear()
 
     def turn_added(self, chat: str, turn_id: int, role: str) -> None:
         """From `TurnTable.add`, the only statement that adds turns (`INSERT INTO turns`)."""
@@ -144,6 +157,10 @@ class Memo:
             entries.pop(key, None)
 
     def _dropped(self, kind: str, key: Any, new_key: Any) -> None:
+        if kind == TAIL:
+            self.tails.drop(key)
+            self.tails.drop(new_key)
+            return
         entries = self._kinds[kind]
         if kind == PROFILE:
             for user in (key, new_key):

@@ -1,0 +1,113 @@
+"""`Tails`: each busy session's latest turns, kept as rows, so a prompt's window needs no SQL.
+
+Every answered message reads its session's last 20–30 turns (`TurnTable.window`). Asked of
+SQLite that is one index walk and a table lookup a row, on pages that many chats' turns share:
+7–10 % of the store's CPU a message (README, Throughput). A tail holds the rows that query
+returns, exactly as SQLite returned them: a turn added through the store comes back from its
+own `INSERT … RETURNING` and is appended; anything else that could change a window drops the
+session's tail (`Memo`'s triggers on the turns, a rolled-back write, another connection's
+commit), and the next window is read by SQL again and kept.
+
+A tail is a suffix: every turn of the session that is not hidden and has an id of at least
+`start` is among its rows (start 0: all of them). A window is answered from it when that covers
+what the window may hold; otherwise by SQL.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+Row = tuple[Any, ...]  # `rows.TURN_COLUMNS`: the id first, the content fifth
+
+ROWS = 48  # a tail's rows at most (the default window reads 20, with the summary's slack 30)
+ENTRIES = 2048  # sessions kept; the one read least recently goes first
+CHARS = 4_000_000  # the kept turns' text at most, in characters
+_CONTENT = 4
+
+
+class Tail:
+    __slots__ = ("chars", "rows", "start")
+
+    def __init__(self, found: list[Row], start: int) -> None:
+        self.rows = found  # oldest first
+        self.start = start
+        self.chars = sum(len(row[_CONTENT]) for row in found)
+
+    def window(self, before: int, limit: int, after: int) -> list[Row] | None:
+        """The last `limit` rows with `after < id < before`, or None when some of them may be
+        older than the tail."""
+        found = self.rows
+        end = len(found)
+        while end and found[end - 1][0] >= before:
+            end -= 1
+        begin = max(0, end - limit)
+        while begin < end and found[begin][0] <= after:
+            begin += 1
+        if end - begin < limit and self.start > after + 1:
+            return None
+        return found[begin:end]
+
+
+class Tails:
+    """The sessions' tails, least recently read first, within `ENTRIES` and `CHARS`."""
+
+    def __init__(self) -> None:
+        self._tails: dict[str, Tail] = {}
+        self._chars = 0
+
+    def __contains__(self, session_id: str) -> bool:
+        return session_id in self._tails
+
+    def window(self, session_id: str, before: int, limit: int, after: int) -> list[Row] | None:
+        """`TurnTable.window`'s rows from the session's tail, or None (no tail, or it is too
+        short for this window)."""
+        tails = self._tails
+        tail = tails.pop(session_id, None)
+        if tail is None:
+            return None
+        tails[session_id] = tail  # read most recently
+        return tail.window(before, limit, after)
+
+    def keep(self, session_id: str, found: list[Row], after: int, limit: int) -> None:
+        """A window read by SQL: `found`, the session's last `limit` turns (oldest first) with
+        an id above `after` that are not hidden — all of them if fewer."""
+        self.drop(session_id)
+        start = after + 1 if len(found) < limit else found[0][0]
+        if len(found) > ROWS:
+            found = found[-ROWS:]
+            start = found[0][0]
+        tail = self._tails[session_id] = Tail(found, start)
+        self._chars += tail.chars
+        self._shrink()
+
+    def added(self, session_id: str, row: Row) -> None:
+        """A turn the store added (`row` as SQLite returned it), at the end of its session."""
+        tail = self._tails.get(session_id)
+        if tail is None:
+            return
+        found = tail.rows
+        if found and found[-1][0] >= row[0]:  # not after the others (never seen): start over
+            self.drop(session_id)
+            return
+        found.append(row)
+        size = len(row[_CONTENT])
+        if len(found) > ROWS:
+            size -= len(found.pop(0)[_CONTENT])
+            tail.start = found[0][0]
+        tail.chars += size
+        self._chars += size
+        self._shrink()
+
+    def drop(self, session_id: Any) -> None:
+        tail = self._tails.pop(session_id, None)
+        if tail is not None:
+            self._chars -= tail.chars
+
+    def clear(self) -> None:
+        self._tails.clear()
+        self._chars = 0
+
+    def _shrink(self) -> None:
+        tails = self._tails
+        while tails and (len(tails) > ENTRIES or self._chars > CHARS):
+            self.drop(next(iter(tails)))
