@@ -17,9 +17,11 @@ import pytest
 from nahida.memory import sessions
 from nahida.memory.models import MemoryItem, NewTurn, ProfileEntry, WarmSummary
 from nahida.memory.scopes import Visibility
+from nahida.memory.store.sqlite import tails
 from nahida.memory.store.sqlite.db import Job
 from nahida.memory.store.sqlite.memo import MORE, TURN_IDS
 from nahida.memory.store.sqlite.store import SqliteStore, SqliteTx
+from nahida.memory.store.sqlite.tails import Tails
 from nahida.memory.tokenize import index_text
 
 CHATS = ["onebot:group:1", "onebot:group:2", "onebot:private:3"]
@@ -284,3 +286,30 @@ def test_a_prompt_window_is_read_from_its_sessions_tail(store: SqliteStore) -> N
         (shown,) = run(store, record)
         assert shown == [f"话 {k}" for k in range(max(0, n - 3), n)]
     assert read == [1] + [0] * 7
+
+
+def test_tails_stay_within_their_bounds(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tails, "ENTRIES", 3)
+    monkeypatch.setattr(tails, "CHARS", 100)
+    monkeypatch.setattr(tails, "ROWS", 4)
+
+    def row(turn_id: int, text: str = "x" * 10) -> tuple[Any, ...]:
+        return (turn_id, "s", "onebot:group:1", "user", text)
+
+    kept = Tails()
+    for session in "abcd":
+        kept.keep(session, [row(1)], 0, 5)
+    assert [s for s in "abcd" if s in kept] == ["b", "c", "d"]  # the oldest went first
+    assert kept.window("b", 10, 5, 0) == [row(1)]  # read: now the most recent
+    kept.keep("e", [row(1)], 0, 5)
+    assert [s for s in "bcde" if s in kept] == ["b", "d", "e"]
+    kept.keep("f", [row(1, "y" * 85)], 0, 5)  # over the characters: the least recent go
+    assert [s for s in "bdef" if s in kept] == ["e", "f"]
+    # a tail keeps its last ROWS rows; a window reaching below them is not answered
+    for turn_id in range(2, 7):
+        kept.added("e", row(turn_id, ""))
+    assert [r[0] for r in kept.window("e", 10, 4, 0) or []] == [3, 4, 5, 6]
+    assert kept.window("e", 10, 5, 0) is None
+    assert kept.window("e", 10, 5, 2) == kept.window("e", 10, 4, 0)  # all after 2 are held
+    kept.added("e", row(6))  # not after the last: the tail is dropped, never wrong
+    assert "e" not in kept

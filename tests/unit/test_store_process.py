@@ -46,6 +46,13 @@ class Triple(Pair):  # two of its slots are its base's
     third: float = 0.5
 
 
+class Outer:
+    @dataclass(frozen=True, slots=True)
+    class Inner:  # found by its qualified name
+        key: str
+        value: int
+
+
 def test_lambdas_and_local_functions_travel_with_their_closures() -> None:
     offset, words = 5, ["a"]
 
@@ -67,6 +74,11 @@ def test_dataclasses_travel_as_their_fields() -> None:
     plain, triple = loads(dumps((Plain(1), Triple(1, ["z"], 2.0))))
     assert (plain, triple) == (Plain(1), Triple(1, ["z"], 2.0))
     assert type(plain) is Plain and vars(plain) == {"left": 1, "right": "r"}
+    inner = Outer.Inner("k", 2)
+    assert loads(dumps([inner, inner])) == [inner, inner]
+    # a class is named once as `module:qualname`, not as pickle names a global
+    strings = [arg for _, arg, _ in pickletools.genops(dumps(pair)) if isinstance(arg, str)]
+    assert f"{__name__}:Pair" in strings and "Pair" not in strings
 
 
 def test_datetimes_travel_exactly_a_utc_one_as_its_fields() -> None:
