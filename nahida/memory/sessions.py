@@ -57,7 +57,7 @@ def record(tx: Tx, turn: NewTurn, tokens: str | None, idle_split: float = 0.0) -
     """Store a turn; a user turn may open a session. None when (chat, message_id) is known, or
     for an assistant turn in a chat without a session. `tokens`: `index_text(content)`."""
     stored = _record(tx, turn, tokens, idle_split)
-    return None if stored is None else stored[0]
+    return None if stored is None else turn.stored(stored[0], stored[1])
 
 
 def add(tx: Tx, turn: NewTurn, tokens: str | None, idle_split: float = 0.0) -> bool:
@@ -65,12 +65,14 @@ def add(tx: Tx, turn: NewTurn, tokens: str | None, idle_split: float = 0.0) -> b
     return _record(tx, turn, tokens, idle_split) is not None
 
 
-def _record(
-    tx: Tx, turn: NewTurn, tokens: str | None, idle_split: float
-) -> tuple[Turn, str | None] | None:
+# a turn as the store keeps it: its id, its session, and the session its arrival ended (if any)
+Kept = tuple[int, str, str | None]
+
+
+def _record(tx: Tx, turn: NewTurn, tokens: str | None, idle_split: float) -> Kept | None:
     if turn.message_id is not None and tx.turns.known(turn.chat, turn.message_id):
         return None
-    return append(tx, turn, tokens, idle_split)
+    return _append(tx, turn, tokens, idle_split)
 
 
 def append(
@@ -78,6 +80,11 @@ def append(
 ) -> tuple[Turn, str | None] | None:
     """`record` for a turn known to be new: the stored turn, and the session its arrival ended
     (a user turn after the idle split), if any."""
+    kept = _append(tx, turn, tokens, idle_split)
+    return None if kept is None else (turn.stored(kept[0], kept[1]), kept[2])
+
+
+def _append(tx: Tx, turn: NewTurn, tokens: str | None, idle_split: float) -> Kept | None:
     ended = None
     if turn.role == "user":
         session_id, ended = _open_session(tx, turn, idle_split)
@@ -89,7 +96,7 @@ def append(
     turn_id = tx.turns.add(session_id, turn, tokens if turn.indexed else None)
     if turn.role == "user":
         tx.sessions.set_current(turn.chat, session_id, turn.time)
-    return turn.stored(turn_id, session_id), ended
+    return turn_id, session_id, ended
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,25 +111,27 @@ class Recorded:
     ended: str | None = None
 
 
+# what `record_with_window` answers: the user turn as kept, its prompt's turns, the warm summary
+Window = tuple[Kept, Sequence[Turn], str]
+
+
 def record_with_window(
     tx: Tx, turn: NewTurn, tokens: str | None, idle_split: float, hot: int, slack: int = 0
-) -> Recorded | None:
+) -> Window | None:
     """Record a user turn and read its prompt's history in the same unit: up to `hot + slack`
     turns before it, of which those the warm summary covers are left out — or, without a
-    summary, all but the last `hot`."""
-    stored = _record(tx, turn, tokens, idle_split)
-    if stored is None:
+    summary, all but the last `hot`. Plain values (`Sessions.record_user_turn` makes the
+    `Recorded`: the bot has the turn already, so it is not built here and sent back)."""
+    kept = _record(tx, turn, tokens, idle_split)
+    if kept is None:
         return None
-    recorded, ended = stored
+    turn_id, session_id, _ = kept
     if hot <= 0:
-        return Recorded(recorded, [], ended=ended)
-    warm = tx.summaries.get(recorded.session_id) if slack else None
+        return kept, [], ""
+    warm = tx.summaries.get(session_id) if slack else None
     if warm is None or not warm.summary:  # the last `hot`: no need to read the slack's rows
-        return Recorded(
-            recorded, tx.turns.window(recorded.session_id, recorded.id, hot), ended=ended
-        )
-    shown = tx.turns.window(recorded.session_id, recorded.id, hot + slack, warm.through_turn)
-    return Recorded(recorded, shown, warm.summary, ended)
+        return kept, tx.turns.window(session_id, turn_id, hot), ""
+    return kept, tx.turns.window(session_id, turn_id, hot + slack, warm.through_turn), warm.summary
 
 
 def resolve(tx: Tx, chat: str | None, ref: str) -> Session | None:
@@ -203,7 +212,10 @@ class Sessions:
             record_with_window, turn, tokens, self.idle_split, hot, self.slack
         )
         self.changed()
-        return stored
+        if stored is None:
+            return None
+        (turn_id, session_id, ended), shown, summary = stored
+        return Recorded(turn.stored(turn_id, session_id), shown, summary, ended)
 
     async def record(self, turn: NewTurn) -> Turn | None:
         return await self._store(record, turn)

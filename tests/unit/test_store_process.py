@@ -109,26 +109,31 @@ def test_a_prompt_window_travels_as_its_rows_and_is_built_where_it_is_used(
             )
             recorded = store.write_sync(record_with_window, turn, None, 0.0, 3)
         assert recorded is not None
-        assert isinstance(recorded.hot, TurnRows)
+        (turn_id, session, _), hot, _ = recorded  # plain values: the bot has the turn itself
+        assert isinstance(hot, TurnRows)
         # what a prompt reads of them comes from the rows, as the built turns have it
-        lines = recorded.hot.spoken()
-        assert spoken(recorded.hot) == lines
-        assert lines == [(t.id, t.role, t.content, t.speaker_name) for t in list(recorded.hot)]
+        lines = hot.spoken()
+        assert spoken(hot) == lines
+        assert all(line[0] < turn_id for line in lines)  # the turns before the one recorded
+        assert lines == [(t.id, t.role, t.content, t.speaker_name) for t in list(hot)]
         assert [line[1:] for line in lines] == [
             ("user", "第 0 句", "成员0"),
             ("assistant", "第 1 句", None),
             ("user", "第 2 句", "成员2"),
         ]
-        assert [t.content for t in recorded.hot] == ["第 0 句", "第 1 句", "第 2 句"]
-        assert all(isinstance(t, Turn) and t.time.tzinfo is not None for t in recorded.hot)
+        assert [t.content for t in hot] == ["第 0 句", "第 1 句", "第 2 句"]
+        assert all(isinstance(t, Turn) and t.time.tzinfo is not None for t in hot)
         # what crosses from the store process: plain values; no Turn is built there
-        session = recorded.turn.session_id
-        for read in (
-            lambda tx: tx.turns.window(session, 99, 3),
-            lambda tx: tx.turns.after(session, 0, 99),  # what a compaction reads
+        for answer in (
+            recorded,
+            store.read_sync(lambda tx: tx.turns.window(session, 99, 3)),
+            store.read_sync(lambda tx: tx.turns.after(session, 0, 99)),  # a compaction's read
         ):
-            payload = dumps(store.read_sync(read))
-            names = {arg for _, arg, _ in pickletools.genops(payload) if isinstance(arg, str)}
+            names = {  # a class named by pickle or by the wire (`module:qualname`)
+                arg.rpartition(":")[2]
+                for _, arg, _ in pickletools.genops(dumps(answer))
+                if isinstance(arg, str)
+            }
             assert "TurnRows" in names and "Turn" not in names
         after = store.read_sync(lambda tx: tx.turns.after(session, 0, 99))
         assert [t.content for t in after] == [f"第 {n} 句" for n in range(4)]
