@@ -81,6 +81,20 @@ def test_dataclasses_travel_as_their_fields() -> None:
     assert f"{__name__}:Pair" in strings and "Pair" not in strings
 
 
+def test_each_payload_stands_alone_though_the_pickler_is_reused() -> None:
+    pair = Pair(3, ["x", "y"])
+    first = dumps([pair, pair])
+    with pytest.raises(TypeError):
+        dumps([pair, threading.Lock()])  # fails halfway
+    assert dumps([pair, pair]) == first  # nothing kept from before: not its memo, not its bytes
+    assert loads(first) == [pair, pair]
+    elsewhere: list[bytes] = []
+    worker = threading.Thread(target=lambda: elsewhere.append(dumps([pair, pair])))
+    worker.start()
+    worker.join()
+    assert elsewhere == [first]  # another thread's pickler
+
+
 def test_datetimes_travel_exactly_a_utc_one_as_its_fields() -> None:
     utc = datetime(2026, 12, 6, 13, 45, 7, 123457, tzinfo=UTC)
     others = [
