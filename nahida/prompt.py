@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import lru_cache
 
 from nahida.i18n import Language
 from nahida.memory import Turn, spoken
@@ -41,10 +42,13 @@ class Prompt:
     dropped_turns: int
 
 
-def _speaker_line(role: str, content: str, name: str | None, is_group: bool) -> str:
-    if is_group and role == "user" and name:
-        return f"{name}: {content}"
-    return content
+@lru_cache(maxsize=4096)
+def _line(role: str, content: str, name: str | None, is_group: bool) -> tuple[Message, int]:
+    """A hot-window turn as the prompt shows it, and its token estimate. A chat's window moves
+    by a round a message, so most of its turns were shown the message before: remembered, they
+    cost a lookup (~0.3 µs) instead of ~2."""
+    text = f"{name}: {content}" if is_group and role == "user" and name else content
+    return Message("user" if role == "user" else "assistant", text), estimate_tokens(text)
 
 
 def build_prompt(
@@ -80,12 +84,11 @@ def build_prompt(
     kept = 0
     eligible = [line for line in spoken(hot) if line[1] in ("user", "assistant") and line[2]]
     for _, role, content, name in reversed(eligible):
-        text = _speaker_line(role, content, name, is_group)
-        cost = estimate_tokens(text)
+        message, cost = _line(role, content, name, is_group)
         if used + cost > budget:
             break
         used += cost
         kept += 1
-        history.append(Message("user" if role == "user" else "assistant", text))
+        history.append(message)
     history.reverse()
     return Prompt((system, *context, *history, last), used, len(eligible) - kept)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import pytest
@@ -106,3 +107,29 @@ def test_english_context_pairs_and_no_empty_slots() -> None:
 def test_token_estimate_counts_cjk_per_character() -> None:
     assert estimate_tokens("你好世界") == 4
     assert estimate_tokens("abcdefgh") == 2
+
+
+def test_a_turn_shown_again_reads_as_it_did_where_it_was_said() -> None:
+    """Hot-window lines are remembered between prompts: by everything they are made of."""
+    hot = [_turn(0, "user", "同一句话"), _turn(1, "assistant", "好")]
+
+    def shown(is_group: bool, turns: list[Turn] = hot) -> list[tuple[str, str]]:
+        prompt = build_prompt(
+            persona="P",
+            language="zh",
+            now=datetime(2026, 1, 1, tzinfo=UTC),
+            slots={},
+            hot=turns,
+            current="再说一次",
+            current_name="u9",
+            is_group=is_group,
+            budget=1000,
+        )
+        return [(m.role, m.content) for m in prompt.messages[1:-1]]
+
+    group = [("user", "u0: 同一句话"), ("assistant", "好")]
+    assert shown(True) == shown(True) == group
+    assert shown(False) == [("user", "同一句话"), ("assistant", "好")]
+    renamed = [replace(hot[0], speaker_name="小明"), hot[1]]
+    assert shown(True, renamed)[0] == ("user", "小明: 同一句话")
+    assert shown(True) == group
