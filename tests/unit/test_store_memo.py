@@ -291,21 +291,21 @@ def test_a_prompt_window_is_read_from_its_sessions_tail(store: SqliteStore) -> N
 def test_tails_stay_within_their_bounds(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(tails, "ENTRIES", 3)
     monkeypatch.setattr(tails, "CHARS", 100)
-    monkeypatch.setattr(tails, "ROWS", 4)
+    monkeypatch.setattr(tails, "BUDGET", 12)
 
     def row(turn_id: int, text: str = "x" * 10) -> tuple[Any, ...]:
         return (turn_id, "s", "onebot:group:1", "user", text)
 
     kept = Tails()
     for session in "abcd":
-        kept.keep(session, [row(1)], 0, 5)
+        kept.keep(session, [row(1)], 0, 4)
     assert [s for s in "abcd" if s in kept] == ["b", "c", "d"]  # the oldest went first
     assert kept.window("b", 10, 5, 0) == [row(1)]  # read: now the most recent
-    kept.keep("e", [row(1)], 0, 5)
+    kept.keep("e", [row(1)], 0, 4)
     assert [s for s in "bcde" if s in kept] == ["b", "d", "e"]
-    kept.keep("f", [row(1, "y" * 85)], 0, 5)  # over the characters: the least recent go
+    kept.keep("f", [row(1, "y" * 85)], 0, 4)  # over the characters: the least recent go
     assert [s for s in "bdef" if s in kept] == ["e", "f"]
-    # a tail keeps its last ROWS rows; a window reaching below them is not answered
+    # a tail keeps as many rows as it was read with; a window reaching below them is not answered
     for turn_id in range(2, 7):
         kept.added("e", row(turn_id, ""))
     assert [r[0] for r in kept.window("e", 10, 4, 0) or []] == [3, 4, 5, 6]
@@ -313,3 +313,9 @@ def test_tails_stay_within_their_bounds(monkeypatch: pytest.MonkeyPatch) -> None
     assert kept.window("e", 10, 5, 2) == kept.window("e", 10, 4, 0)  # all after 2 are held
     kept.added("e", row(6))  # not after the last: the tail is dropped, never wrong
     assert "e" not in kept
+    # all tails' rows stay within BUDGET
+    kept.keep("g", [row(n, "") for n in range(1, 7)], 0, 6)
+    kept.added("g", row(7, ""))
+    assert [r[0] for r in kept.window("g", 10, 6, 0) or []] == [2, 3, 4, 5, 6, 7]
+    kept.keep("h", [row(n, "") for n in range(1, 7)], 0, 6)
+    assert [s for s in "fgh" if s in kept] == ["g", "h"]  # 1 + 6 + 6 rows: over 12

@@ -19,18 +19,22 @@ from typing import Any
 
 Row = tuple[Any, ...]  # `rows.TURN_COLUMNS`: the id first, the content fifth
 
-ROWS = 48  # a tail's rows at most (the default window reads 20, with the summary's slack 30)
-ENTRIES = 2048  # sessions kept; the one read least recently goes first
-CHARS = 4_000_000  # the kept turns' text at most, in characters
+# What is kept, the session read least recently going first beyond any of these (~600 bytes a
+# row of a short chat line: the budget is ~20 MB, more only for long texts, up to `CHARS`). A
+# tail holds as many rows as its window and the turn after it (default: 21, 31 with a summary).
+BUDGET = 32_768  # rows of all tails (a thousand busy chats' windows)
+CHARS = 2_000_000  # the kept turns' text, in characters
+ENTRIES = 2048  # sessions
 _CONTENT = 4
 
 
 class Tail:
-    __slots__ = ("chars", "rows", "start")
+    __slots__ = ("cap", "chars", "rows", "start")
 
-    def __init__(self, found: list[Row], start: int) -> None:
+    def __init__(self, found: list[Row], start: int, cap: int) -> None:
         self.rows = found  # oldest first
         self.start = start
+        self.cap = cap  # rows kept at most
         self.chars = sum(len(row[_CONTENT]) for row in found)
 
     def window(self, before: int, limit: int, after: int) -> list[Row] | None:
@@ -49,10 +53,11 @@ class Tail:
 
 
 class Tails:
-    """The sessions' tails, least recently read first, within `ENTRIES` and `CHARS`."""
+    """The sessions' tails, least recently read first, within `BUDGET`, `CHARS` and `ENTRIES`."""
 
     def __init__(self) -> None:
         self._tails: dict[str, Tail] = {}
+        self._rows = 0
         self._chars = 0
 
     def __contains__(self, session_id: str) -> bool:
@@ -73,10 +78,8 @@ class Tails:
         an id above `after` that are not hidden — all of them if fewer."""
         self.drop(session_id)
         start = after + 1 if len(found) < limit else found[0][0]
-        if len(found) > ROWS:
-            found = found[-ROWS:]
-            start = found[0][0]
-        tail = self._tails[session_id] = Tail(found, start)
+        tail = self._tails[session_id] = Tail(found, start, limit)
+        self._rows += len(found)
         self._chars += tail.chars
         self._shrink()
 
@@ -91,9 +94,11 @@ class Tails:
             return
         found.append(row)
         size = len(row[_CONTENT])
-        if len(found) > ROWS:
+        if len(found) > tail.cap:
             size -= len(found.pop(0)[_CONTENT])
             tail.start = found[0][0]
+        else:
+            self._rows += 1
         tail.chars += size
         self._chars += size
         self._shrink()
@@ -101,13 +106,15 @@ class Tails:
     def drop(self, session_id: Any) -> None:
         tail = self._tails.pop(session_id, None)
         if tail is not None:
+            self._rows -= len(tail.rows)
             self._chars -= tail.chars
 
     def clear(self) -> None:
         self._tails.clear()
+        self._rows = 0
         self._chars = 0
 
     def _shrink(self) -> None:
         tails = self._tails
-        while tails and (len(tails) > ENTRIES or self._chars > CHARS):
+        while tails and (len(tails) > ENTRIES or self._rows > BUDGET or self._chars > CHARS):
             self.drop(next(iter(tails)))
