@@ -133,3 +133,23 @@ def test_a_turn_shown_again_reads_as_it_did_where_it_was_said() -> None:
     renamed = [replace(hot[0], speaker_name="小明"), hot[1]]
     assert shown(True, renamed)[0] == ("user", "小明: 同一句话")
     assert shown(True) == group
+
+
+def test_a_long_line_is_shown_whole_and_not_remembered() -> None:
+    from nahida import prompt as module
+
+    long = "长" * (module.REMEMBERED_CHARS + 1)
+    before = module._remembered_line.cache_info().currsize
+    shown = build_prompt(
+        persona="P",
+        language="zh",
+        now=datetime(2026, 1, 1, tzinfo=UTC),
+        slots={},
+        hot=[_turn(0, "assistant", long)],
+        current="嗯",
+        current_name=None,
+        is_group=False,
+        budget=1000,
+    )
+    assert shown.messages[1].content == long
+    assert module._remembered_line.cache_info().currsize == before

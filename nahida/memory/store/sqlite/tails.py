@@ -3,9 +3,9 @@
 Every answered message reads its session's last 20–30 turns (`TurnTable.window`). Asked of
 SQLite that is one index walk and a table lookup a row, on pages that many chats' turns share:
 7–10 % of the store's CPU a message (README, Throughput). A tail holds the rows that query
-returns, exactly as SQLite returned them: a turn added through the store comes back from its
-own `INSERT … RETURNING` and is appended; anything else that could change a window drops the
-session's tail (`Memo`'s triggers on the turns, a rolled-back write, another connection's
+returns, exactly as SQLite returns them: a turn added through the store is appended as the row
+a read of it would return (`history._as_read`); anything else that could change a window drops
+the session's tail (`Memo`'s triggers on the turns, a rolled-back write, another connection's
 commit), and the next window is read by SQL again and kept.
 
 A tail is a suffix: every turn of the session that is not hidden and has an id of at least
@@ -84,7 +84,7 @@ class Tails:
         self._shrink()
 
     def added(self, session_id: str, row: Row) -> None:
-        """A turn the store added (`row` as SQLite returned it), at the end of its session."""
+        """A turn the store added (`row` as a read would return it), at the end of its session."""
         tail = self._tails.get(session_id)
         if tail is None:
             return
