@@ -55,6 +55,7 @@ def _as_read(turn_id: int, values: tuple[Any, ...]) -> tuple[Any, ...] | None:
 
 # the inserted values' positions that are text columns (all but `time` and `addressed`)
 _TEXT_VALUES = (0, 1, 2, 3, 5, 6, 7, 8, 10)
+_LAST = 2**63 - 1  # above every turn id: `window` before it reads a session's latest turns
 
 
 class SessionTable:
@@ -168,14 +169,10 @@ class TurnTable:
             turn.error,
         )
         turn_id = int(conn.execute(_INSERT_TURN, values).lastrowid or 0)
-        if memo is not None and session_id in memo.tails:
-            row = _as_read(turn_id, values)
-            if row is None:
-                memo.tails.drop(session_id)
-            else:
-                memo.tails.added(session_id, row)
         if memo is not None:
             memo.turn_added(turn.chat, turn_id, turn.role)
+            if session_id in memo.tails:
+                memo.tails.added(session_id, _as_read(turn_id, values))
         if tokens is not None:
             conn.execute(
                 "INSERT INTO turns_fts (rowid, body, scopes) VALUES (?, ?, ?)",
@@ -198,28 +195,21 @@ class TurnTable:
             return rows.TurnRows(self._window(session_id, before, limit, after))
         found = memo.tails.window(session_id, before, limit, after)
         if found is None:  # its latest turns, this one among them: kept for the next message
-            latest = self._window(session_id, None, limit + 1, after)
+            latest = self._window(session_id, _LAST, limit + 1, after)
             memo.tails.keep(session_id, latest, after, limit + 1)
             found = memo.tails.window(session_id, before, limit, after)
             if found is None:  # an older window than the latest (never asked by the runner)
                 found = self._window(session_id, before, limit, after)
         return rows.TurnRows(found)
 
-    def _window(self, session_id: str, before: int | None, limit: int, after: int) -> list[Any]:
+    def _window(self, session_id: str, before: int, limit: int, after: int) -> list[Any]:
         cursor = self.conn.cursor()
         cursor.row_factory = None  # plain tuples: they travel as they are (`TurnRows`)
-        if before is None:
-            found = cursor.execute(
-                _SELECT_TURNS + " WHERE session_id = ? AND id > ? AND hidden_by IS NULL"
-                f" ORDER BY id DESC LIMIT {int(limit)}",
-                (session_id, after),
-            ).fetchall()
-        else:
-            found = cursor.execute(
-                _SELECT_TURNS + " WHERE session_id = ? AND id < ? AND id > ? AND hidden_by IS NULL"
-                f" ORDER BY id DESC LIMIT {int(limit)}",
-                (session_id, before, after),
-            ).fetchall()
+        found = cursor.execute(
+            _SELECT_TURNS + " WHERE session_id = ? AND id < ? AND id > ? AND hidden_by IS NULL"
+            f" ORDER BY id DESC LIMIT {int(limit)}",
+            (session_id, before, after),
+        ).fetchall()
         found.reverse()
         return found
 

@@ -83,13 +83,14 @@ class Tails:
         self._chars += tail.chars
         self._shrink()
 
-    def added(self, session_id: str, row: Row) -> None:
-        """A turn the store added (`row` as a read would return it), at the end of its session."""
+    def added(self, session_id: str, row: Row | None) -> None:
+        """A turn the store added, at the end of its session: `row` as a read would return it,
+        or None when that cannot be told (the session's tail is dropped)."""
         tail = self._tails.get(session_id)
         if tail is None:
             return
         found = tail.rows
-        if found and found[-1][0] >= row[0]:  # not after the others (never seen): start over
+        if row is None or (found and found[-1][0] >= row[0]):  # (after the others: always)
             self.drop(session_id)
             return
         found.append(row)
