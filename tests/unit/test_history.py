@@ -235,3 +235,50 @@ def test_the_database_counts_and_times_the_statements_it_runs(store: SqliteStore
     assert inserts == [3]
     assert times["SELECT count(*) FROM sessions"][0] == 1  # keyed by its words
     assert all(seconds >= 0 for _, seconds in times.values())
+
+
+def test_a_search_without_terms_gives_the_latest_indexed_turns_as_the_fts_plan_did() -> None:
+    """A search of chats without terms (a time window alone) reads the turns' index on chat and
+    time, not every FTS row of the chats: the same turns as the FTS5 plan gave, in the same
+    order, through hidden turns, turns without index text, several chats, moments and windows."""
+    import random
+
+    from nahida.memory import sessions as units
+    from nahida.memory.store.base import TextSearch
+    from nahida.memory.store.sqlite import SqliteTx, fts
+    from nahida.memory.store.sqlite.history import _MATCH_FROM, _turn_match
+    from nahida.memory.tokenize import index_text
+
+    rng = random.Random(7)
+    conn = connect(":memory:")
+    migrations.migrate(conn)
+    tx = SqliteTx(conn)
+    chats = ["test:group:a", "test:group:b", "test:private:c"]
+    times = rng.sample(range(100_000), 600)  # distinct: the order is the times'
+    for n, at in enumerate(times):
+        text = rng.choice(["去爬山", "好的", "🙂", "明天见", "painted"])
+        turn = user(text, T0 + at, str(n), chat=rng.choice(chats))
+        units.record(tx, turn, index_text(text) or None)
+    hide = [r[0] for r in conn.execute("SELECT id FROM turns ORDER BY random() LIMIT 60")]
+    tx.turns.hide(hide, [], "mem_x")
+    for _ in range(200):
+        chosen = rng.sample(chats, rng.randint(1, 3))
+        at = T0 + rng.randrange(100_000) if rng.random() < 0.7 else None
+        window = None
+        if rng.random() < 0.5:
+            start = T0 + rng.randrange(100_000)
+            window = (start, start + rng.randrange(1, 30_000))
+        search = TextSearch(None, rng.randint(1, 50), at, window)
+        fts_plan = fts.ranked(
+            conn, *_MATCH_FROM, fts.chats_match(None, chosen), search, _turn_match
+        )
+        assert tx.turns.search(chosen, search) == fts_plan
+    seen: list[str] = []
+    conn.set_trace_callback(seen.append)
+    tx.turns.search(["test:group:a"], TextSearch(None, 10, T0 + 50_000, (T0, T0 + 90_000)))
+    conn.set_trace_callback(None)
+    (sql,) = [s for s in seen if not s.startswith("--")]  # the search's (values bound in it)
+    assert "MATCH" not in sql
+    plan = " ".join(str(tuple(r)) for r in conn.execute("EXPLAIN QUERY PLAN " + sql))
+    assert "turns_by_chat_time" in plan and "TEMP B-TREE" not in plan
+    conn.close()

@@ -281,10 +281,36 @@ class TurnTable:
         return [rows.turn(r) for r in found]
 
     def search(self, chats: Sequence[str] | None, search: TextSearch) -> list[TurnMatch]:
+        if chats and search.terms is None:
+            return self._latest(chats, search)
         if self._merging is not None:
             self._merging.searched()
         expression = fts.chats_match(search.terms, chats)
         return fts.ranked(self.conn, *_MATCH_FROM, expression, search, _turn_match)
+
+    def _latest(self, chats: Sequence[str], search: TextSearch) -> list[TurnMatch]:
+        """The chats' latest indexed turns (those with an FTS row) up to the search's moment and
+        in its window, each chat's by the turns' own index on chat and time. The FTS5 plan read
+        every row of the chats' scope tokens however few were asked for (a chat of 124,000
+        turns: 55 ms a search, now 0.3)."""
+        sql, params = fts.time_filter(
+            f"SELECT {rows.TURN_MATCH_COLUMNS}, 1.0 AS score FROM turns t WHERE t.chat = ?",
+            [],
+            "t.time",
+            search,
+        )
+        sql += (
+            " AND EXISTS (SELECT 1 FROM turns_fts f WHERE f.rowid = t.id)"
+            f" ORDER BY t.time DESC LIMIT {int(search.limit)}"
+        )
+        cursor = self.conn.cursor()
+        cursor.row_factory = _turn_match
+        each = dict.fromkeys(chats)
+        found = [m for chat in each for m in cursor.execute(sql, [chat, *params])]
+        if len(each) > 1:  # several chats': the latest of them all
+            found.sort(key=lambda match: match.time, reverse=True)
+            del found[search.limit :]
+        return found
 
     def any_besides(self, chats: Sequence[str], exclude: Collection[int], at: float | None) -> bool:
         if not chats:
