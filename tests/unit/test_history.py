@@ -282,3 +282,43 @@ def test_a_search_without_terms_gives_the_latest_indexed_turns_as_the_fts_plan_d
     plan = " ".join(str(tuple(r)) for r in conn.execute("EXPLAIN QUERY PLAN " + sql))
     assert "turns_by_chat_time" in plan and "TEMP B-TREE" not in plan
     conn.close()
+
+
+def test_a_search_with_terms_ranks_the_ids_apart_and_finds_what_one_join_found() -> None:
+    """A search with terms and no moment or window ranks FTS rowids alone and joins the best to
+    their turns: the same matches, scores and order as joining every match (ties among equal
+    texts included), and the turns table is read for the best `limit` only."""
+    import random
+
+    from nahida.memory import sessions as units
+    from nahida.memory.store.base import TextSearch
+    from nahida.memory.store.sqlite import SqliteTx, fts
+    from nahida.memory.store.sqlite.history import _MATCH_FROM, _turn_match
+    from nahida.memory.tokenize import index_text, query_terms, tokenize
+
+    rng = random.Random(11)
+    conn = connect(":memory:")
+    migrations.migrate(conn)
+    tx = SqliteTx(conn)
+    chats = ["test:group:a", "test:group:b"]
+    words = ["爬山", "香山", "枫叶", "周末", "painted", "fence", "咖啡", "好的"]
+    for n in range(400):
+        text = " ".join(rng.choices(words, k=rng.randint(1, 4)))  # many equal texts: ties
+        units.record(tx, user(text, T0 + n, str(n), chat=rng.choice(chats)), index_text(text))
+    for _ in range(100):
+        chosen = rng.sample(chats, rng.randint(1, 2))
+        terms = query_terms(tokenize(" ".join(rng.sample(words, rng.randint(1, 3)))))
+        search = TextSearch(terms, rng.randint(1, 60))
+        joined = fts.ranked(conn, *_MATCH_FROM, fts.chats_match(terms, chosen), search, _turn_match)
+        assert tx.turns.search(chosen, search) == joined
+        assert tx.turns.search(None, search) == fts.ranked(
+            conn, *_MATCH_FROM, fts.chats_match(terms, None), search, _turn_match
+        )
+    seen: list[str] = []
+    conn.set_trace_callback(seen.append)
+    tx.turns.search(chats[:1], TextSearch(("爬山",), 5))
+    conn.set_trace_callback(None)
+    (sql,) = [s for s in seen if not s.startswith("--")]
+    plan = " ".join(str(tuple(r)) for r in conn.execute("EXPLAIN QUERY PLAN " + sql))
+    assert re.search(r"(CO-ROUTINE|MATERIALIZE) f", plan) and "LIMIT 5)" in sql  # ids first
+    conn.close()

@@ -286,7 +286,9 @@ class TurnTable:
         if self._merging is not None:
             self._merging.searched()
         expression = fts.chats_match(search.terms, chats)
-        return fts.ranked(self.conn, *_MATCH_FROM, expression, search, _turn_match)
+        return fts.ranked(
+            self.conn, *_MATCH_FROM, expression, search, _turn_match, records_after=True
+        )
 
     def _latest(self, chats: Sequence[str], search: TextSearch) -> list[TurnMatch]:
         """The chats' latest indexed turns (those with an FTS row) up to the search's moment and
