@@ -39,6 +39,9 @@ _INSERT_TURN = (  # the columns of `rows.TURN_COLUMNS` in its order, but the id 
     "INSERT INTO turns (session_id, chat, role, content, time, speaker, speaker_name, message_id,"
     " tool_calls, addressed, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
+# the inserted values' positions that are text columns (all but `time` and `addressed`)
+_TEXT_VALUES = (0, 1, 2, 3, 5, 6, 7, 8, 10)
+_LAST = 2**63 - 1  # above every turn id: `window` before it reads a session's latest turns
 
 
 def _as_read(turn_id: int, values: tuple[Any, ...]) -> tuple[Any, ...] | None:
@@ -51,11 +54,6 @@ def _as_read(turn_id: int, values: tuple[Any, ...]) -> tuple[Any, ...] | None:
         if value is not None and type(value) is not str:
             return None
     return (turn_id, *values[:4], float(values[4]), *values[5:], None, None)
-
-
-# the inserted values' positions that are text columns (all but `time` and `addressed`)
-_TEXT_VALUES = (0, 1, 2, 3, 5, 6, 7, 8, 10)
-_LAST = 2**63 - 1  # above every turn id: `window` before it reads a session's latest turns
 
 
 class SessionTable:

@@ -90,7 +90,8 @@ class Tails:
         if tail is None:
             return
         found = tail.rows
-        if row is None or (found and found[-1][0] >= row[0]):  # (after the others: always)
+        # an added turn's id is above its session's others; were it not, the tail is dropped
+        if row is None or (found and found[-1][0] >= row[0]):
             self.drop(session_id)
             return
         found.append(row)
