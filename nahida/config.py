@@ -170,11 +170,11 @@ class MemoryConfig(_Model):
     dreaming: DreamingConfig = Field(default_factory=DreamingConfig)
     markdown: MarkdownConfig = Field(default_factory=MarkdownConfig)
     # the database in a process of its own: its SQL runs beside the bot's Python on a second
-    # core instead of taking turns with it for the GIL (README, Throughput). The bot only; the
+    # core instead of taking turns with it for the GIL (docs/throughput.md). The bot only; the
     # CLI keeps it in its own process. POSIX only: elsewhere the bot keeps it on a thread.
     store_process: bool = os.name == "posix"
     # with store_process: a second, read-only process runs recall's reads beside the first
-    # one's writes (README, Throughput)
+    # one's writes (docs/throughput.md)
     store_reader: bool = False
 
 

@@ -9,7 +9,7 @@ behind a background batch. The passage thread runs OpenMP on one core (`omp_set_
 per calling thread) at the lowest CPU priority (nice 19), so background embedding takes what
 the chats leave. A query runs on one core too: ~28 ms on an idle 2-core machine against ~15 ms
 on both, but beside busy chats two OpenMP threads wait for each other at every step (the
-README's performance section has the figures). Neither ever runs on the event loop or the
+figures are in docs/throughput.md). Neither ever runs on the event loop or the
 database thread. A text costs ~25 ms of CPU, so the embedder says it is `local`:
 `memory.embedding` rations its time while chats are busy.
 """

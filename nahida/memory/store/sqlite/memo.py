@@ -3,7 +3,7 @@
 Recall asks the same few questions for every message, and their answers rarely change: does this
 scope hold an active item (of this kind), does this chat hold history besides the turns the prompt
 shows, what is this person's profile card, has this session a warm summary. Asked of SQLite they
-are four statements of every answered message's ~17 (README, Throughput: the store's CPU a
+are four statements of every answered message's ~17 (docs/throughput.md: the store's CPU a
 message 5-10 % lower without them). The memo keeps each answer until something that could change
 it happens, and it is exact:
 

@@ -1,7 +1,7 @@
 """`ProcessStore`: the SQLite store in a process of its own (`memory.store_process`).
 
 In one process the database thread and the event loop take turns for the GIL: a burst keeps the
-bot on one core (README, Throughput). Here a child process (`child.py`) owns the connection and
+bot on one core (docs/throughput.md). Here a child process (`child.py`) owns the connection and
 runs units exactly as `SqliteStore`'s thread does: the requests that arrived together are one
 batch, with group commit (`Database.run_batch`). Units, their arguments, their results and their
 errors travel pickled (`wire`: lambdas and local functions by code and closure). The event loop

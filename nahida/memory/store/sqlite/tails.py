@@ -2,7 +2,7 @@
 
 Every answered message reads its session's last 20–30 turns (`TurnTable.window`). Asked of
 SQLite that is one index walk and a table lookup a row, on pages that many chats' turns share:
-7–10 % of the store's CPU a message (README, Throughput). A tail holds the rows that query
+7–10 % of the store's CPU a message (docs/throughput.md). A tail holds the rows that query
 returns, exactly as SQLite returns them: a turn added through the store is appended as the row
 a read of it would return (`history._as_read`); anything else that could change a window drops
 the session's tail (`Memo`'s triggers on the turns, a rolled-back write, another connection's
