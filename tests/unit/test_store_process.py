@@ -24,7 +24,7 @@ from nahida.memory.store.base import Tx, answering
 from nahida.memory.store.sqlite import SqliteStore
 from nahida.memory.store.sqlite.process import ProcessStore
 from nahida.memory.store.sqlite.rows import TurnRows
-from nahida.memory.store.sqlite.wire import dumps, loads
+from nahida.memory.store.sqlite.wire import RECV_BYTES, Frames, dumps, frame, loads
 
 T0 = 1_780_000_000.0
 
@@ -204,6 +204,32 @@ async def test_a_dead_child_fails_its_callers_and_the_next_call_starts_another(
         assert store.read_sync(lambda tx: tx.sessions.get("s1")) == found
     finally:
         store.close()
+
+
+async def test_payloads_many_reads_long_travel_whole_both_ways(tmp_path: Path) -> None:
+    """A read takes at most `RECV_BYTES`: a longer request or answer arrives in pieces and is
+    put back together (async and sync sockets, several at once)."""
+    texts = [f"{i}:" + "长" * (RECV_BYTES // 2 + 1000 * i) for i in range(3)]  # ~1.5-2 reads each
+
+    def echo(tx: Tx, text: str) -> str:
+        return text[::-1]
+
+    store = ProcessStore(tmp_path / "p.db")
+    try:
+        got = await asyncio.gather(*(store.read(echo, text) for text in texts))
+        assert got == [text[::-1] for text in texts]
+        assert store.read_sync(echo, texts[2]) == texts[2][::-1]
+    finally:
+        store.close()
+
+
+def test_frames_split_anywhere_come_back_whole() -> None:
+    payloads = [b"", b"a", bytes(range(256)) * 300, b"tail"]
+    stream = b"".join(frame(p) for p in payloads)
+    for step in (1, 3, 4, 5, 4096, len(stream)):
+        frames = Frames()
+        got = [f for i in range(0, len(stream), step) for f in frames.feed(stream[i : i + step])]
+        assert got == payloads, step
 
 
 def test_a_unit_error_comes_back_as_itself_or_as_a_storage_error(tmp_path: Path) -> None:

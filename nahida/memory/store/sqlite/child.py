@@ -25,7 +25,16 @@ from typing import Any
 from nahida.errors import StorageError
 from nahida.memory.store.sqlite.db import Job
 from nahida.memory.store.sqlite.store import SqliteStore, _store_capabilities
-from nahida.memory.store.sqlite.wire import CLOSE_ID, ID, SYNC_ID, Frames, dumps, frame, loads
+from nahida.memory.store.sqlite.wire import (
+    CLOSE_ID,
+    ID,
+    RECV_BYTES,
+    SYNC_ID,
+    Frames,
+    dumps,
+    frame,
+    loads,
+)
 
 
 def _sendable(error: BaseException) -> BaseException:
@@ -141,7 +150,7 @@ def main(argv: list[str]) -> None:
         for index, sock in enumerate(socks):
             if sock not in ready:
                 continue
-            data = sock.recv(1 << 20)
+            data = sock.recv(RECV_BYTES)
             if not data:  # the bot went away
                 running = False
                 continue

@@ -36,7 +36,7 @@ from nahida.errors import StorageError
 from nahida.memory.store.base import StoreCapabilities, answering
 from nahida.memory.store.sqlite.db import DbStats
 from nahida.memory.store.sqlite.store import probe
-from nahida.memory.store.sqlite.wire import CLOSE, SYNC_ID, Frames, loads, request
+from nahida.memory.store.sqlite.wire import CLOSE, RECV_BYTES, SYNC_ID, Frames, loads, request
 
 __all__ = ["ProcessStore", "probe"]
 
@@ -92,7 +92,7 @@ class _Connection:
 
     def _readable(self) -> None:
         try:
-            data = self.sock.recv(1 << 20)
+            data = self.sock.recv(RECV_BYTES)
         except (BlockingIOError, InterruptedError):
             return
         except OSError as exc:
@@ -136,7 +136,7 @@ class _Connection:
         self.sock.setblocking(True)
         while self.open:
             try:
-                data = self.sock.recv(1 << 20)
+                data = self.sock.recv(RECV_BYTES)
             except OSError:
                 break
             if not data:
@@ -167,7 +167,7 @@ class _Child:
         """The next answer on the sync socket (None: the child went away)."""
         while True:
             try:
-                data = self.sync_sock.recv(1 << 20)
+                data = self.sync_sock.recv(RECV_BYTES)
             except OSError:
                 return None
             if not data:
