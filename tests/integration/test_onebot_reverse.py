@@ -4,7 +4,9 @@ addressing, roles, duplicates, malformed frames, the reconnect race and the hear
 from __future__ import annotations
 
 import asyncio
+import socket
 import time
+import types
 from collections.abc import Awaitable, Callable
 
 import aiohttp
@@ -12,6 +14,7 @@ import pytest
 from structlog.testing import capture_logs
 
 from nahida.adapters.onebot.api import ActionTimeoutError, ConnectionClosedError
+from nahida.adapters.onebot.reverse import READ_BYTES, _read_small
 from nahida.envelope import ChatKey, Reply, Role, UserKey
 from nahida.errors import ActionFailedError
 from tests.fakes.onebot_harness import running_adapter
@@ -149,6 +152,33 @@ async def test_group_message_becomes_an_envelope(message_format: str) -> None:
         assert env.segments[1].data["url"] == "https://img.test/a.jpg"
         assert env.raw is not None and env.raw["message_id"] == -1234
         assert impl.calls_of("get_group_member_info") == []  # the event had the role
+
+
+async def test_a_frame_many_reads_long_arrives_whole() -> None:
+    """The bot reads its sockets `READ_BYTES` at a time: a longer event comes in pieces."""
+    long_text = "长" * (3 * READ_BYTES)  # 3 bytes each in UTF-8: nine reads or more
+    async with running_adapter() as bot, FakeOneBot(BOT) as impl:
+        sock = await impl.connect(bot.ws_url)
+        await sock.send(impl.group_message(20001, 30001, [at(BOT), text(long_text)]))
+        env = await bot.next_envelope()
+        assert env.text == long_text
+
+
+async def test_reads_are_made_small_only_where_the_transport_says_how_much() -> None:
+    loop = asyncio.get_running_loop()
+    left, right = socket.socketpair()
+    transport, _ = await loop.connect_accepted_socket(asyncio.Protocol, right)
+    try:
+        assert transport.max_size > READ_BYTES  # type: ignore[attr-defined]
+        _read_small(transport)
+        assert transport.max_size == READ_BYTES  # type: ignore[attr-defined]
+    finally:
+        transport.close()
+        left.close()
+    _read_small(None)  # no transport (a test client's request): nothing to do
+    other = types.SimpleNamespace()
+    _read_small(other)  # another event loop's transport: left as it is
+    assert not hasattr(other, "max_size")
 
 
 async def test_reply_to_the_bot_uses_sent_ids_then_get_msg() -> None:

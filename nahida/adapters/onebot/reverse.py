@@ -32,6 +32,10 @@ Accept = Callable[[WsConnection | None, dict[str, Any]], None]
 Serve = Callable[[WsConnection], Awaitable[None]]
 _ROLES: dict[str, ClientRole] = {"universal": "Universal", "api": "API", "event": "Event"}
 MAX_FRAME = 16 * 1024 * 1024  # forwarded chat records can be large
+# asyncio's socket transport reads up to 256 KiB at a time, and Python allocates all of it for
+# every read: above glibc's mmap threshold that is ~13 µs a read (an event frame arrives in one,
+# and each action's answer in another); 64 KiB reads cost ~1. A larger frame takes a few reads.
+READ_BYTES = 1 << 16
 
 
 def presented_token(request: web.Request) -> str | None:
@@ -105,6 +109,7 @@ class ReverseEndpoints:
         if not socket.can_prepare(request).ok:
             return _refuse(request, 400, "not a WebSocket upgrade", "reverse_ws")
         await socket.prepare(request)
+        _read_small(request.transport)
         conn = WsConnection(
             socket,
             role=role,
@@ -138,3 +143,10 @@ class ReverseEndpoints:
         self.counters.frames += 1
         self._accept(None, data)
         return web.Response(status=204)
+
+
+def _read_small(transport: Any) -> None:
+    """A socket's reads `READ_BYTES` at a time, where its transport says how much it reads (the
+    standard event loop's does; another loop's is left as it is)."""
+    if transport is not None and isinstance(getattr(transport, "max_size", None), int):
+        transport.max_size = READ_BYTES
