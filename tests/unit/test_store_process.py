@@ -21,7 +21,7 @@ from nahida.errors import StorageError
 from nahida.memory.models import NewTurn, Session, Turn, spoken
 from nahida.memory.sessions import record_with_window
 from nahida.memory.store.base import Tx, answering
-from nahida.memory.store.sqlite import SqliteStore
+from nahida.memory.store.sqlite import SqliteStore, wire
 from nahida.memory.store.sqlite.process import ProcessStore
 from nahida.memory.store.sqlite.rows import TurnRows
 from nahida.memory.store.sqlite.wire import RECV_BYTES, Frames, dumps, frame, loads
@@ -93,6 +93,19 @@ def test_each_payload_stands_alone_though_the_pickler_is_reused() -> None:
     worker.start()
     worker.join()
     assert elsewhere == [first]  # another thread's pickler
+
+
+def test_a_pickler_that_wrote_a_big_payload_is_replaced() -> None:
+    """Its memo would stay as large as that payload needed, and every later clear walks it."""
+    pair = Pair(3, ["x", "y"])
+    small = dumps(pair)
+    kept = wire._dumper.pickler
+    assert dumps(pair) == small and wire._dumper.pickler is kept
+    rows = [(f"row {i}", i, float(i)) for i in range(1_000)]
+    big = dumps(rows)
+    assert len(big) > wire._RENEW_AFTER and wire._dumper.pickler is not kept
+    assert loads(big) == rows
+    assert dumps(pair) == small and loads(small) == pair
 
 
 def test_datetimes_travel_exactly_a_utc_one_as_its_fields() -> None:

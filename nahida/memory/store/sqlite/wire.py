@@ -203,14 +203,25 @@ class _Pickler(pickle.Pickler):
 
 class _Dumper(threading.local):
     """A thread's pickler and its buffer, made once: a `_Pickler` costs ~1 µs to make (its
-    attributes looked up by the C pickler), as much as pickling a small request."""
+    attributes looked up by the C pickler), as much as pickling a small request.
+
+    A pickler's memo keeps the size its largest payload needed, and clearing it walks all of it:
+    after one payload of 1,000 rows every later one took 10 µs more, after 20,000 rows 169 µs
+    more (a store process that once answered a big read paid that for every answer). So a
+    pickler that has written more than `_RENEW_AFTER` bytes is replaced by a new one."""
 
     def __init__(self) -> None:
         self.buffer = io.BytesIO()
+        self.renew()
+
+    def renew(self) -> None:
         self.pickler = _Pickler(self.buffer, protocol=pickle.HIGHEST_PROTOCOL)
 
 
 _dumper = _Dumper()
+# Beyond this a payload's memo would cost later clears more than a new pickler (~1 µs): 200 rows
+# of 4.5 KB left 1.5 µs a payload, 1,000 rows 10 µs.
+_RENEW_AFTER = 4096
 
 
 def dumps(value: Any) -> bytes:
@@ -219,6 +230,8 @@ def dumps(value: Any) -> bytes:
     buffer.truncate()
     pickler.clear_memo()  # each payload stands alone
     pickler.dump(value)
+    if buffer.tell() > _RENEW_AFTER:
+        _dumper.renew()
     return buffer.getvalue()
 
 
