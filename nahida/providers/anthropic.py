@@ -11,7 +11,7 @@ carries tool calls and results as content blocks:
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 import anthropic
 from anthropic.types import (
@@ -22,7 +22,6 @@ from anthropic.types import (
     ToolResultBlockParam,
     ToolUseBlockParam,
 )
-from anthropic.types import Message as AnthropicMessage
 
 from nahida.errors import ProviderResponseError
 from nahida.providers.base import ChatRequest, ChatResponse, Message, ToolCall, ToolSpec, Usage
@@ -48,8 +47,8 @@ class AnthropicProvider:
         )
 
     async def chat(self, request: ChatRequest) -> ChatResponse:
-        message = await with_retries(lambda: self._create(request), self._settings, self.name)
-        return parse_message(message, self.name)
+        data = await with_retries(lambda: self._create(request), self._settings, self.name)
+        return parse_message(data, self.name)
 
     async def ping(self) -> None:
         """Check the endpoint answers and takes the key, by listing models (spends no tokens)."""
@@ -61,22 +60,32 @@ class AnthropicProvider:
     async def aclose(self) -> None:
         await self._client.close()
 
-    async def _create(self, request: ChatRequest) -> AnthropicMessage:
-        omit = anthropic.omit
-        system = system_text(request.messages)
-        # This SDK version has no `temperature` argument; the API still takes it in the body.
-        extra = {"temperature": request.temperature} if request.temperature is not None else None
+    async def _create(self, request: ChatRequest) -> object:
         try:
-            return await self._client.messages.create(
-                model=request.model,
-                max_tokens=DEFAULT_MAX_TOKENS if request.max_tokens is None else request.max_tokens,
-                messages=message_params(request.messages),
-                system=system or omit,
-                tools=[tool_param(t) for t in request.tools] if request.tools else omit,
-                extra_body=extra,
+            return await self._client.post(
+                "/v1/messages", body=message_body(request), cast_to=object
             )
         except anthropic.AnthropicError as exc:
             raise from_sdk_error(exc, anthropic, self.name, self._settings.api_key) from exc
+
+
+def message_body(request: ChatRequest) -> dict[str, Any]:
+    """The JSON body of a messages request, posted as it is by the SDK's client (its headers,
+    auth and errors; `messages.create` sends the same body, a test compares them), the answer
+    read by `parse_message`."""
+    body: dict[str, Any] = {
+        "max_tokens": DEFAULT_MAX_TOKENS if request.max_tokens is None else request.max_tokens,
+        "messages": message_params(request.messages),
+        "model": request.model,
+    }
+    system = system_text(request.messages)
+    if system:
+        body["system"] = system
+    if request.tools:
+        body["tools"] = [tool_param(t) for t in request.tools]
+    if request.temperature is not None:
+        body["temperature"] = request.temperature
+    return body
 
 
 def system_text(messages: tuple[Message, ...]) -> str:
@@ -133,37 +142,46 @@ def tool_param(tool: ToolSpec) -> ToolParam:
     return {"name": tool.name, "description": tool.description, "input_schema": tool.parameters}
 
 
-def parse_message(message: AnthropicMessage, provider: str) -> ChatResponse:
-    """Our response for the SDK's; a body the SDK could not shape raises ProviderResponseError."""
+def parse_message(data: object, provider: str) -> ChatResponse:
+    """Our response for the endpoint's JSON body (the SDK's `post` answers it parsed, with
+    `cast_to=object`: building the typed `Message` from it cost a sixth of a call,
+    `scripts/bench_sdk.py`); a body of another shape raises ProviderResponseError."""
     try:
-        return _parse_message(message, provider)
-    except (AttributeError, TypeError) as exc:  # the SDK passes unexpected shapes through as is
+        return _parse_message(data, provider)
+    except (AttributeError, KeyError, TypeError) as exc:
         raise ProviderResponseError(
-            f"{provider}: unexpected response shape: {exc}", provider=provider
+            f"{provider}: unexpected response shape: {type(exc).__name__}: {exc}",
+            provider=provider,
         ) from exc
 
 
-def _parse_message(message: AnthropicMessage, provider: str) -> ChatResponse:
+def _parse_message(data: Any, provider: str) -> ChatResponse:
+    if not isinstance(data, dict):
+        raise ProviderResponseError(
+            f"{provider}: response is not a JSON object but {type(data).__name__}",
+            provider=provider,
+        )
     texts: list[str] = []
     calls: list[ToolCall] = []
-    for block in message.content:
-        if block.type == "text":
-            texts.append(block.text)
-        elif block.type == "tool_use":
-            arguments: object = block.input
+    for block in data["content"]:
+        if block["type"] == "text":
+            texts.append(block["text"])
+        elif block["type"] == "tool_use":
+            arguments: object = block.get("input")
             if not isinstance(arguments, dict):
                 raise ProviderResponseError(
-                    f"{provider}: tool call {block.name!r} input is not a JSON object",
+                    f"{provider}: tool call {block['name']!r} input is not a JSON object",
                     provider=provider,
                 )
-            calls.append(ToolCall(id=block.id, name=block.name, arguments=arguments))
+            calls.append(ToolCall(id=block["id"], name=block["name"], arguments=arguments))
+    usage = data.get("usage") or {}
     return ChatResponse(
         content="".join(texts),
         tool_calls=tuple(calls),
-        model=message.model,
-        finish_reason=message.stop_reason or "",
+        model=data.get("model") or "",
+        finish_reason=data.get("stop_reason") or "",
         usage=Usage(
-            input_tokens=message.usage.input_tokens,
-            output_tokens=message.usage.output_tokens,
+            input_tokens=usage.get("input_tokens") or 0,
+            output_tokens=usage.get("output_tokens") or 0,
         ),
     )

@@ -14,13 +14,10 @@ from typing import Any
 
 import openai
 from openai.types.chat import (
-    ChatCompletion,
     ChatCompletionAssistantMessageParam,
     ChatCompletionFunctionToolParam,
-    ChatCompletionMessageFunctionToolCall,
     ChatCompletionMessageFunctionToolCallParam,
     ChatCompletionMessageParam,
-    ChatCompletionMessageToolCallUnion,
     ChatCompletionUserMessageParam,
 )
 
@@ -47,8 +44,8 @@ class OpenAIProvider:
         )
 
     async def chat(self, request: ChatRequest) -> ChatResponse:
-        completion = await with_retries(lambda: self._create(request), self._settings, self.name)
-        return parse_completion(completion, self.name)
+        data = await with_retries(lambda: self._create(request), self._settings, self.name)
+        return parse_completion(data, self.name)
 
     async def ping(self) -> None:
         """Check the endpoint answers and takes the key, by listing models (spends no tokens)."""
@@ -80,22 +77,22 @@ class OpenAIProvider:
 
         return await with_retries(create, self._settings, self.name)
 
-    async def _create(self, request: ChatRequest) -> ChatCompletion:
+    async def _create(self, request: ChatRequest) -> object:
         try:
-            completion: ChatCompletion = await self._client.post(
-                "/chat/completions", body=completion_body(request), cast_to=ChatCompletion
+            return await self._client.post(
+                "/chat/completions", body=completion_body(request), cast_to=object
             )
         except openai.OpenAIError as exc:
             raise from_sdk_error(exc, openai, self.name, self._settings.api_key) from exc
-        return completion
 
 
 def completion_body(request: ChatRequest) -> dict[str, Any]:
     """The JSON body of a chat completion request, sent as it is by the SDK's client (`post`:
-    its headers, auth, errors and typed response, as for any endpoint). `chat.completions.create`
-    would first walk the body against its typed parameters, to rename and reformat fields; none
-    of ours needs it (a test compares both bodies), and for a prompt of twenty-odd messages the
-    walk cost more CPU than the rest of the call (`scripts/bench_sdk.py`)."""
+    its headers, auth and errors, as for any endpoint; `parse_completion` reads the answer).
+    `chat.completions.create` would first walk the body against its typed parameters, to rename
+    and reformat fields; none of ours needs it (a test compares both bodies), and for a prompt of
+    twenty-odd messages the walk cost more CPU than the rest of the call (`scripts/bench_sdk.py`).
+    """
     body: dict[str, Any] = {
         "model": request.model,
         "messages": [message_param(m) for m in request.messages],
@@ -168,41 +165,58 @@ def sanitise_name(name: str | None) -> str | None:
     return cleaned if re.search(r"[a-zA-Z0-9]", cleaned) else None
 
 
-def parse_completion(completion: ChatCompletion, provider: str) -> ChatResponse:
-    """Our response for the SDK's; a body the SDK could not shape raises ProviderResponseError."""
+def parse_completion(data: object, provider: str) -> ChatResponse:
+    """Our response for the endpoint's JSON body (the SDK's `post` answers it parsed, with
+    `cast_to=object`: building the typed `ChatCompletion` from it cost a sixth of a call,
+    `scripts/bench_sdk.py`); a body of another shape raises ProviderResponseError."""
     try:
-        return _parse_completion(completion, provider)
-    except (AttributeError, TypeError) as exc:  # the SDK passes unexpected shapes through as is
+        return _parse_completion(data, provider)
+    except (AttributeError, KeyError, IndexError, TypeError) as exc:
         raise ProviderResponseError(
-            f"{provider}: unexpected response shape: {exc}", provider=provider
+            f"{provider}: unexpected response shape: {type(exc).__name__}: {exc}",
+            provider=provider,
         ) from exc
 
 
-def _parse_completion(completion: ChatCompletion, provider: str) -> ChatResponse:
-    if not completion.choices:
+def _parse_completion(data: Any, provider: str) -> ChatResponse:
+    if not isinstance(data, dict):
+        raise ProviderResponseError(
+            f"{provider}: response is not a JSON object but {type(data).__name__}",
+            provider=provider,
+        )
+    if not data.get("choices"):
         raise ProviderResponseError(f"{provider}: response has no choices", provider=provider)
-    choice = completion.choices[0]
-    usage = completion.usage
+    choice = data["choices"][0]
+    message = choice["message"]
+    content = message.get("content")
+    if not isinstance(content, str | None):
+        raise ProviderResponseError(
+            f"{provider}: message content is {type(content).__name__}, not text",
+            provider=provider,
+        )
+    usage = data.get("usage") or {}
     return ChatResponse(
-        content=choice.message.content or "",
-        tool_calls=tuple(_tool_call(c, provider) for c in choice.message.tool_calls or ()),
-        model=completion.model,
-        finish_reason=choice.finish_reason or "",
+        content=content or "",
+        tool_calls=tuple(_tool_call(c, provider) for c in message.get("tool_calls") or ()),
+        model=data.get("model") or "",
+        finish_reason=choice.get("finish_reason") or "",
         usage=Usage(
-            input_tokens=usage.prompt_tokens if usage else 0,
-            output_tokens=usage.completion_tokens if usage else 0,
+            input_tokens=usage.get("prompt_tokens") or 0,
+            output_tokens=usage.get("completion_tokens") or 0,
         ),
     )
 
 
-def _tool_call(call: ChatCompletionMessageToolCallUnion, provider: str) -> ToolCall:
-    if not isinstance(call, ChatCompletionMessageFunctionToolCall):
+def _tool_call(call: dict[str, Any], provider: str) -> ToolCall:
+    kind = call.get("type", "function")  # some compatible endpoints leave it out
+    if kind != "function":
         raise ProviderResponseError(
-            f"{provider}: unsupported tool call type {call.type!r}", provider=provider
+            f"{provider}: unsupported tool call type {kind!r}", provider=provider
         )
-    name = call.function.name
+    function = call["function"]
+    name = function["name"]
     try:
-        arguments: Any = json.loads(call.function.arguments or "{}")
+        arguments: Any = json.loads(function.get("arguments") or "{}")
     except json.JSONDecodeError as exc:
         raise ProviderResponseError(
             f"{provider}: tool call {name!r} has malformed JSON arguments: {exc}", provider=provider
@@ -211,4 +225,4 @@ def _tool_call(call: ChatCompletionMessageToolCallUnion, provider: str) -> ToolC
         raise ProviderResponseError(
             f"{provider}: tool call {name!r} arguments are not a JSON object", provider=provider
         )
-    return ToolCall(id=call.id, name=name, arguments=arguments)
+    return ToolCall(id=call["id"], name=name, arguments=arguments)

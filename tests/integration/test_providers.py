@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
 import traceback
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import anthropic
 import openai
 import pytest
 
@@ -22,7 +24,7 @@ from nahida.errors import (
     ProviderServerError,
     ProviderTimeoutError,
 )
-from nahida.providers.anthropic import AnthropicProvider
+from nahida.providers.anthropic import AnthropicProvider, message_body
 from nahida.providers.base import ChatRequest, ChatResponse, Message, Provider, ToolCall, ToolSpec
 from nahida.providers.client import ClientSettings, backoff_delay, error_for_status, with_retries
 from nahida.providers.openai import OpenAIProvider, completion_body, sanitise_name
@@ -227,20 +229,20 @@ async def test_a_provider_keeps_its_pool_of_connections_alive_between_calls(fake
     assert second == first  # every connection kept and used again
 
 
-async def test_a_provider_keeps_no_more_connections_than_its_pool(fake: Fake) -> None:
-    """Calls beyond the pool still run at once, each on a connection of its own, which is
-    closed after it (the SDKs' default pool would have kept all five)."""
+async def test_a_provider_opens_no_more_connections_than_its_pool(fake: Fake) -> None:
+    """Calls beyond the pool wait for one of its connections, every one kept for the next
+    round (the SDKs' aiohttp client: it keeps alive all it opens, so it opens no more)."""
     provider = fake.provider(connections=3)
     first, second = await rounds_of_calls(fake.server, provider.chat, rounds=2, calls=5)
-    assert len(first) == 5
-    assert len(second & first) == 3 and len(second - first) == 2
+    assert len(first) == 3 and "" not in first
+    assert second == first
 
 
 async def test_the_apps_providers_keep_a_connection_for_each_call_the_bot_makes_at_once(
     openai_server: FakeOpenAIServer,
 ) -> None:
     """One bus slot's answer and one background slot's work at once, and a scheduled job's:
-    three connections for `bus.concurrency: 1`."""
+    three connections for `bus.concurrency: 1`, kept for the next calls."""
     router = build_model_router(
         config(bus={"concurrency": 1}, **openai_provider(openai_server.url))
     )
@@ -250,8 +252,8 @@ async def test_the_apps_providers_keep_a_connection_for_each_call_the_bot_makes_
         )
     finally:
         await router.aclose()
-    assert len(first) == 5
-    assert len(second & first) == 3 and len(second - first) == 2
+    assert len(first) == 3 and "" not in first
+    assert second == first
 
 
 async def test_malformed_tool_arguments(fake: Fake) -> None:
@@ -276,6 +278,91 @@ async def test_unexpected_response_shape(fake: Fake, body: str, content_type: st
 
     with pytest.raises(ProviderResponseError):
         await fake.provider().chat(ask("hi"))
+
+
+def completion(message: dict[str, Any], **fields: Any) -> str:
+    return json.dumps({"choices": [{"message": {"role": "assistant", **message}}], **fields})
+
+
+@pytest.mark.parametrize(
+    ("body", "wrong"),
+    [
+        (completion({"content": [{"type": "text", "text": "hi"}]}), "content is list"),
+        (completion({"content": None, "tool_calls": [{"id": "c1", "type": "custom"}]}), "custom"),
+        (completion({"content": None, "tool_calls": [{"type": "function"}]}), "KeyError"),
+        (json.dumps({"choices": {"0": {}}}), "KeyError"),
+        (json.dumps({"choices": ["hi"]}), "TypeError"),
+    ],
+)
+async def test_openai_reply_of_a_wrong_shape_says_what_is_wrong(
+    openai_server: FakeOpenAIServer, body: str, wrong: str
+) -> None:
+    """The provider reads the endpoint's JSON itself (not the SDK's typed response)."""
+    openai_server.reply_raw(body)
+    provider = OpenAIProvider("fake-openai", replace(FAST, base_url=openai_server.url))
+    try:
+        with pytest.raises(ProviderResponseError, match=wrong):
+            await provider.chat(ask("hi"))
+    finally:
+        await provider.aclose()
+
+
+async def test_openai_reply_without_the_optional_fields(openai_server: FakeOpenAIServer) -> None:
+    """No usage, model or finish reason, a tool call without its type (some compatible
+    endpoints send them so): read as zeros, empty texts and a function call."""
+    call = {"id": "c1", "function": {"name": "weather", "arguments": '{"city": "Paris"}'}}
+    openai_server.reply_raw(completion({"content": None, "tool_calls": [call]}))
+    provider = OpenAIProvider("fake-openai", replace(FAST, base_url=openai_server.url))
+    try:
+        response = await provider.chat(ask("weather?", tools=(WEATHER,)))
+    finally:
+        await provider.aclose()
+    assert response.content == "" and response.model == "" and response.finish_reason == ""
+    assert (response.usage.input_tokens, response.usage.output_tokens) == (0, 0)
+    assert response.tool_calls == (ToolCall("c1", "weather", {"city": "Paris"}),)
+
+
+@pytest.mark.parametrize(
+    ("body", "wrong"),
+    [
+        (json.dumps({"content": [{"type": "text", "text": ["hi"]}]}), "TypeError"),
+        (json.dumps({"content": [{"type": "tool_use", "name": "w", "input": []}]}), "input"),
+        (json.dumps({"content": [{"text": "hi"}]}), "KeyError"),
+        (json.dumps({"content": "hi"}), "TypeError"),
+    ],
+)
+async def test_anthropic_reply_of_a_wrong_shape_says_what_is_wrong(
+    anthropic_server: FakeAnthropicServer, body: str, wrong: str
+) -> None:
+    anthropic_server.reply_raw(body)
+    provider = AnthropicProvider("fake-anthropic", replace(FAST, base_url=anthropic_server.url))
+    try:
+        with pytest.raises(ProviderResponseError, match=wrong):
+            await provider.chat(ask("hi"))
+    finally:
+        await provider.aclose()
+
+
+async def test_anthropic_reply_without_the_optional_fields(
+    anthropic_server: FakeAnthropicServer,
+) -> None:
+    """No usage, model or stop reason; blocks of other types (thinking) left out."""
+    blocks = [
+        {"type": "thinking", "thinking": "..."},
+        {"type": "text", "text": "Paris: "},
+        {"type": "tool_use", "id": "t1", "name": "weather", "input": {"city": "Paris"}},
+        {"type": "text", "text": "checking"},
+    ]
+    anthropic_server.reply_raw(json.dumps({"content": blocks}))
+    provider = AnthropicProvider("fake-anthropic", replace(FAST, base_url=anthropic_server.url))
+    try:
+        response = await provider.chat(ask("weather?", tools=(WEATHER,)))
+    finally:
+        await provider.aclose()
+    assert response.content == "Paris: checking"
+    assert response.model == "" and response.finish_reason == ""
+    assert (response.usage.input_tokens, response.usage.output_tokens) == (0, 0)
+    assert response.tool_calls == (ToolCall("t1", "weather", {"city": "Paris"}),)
 
 
 async def test_tool_call_round_trip(fake: Fake) -> None:
@@ -423,6 +510,30 @@ async def test_openai_posts_the_body_the_sdks_create_would_send(
         await provider.aclose()
         await sdk.close()
     ours, theirs = openai_server.requests
+    assert ours.path == theirs.path
+    assert ours.body == theirs.body
+    assert ours.headers == theirs.headers
+
+
+@pytest.mark.parametrize("request_", SENT_AS_IS, ids=["plain", "options", "tools"])
+async def test_anthropic_posts_the_body_the_sdks_create_would_send(
+    anthropic_server: FakeAnthropicServer, request_: ChatRequest
+) -> None:
+    provider = AnthropicProvider("a", replace(FAST, base_url=anthropic_server.url))
+    sdk = anthropic.AsyncAnthropic(
+        api_key=KEY, base_url=anthropic_server.url, timeout=FAST.timeout, max_retries=0
+    )
+    body = message_body(request_)
+    temperature = body.pop("temperature", None)  # not an argument of `create` in this SDK
+    try:
+        await provider.chat(request_)
+        await sdk.messages.create(
+            **body, extra_body=None if temperature is None else {"temperature": temperature}
+        )
+    finally:
+        await provider.aclose()
+        await sdk.close()
+    ours, theirs = anthropic_server.requests
     assert ours.path == theirs.path
     assert ours.body == theirs.body
     assert ours.headers == theirs.headers
