@@ -11,6 +11,7 @@ carries tool calls and results as content blocks:
 
 from __future__ import annotations
 
+import inspect
 from typing import Any, Literal
 
 import anthropic
@@ -25,9 +26,18 @@ from anthropic.types import (
 
 from nahida.errors import ProviderResponseError
 from nahida.providers.base import ChatRequest, ChatResponse, Message, ToolCall, ToolSpec, Usage
-from nahida.providers.client import ClientSettings, from_sdk_error, http_client, with_retries
+from nahida.providers.client import (
+    ClientSettings,
+    from_sdk_error,
+    http_client,
+    json_text,
+    with_retries,
+)
 
 DEFAULT_MAX_TOKENS = 1024
+# The SDK's `post` takes a body as JSON text where it walks a `body` (to read any files in it,
+# before retries: a sixth of a call for the bot's prompt, `scripts/bench_sdk.py`)
+_POST_TAKES_CONTENT = "content" in inspect.signature(anthropic.AsyncAnthropic.post).parameters
 
 Turn = tuple[Literal["user", "assistant"], list[ContentBlockParam]]
 
@@ -61,10 +71,13 @@ class AnthropicProvider:
         await self._client.close()
 
     async def _create(self, request: ChatRequest) -> object:
+        body = message_body(request)
         try:
-            return await self._client.post(
-                "/v1/messages", body=message_body(request), cast_to=object
-            )
+            if _POST_TAKES_CONTENT:  # as JSON text: the SDK walks and copies a `body` first
+                return await self._client.post(
+                    "/v1/messages", content=json_text(body), cast_to=object
+                )
+            return await self._client.post("/v1/messages", body=body, cast_to=object)
         except anthropic.AnthropicError as exc:
             raise from_sdk_error(exc, anthropic, self.name, self._settings.api_key) from exc
 
