@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import importlib
-import json
 import math
 import random
 import time
@@ -85,11 +84,6 @@ def http_client(sdk: ModuleType, settings: ClientSettings) -> Any:
         keepalive_expiry=settings.keepalive_expiry,
     )
     return sdk.DefaultAsyncHttpxClient(limits=limits)
-
-
-def json_text(body: object) -> bytes:
-    """`body` as the SDKs' clients encode a JSON body (UTF-8, compact, no NaN)."""
-    return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
 
 
 async def with_retries(
