@@ -285,21 +285,30 @@ def completion(message: dict[str, Any], **fields: Any) -> str:
 
 
 @pytest.mark.parametrize(
-    ("body", "wrong"),
+    ("kind", "body", "wrong"),
     [
-        (completion({"content": [{"type": "text", "text": "hi"}]}), "content is list"),
-        (completion({"content": None, "tool_calls": [{"id": "c1", "type": "custom"}]}), "custom"),
-        (completion({"content": None, "tool_calls": [{"type": "function"}]}), "KeyError"),
-        (json.dumps({"choices": {"0": {}}}), "KeyError"),
-        (json.dumps({"choices": ["hi"]}), "TypeError"),
+        ("openai", completion({"content": [{"type": "text", "text": "hi"}]}), "content is list"),
+        ("openai", completion({"tool_calls": [{"id": "c1", "type": "custom"}]}), "custom"),
+        ("openai", completion({"tool_calls": [{"type": "function"}]}), "KeyError"),
+        ("openai", json.dumps({"choices": {"0": {}}}), "KeyError"),
+        ("openai", json.dumps({"choices": ["hi"]}), "TypeError"),
+        ("anthropic", json.dumps({"content": [{"type": "text", "text": ["hi"]}]}), "TypeError"),
+        ("anthropic", json.dumps({"content": [{"type": "tool_use", "name": "w"}]}), "input"),
+        ("anthropic", json.dumps({"content": [{"text": "hi"}]}), "KeyError"),
+        ("anthropic", json.dumps({"content": "hi"}), "TypeError"),
     ],
 )
-async def test_openai_reply_of_a_wrong_shape_says_what_is_wrong(
-    openai_server: FakeOpenAIServer, body: str, wrong: str
+async def test_a_reply_of_a_wrong_shape_says_what_is_wrong(
+    openai_server: FakeOpenAIServer,
+    anthropic_server: FakeAnthropicServer,
+    kind: str,
+    body: str,
+    wrong: str,
 ) -> None:
-    """The provider reads the endpoint's JSON itself (not the SDK's typed response)."""
-    openai_server.reply_raw(body)
-    provider = OpenAIProvider("fake-openai", replace(FAST, base_url=openai_server.url))
+    """The providers read the endpoint's JSON themselves (not the SDK's typed response)."""
+    fake = Fake(kind, openai_server if kind == "openai" else anthropic_server)
+    fake.server.reply_raw(body)
+    provider = fake.provider()
     try:
         with pytest.raises(ProviderResponseError, match=wrong):
             await provider.chat(ask("hi"))
@@ -320,27 +329,6 @@ async def test_openai_reply_without_the_optional_fields(openai_server: FakeOpenA
     assert response.content == "" and response.model == "" and response.finish_reason == ""
     assert (response.usage.input_tokens, response.usage.output_tokens) == (0, 0)
     assert response.tool_calls == (ToolCall("c1", "weather", {"city": "Paris"}),)
-
-
-@pytest.mark.parametrize(
-    ("body", "wrong"),
-    [
-        (json.dumps({"content": [{"type": "text", "text": ["hi"]}]}), "TypeError"),
-        (json.dumps({"content": [{"type": "tool_use", "name": "w", "input": []}]}), "input"),
-        (json.dumps({"content": [{"text": "hi"}]}), "KeyError"),
-        (json.dumps({"content": "hi"}), "TypeError"),
-    ],
-)
-async def test_anthropic_reply_of_a_wrong_shape_says_what_is_wrong(
-    anthropic_server: FakeAnthropicServer, body: str, wrong: str
-) -> None:
-    anthropic_server.reply_raw(body)
-    provider = AnthropicProvider("fake-anthropic", replace(FAST, base_url=anthropic_server.url))
-    try:
-        with pytest.raises(ProviderResponseError, match=wrong):
-            await provider.chat(ask("hi"))
-    finally:
-        await provider.aclose()
 
 
 async def test_anthropic_reply_without_the_optional_fields(
