@@ -217,9 +217,10 @@ def _connection_detail(exc: Exception, api_key: str) -> str:
 
 
 def _connection_failure(exc: BaseException) -> bool:
-    """Whether a timeout the SDK reports was a failure to connect: the SDKs' aiohttp transport
-    turns every aiohttp connection error into httpx's `ConnectTimeout` (a refused connection
-    too); the aiohttp error stays in the chain of causes."""
+    """Whether a timeout the SDK reports was a connection that failed: the OpenAI SDK's aiohttp
+    transport (3.63) turns every aiohttp connection error into httpx's `ConnectTimeout`, a
+    refused or dropped connection too (Anthropic's says `ConnectError`); the aiohttp error
+    stays in the chain of causes."""
     seen: BaseException | None = exc
     while seen is not None:
         if isinstance(seen, aiohttp.ClientConnectionError):

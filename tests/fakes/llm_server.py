@@ -82,7 +82,12 @@ class Raw:
     content_type: str = "application/json"
 
 
-Behaviour = Text | CallTool | Fail | Hang | Raw
+@dataclass(frozen=True, slots=True)
+class Drop:
+    """Close the connection without an answer."""
+
+
+Behaviour = Text | CallTool | Fail | Hang | Raw | Drop
 
 
 class FakeLLMServer(LoopbackServer, abc.ABC):
@@ -153,6 +158,10 @@ class FakeLLMServer(LoopbackServer, abc.ABC):
         """Answer nothing for `seconds` (or until the server closes), then echo."""
         self._script.append(Hang(seconds))
 
+    def drop(self) -> None:
+        """Close the connection without an answer (a proxy or server gone mid-call)."""
+        self._script.append(Drop())
+
     def reply_raw(self, body: str, *, content_type: str = "application/json") -> None:
         """Answer 200 with `body` as is, e.g. a shape no SDK type can hold."""
         self._script.append(Raw(body, content_type))
@@ -190,6 +199,10 @@ class FakeLLMServer(LoopbackServer, abc.ABC):
             )
         if isinstance(behaviour, Raw):
             return web.Response(text=behaviour.body, content_type=behaviour.content_type)
+        if isinstance(behaviour, Drop):
+            assert request.transport is not None
+            request.transport.abort()
+            return web.Response()  # written nowhere: the connection is gone
         if behaviour is None:
             behaviour = Text(f"echo: {self.last_user_text(body)}")
         return web.json_response(self.reply_body(behaviour, body, next(self._ids)))

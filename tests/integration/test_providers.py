@@ -192,6 +192,17 @@ async def test_connection_refused(fake: Fake) -> None:
     assert KEY not in str(caught.value)
 
 
+async def test_a_dropped_connection_is_a_connection_error_and_retried(fake: Fake) -> None:
+    """The SDKs' aiohttp transport reports it as a connect timeout; it is neither."""
+    fake.server.drop()
+    with pytest.raises(ProviderConnectionError):
+        await fake.provider(max_retries=0).chat(ask("hi"))
+    fake.server.drop()
+    response = await fake.provider(max_retries=1).chat(ask("hi"))
+    assert response.content == "echo: hi"
+    assert len(fake.server.requests) == 3
+
+
 async def test_ping_lists_models_without_a_chat_request(fake: Fake) -> None:
     await fake.provider().ping()
 
