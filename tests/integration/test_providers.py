@@ -492,6 +492,26 @@ SENT_AS_IS = [
 ]
 
 
+async def assert_sent_alike(
+    server: FakeLLMServer,
+    provider: Provider,
+    sdk: openai.AsyncOpenAI | anthropic.AsyncAnthropic,
+    request_: ChatRequest,
+    theirs: Callable[[], Awaitable[object]],
+) -> None:
+    """The provider's request and the SDK's own (`theirs`) reach the server alike."""
+    try:
+        await provider.chat(request_)
+        await theirs()
+    finally:
+        await provider.aclose()
+        await sdk.close()
+    ours, sdks = server.requests
+    assert ours.path == sdks.path
+    assert ours.body == sdks.body
+    assert ours.headers == sdks.headers
+
+
 @pytest.mark.parametrize("request_", SENT_AS_IS, ids=["plain", "options", "tools"])
 async def test_openai_posts_the_body_the_sdks_create_would_send(
     openai_server: FakeOpenAIServer, request_: ChatRequest
@@ -502,16 +522,13 @@ async def test_openai_posts_the_body_the_sdks_create_would_send(
     sdk = openai.AsyncOpenAI(
         api_key=KEY, base_url=openai_server.url, timeout=FAST.timeout, max_retries=0
     )
-    try:
-        await provider.chat(request_)
-        await sdk.chat.completions.create(**completion_body(request_))
-    finally:
-        await provider.aclose()
-        await sdk.close()
-    ours, theirs = openai_server.requests
-    assert ours.path == theirs.path
-    assert ours.body == theirs.body
-    assert ours.headers == theirs.headers
+    await assert_sent_alike(
+        openai_server,
+        provider,
+        sdk,
+        request_,
+        lambda: sdk.chat.completions.create(**completion_body(request_)),
+    )
 
 
 @pytest.mark.parametrize("request_", SENT_AS_IS, ids=["plain", "options", "tools"])
@@ -524,18 +541,14 @@ async def test_anthropic_posts_the_body_the_sdks_create_would_send(
     )
     body = message_body(request_)
     temperature = body.pop("temperature", None)  # not an argument of `create` in this SDK
-    try:
-        await provider.chat(request_)
-        await sdk.messages.create(
-            **body, extra_body=None if temperature is None else {"temperature": temperature}
-        )
-    finally:
-        await provider.aclose()
-        await sdk.close()
-    ours, theirs = anthropic_server.requests
-    assert ours.path == theirs.path
-    assert ours.body == theirs.body
-    assert ours.headers == theirs.headers
+    extra = None if temperature is None else {"temperature": temperature}
+    await assert_sent_alike(
+        anthropic_server,
+        provider,
+        sdk,
+        request_,
+        lambda: sdk.messages.create(**body, extra_body=extra),
+    )
 
 
 @pytest.mark.parametrize(
