@@ -74,6 +74,8 @@ class Load:
     store_reader: bool = False  # memory.store_reader: recall's reads in a read-only one
     text: str = "lines"  # lines: ordinary chat lines; numbered: " 消息 N" (matches every turn)
     model: str = "instant"  # instant: the in-process echo; openai / anthropic: that SDK to a fake
+    deflate: bool = False  # the fake offers permessage-deflate (as NapCat's `ws` client does)
+    compress: bool = False  # channels.onebot.compress: the bot accepts it
 
 
 # -- the fake implementation (child process) ------------------------------------------------------
@@ -106,7 +108,7 @@ async def _implementation(url: str, load: Load) -> dict[str, Any]:
             answered_in.setdefault(group, []).append(n)
         progress.set()
 
-    async with FakeOneBot(BOT) as impl:
+    async with FakeOneBot(BOT, deflate=load.deflate) as impl:
         impl.on_call = on_call
         sock = await impl.connect(url)
         events: list[dict[str, Any]] = []
@@ -198,7 +200,9 @@ async def _one_run(load: Load, tmp: Path, providers: dict[str, Any]) -> dict[str
         {
             "providers": providers,
             "server": {"host": "127.0.0.1", "port": 0},
-            "channels": {"onebot": {"enabled": True, "mode": "reverse_ws"}},
+            "channels": {
+                "onebot": {"enabled": True, "mode": "reverse_ws", "compress": load.compress}
+            },
             "scheduler": {"enabled": False},
             "bus": {"concurrency": load.concurrency},
             "bot": {"rate_limit": {"per_chat_per_minute": 0}},  # measure throughput, not the cap
@@ -286,6 +290,8 @@ async def main(load: Load, runs: int) -> int:
     runner += " and reader" if load.store_reader else ""
     runner += f", text {load.text}"
     runner += ", instant model" if load.model == "instant" else f", {load.model} SDK to a fake"
+    if load.deflate:
+        runner += ", deflate offered " + ("and taken" if load.compress else "and declined")
     print(
         f"# bench_onebot: {load.messages} messages from {load.groups} groups over one reverse WS, "
         f"{load.duplicates:.0%} duplicates, reconnect: {'yes' if load.reconnect else 'no'}, "
@@ -355,6 +361,14 @@ if __name__ == "__main__":
         default="instant",
         help="the in-process echo, or the real provider (its SDK) to a fake server in a process",
     )
+    parser.add_argument(
+        "--deflate",
+        action="store_true",
+        help="the fake offers permessage-deflate, as NapCat's `ws` client does",
+    )
+    parser.add_argument(
+        "--compress", action="store_true", help="channels.onebot.compress: the bot accepts it"
+    )
     args = parser.parse_args()
     bench = Load(
         args.groups,
@@ -370,5 +384,7 @@ if __name__ == "__main__":
         args.store_reader,
         args.text,
         args.model,
+        args.deflate,
+        args.compress,
     )
     sys.exit(asyncio.run(main(bench, args.runs)))

@@ -147,8 +147,10 @@ class FakeOneBot(ActionAnswers):
         access_token: str = "",
         negative_ids: bool = False,
         nickname: str = "FakeBot",
+        deflate: bool = False,
     ) -> None:
         self.message_format = message_format
+        self.deflate = deflate  # offer permessage-deflate when connecting (as NapCat's `ws` does)
         self.access_token = access_token
         super().__init__(self_id, nickname, negative_ids=negative_ids)
         self.sockets: list[FakeSocket] = []
@@ -309,7 +311,9 @@ class FakeOneBot(ActionAnswers):
             headers["Authorization"] = f"Token {token}"
         elif token is not None:
             url = f"{url}?access_token={token}"
-        ws = await self._session.ws_connect(url, headers=headers, autoping=True)
+        ws = await self._session.ws_connect(
+            url, headers=headers, autoping=True, compress=15 if self.deflate else 0
+        )
         sock = self._adopt(ws, role or "Universal")
         if lifecycle and role != "API":
             await sock.send(self.lifecycle())

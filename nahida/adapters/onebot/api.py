@@ -104,6 +104,12 @@ class ResultStore:
         entry[1].set_result(frame)
         return True
 
+    def fail(self, echo: int, make_error: Callable[[str], BaseException]) -> None:
+        """Fail one pending call with `make_error(action)`."""
+        entry = self._pending.pop(echo, None)
+        if entry is not None and not entry[1].done():
+            entry[1].set_exception(make_error(entry[0]))
+
     def fail_all(self, make_error: Callable[[str], BaseException]) -> int:
         """Fail every pending call with `make_error(action)`; returns how many there were."""
         pending, self._pending = self._pending, {}

@@ -46,6 +46,9 @@ class OneBotConfig(BaseModel):
     send_wait: float = Field(10.0, ge=0)  # how long a reply waits for a (re)connected socket
     heartbeat_grace: float = Field(2.5, ge=1)  # silent heartbeat intervals before closing
     ping_interval: float = Field(30.0, ge=0)  # WebSocket ping/pong; 0 turns it off
+    # permessage-deflate on the WebSockets: off, as small JSON frames on a loopback or LAN link
+    # gain nothing from it and cost both ends CPU (NapCat's `ws` client offers it by default)
+    compress: bool = False
     reconnect_min: float = Field(1.0, gt=0)  # forward_ws backoff: first wait ...
     reconnect_max: float = Field(60.0, gt=0)  # ... doubling up to this
     role_cache_seconds: float = Field(600.0, ge=0)

@@ -41,6 +41,7 @@ from nahida.adapters.onebot.api import (
     ResultStore,
     check_result,
 )
+from nahida.adapters.onebot.frames import Outbox
 from nahida.adapters.onebot.inbound import Inbound
 from nahida.errors import AdapterError
 
@@ -96,13 +97,14 @@ class WsConnection:
         self.paused = False
         self._wake = asyncio.Event()  # ends a pause: a call opened, or the socket is closing
         self._gave_up: int | None = None  # `inbound.drains` when a pause last ran out
+        self._outbox = Outbox.for_socket(socket, self._unsent)  # None: `send_str` each frame
 
     def __repr__(self) -> str:
         return f"<WsConnection {self.role} self_id={self.self_id} peer={self.peer}>"
 
     @property
     def closed(self) -> bool:
-        return self.socket.closed
+        return self.socket.closed or (self._outbox is not None and self._outbox.closing)
 
     @property
     def can_call(self) -> bool:
@@ -116,23 +118,42 @@ class WsConnection:
         limit = time_limit or self.timeout
         echo, future = self.results.open(action)
         self._wake.set()  # a paused reader must read on to find the answer
+        timer: asyncio.TimerHandle | None = None
         try:
             frame = json.dumps(
                 {"action": action, "params": dict(params), "echo": echo}, ensure_ascii=False
             )
             try:
-                await self.socket.send_str(frame)
+                await self._send(echo, frame)
             except (ConnectionError, RuntimeError, aiohttp.ClientError):
                 raise ConnectionClosedError(action, sent=False) from None
-            async with asyncio.timeout(limit):
-                answer = await future
+            # a timer, not `asyncio.timeout()`: a third of the cost, on every reply
+            timer = self._loop.call_later(limit, _expire, future)
+            answer = await future
         except TimeoutError:
             raise ActionTimeoutError(action, limit) from None
         finally:
+            if timer is not None:
+                timer.cancel()
             self.results.discard(echo)
             if future.done() and not future.cancelled():
                 future.exception()  # failed by a close while we were not awaiting it: retrieved
         return check_result(action, answer)
+
+    async def _send(self, echo: int, frame: str) -> None:
+        outbox = self._outbox
+        if outbox is None:
+            await self.socket.send_str(frame)
+        elif outbox.backed_up:  # behind what waits already, then wait for the peer to read
+            outbox.flush()
+            await self.socket.send_str(frame)
+        else:
+            outbox.put(echo, frame)
+
+    def _unsent(self, echoes: list[int]) -> None:
+        """Frames the closing socket never took: their calls fail as not sent (safe to retry)."""
+        for echo in echoes:
+            self.results.fail(echo, lambda action: ConnectionClosedError(action, sent=False))
 
     async def serve(self) -> None:
         """Read frames until the socket closes; then fail every pending call."""
@@ -144,6 +165,8 @@ class WsConnection:
                 finally:
                     watchdog.cancel()
         finally:
+            if self._outbox is not None:
+                self._outbox.flush()  # the socket has closed: what waited fails as not sent
             failed = self.results.fail_all(lambda action: ConnectionClosedError(action, sent=True))
             self._log().info(
                 "connection_closed",
@@ -244,11 +267,18 @@ class WsConnection:
         if not self.close_reason:
             self.close_reason = reason
         self._wake.set()  # a paused reader sees the close
+        if self._outbox is not None:
+            self._outbox.flush()  # what this pass of the loop sent goes before the close frame
         try:
             async with asyncio.timeout(CLOSE_TIMEOUT):
                 await self.socket.close(code=code, message=reason.encode()[:120])
         except (TimeoutError, ConnectionError, RuntimeError, aiohttp.ClientError):
             pass
+
+
+def _expire(future: asyncio.Future[Any]) -> None:
+    if not future.done():
+        future.set_exception(TimeoutError())
 
 
 class ConnectionRegistry:
@@ -318,6 +348,9 @@ class ConnectionRegistry:
 
     async def api_for(self, self_id: str | None, wait: float) -> WsConnection:
         """Wait up to `wait` seconds for a live action connection of `self_id`."""
+        conn = self.api(self_id)
+        if conn is not None:
+            return conn
         try:
             async with asyncio.timeout(wait):
                 while (conn := self.api(self_id)) is None:

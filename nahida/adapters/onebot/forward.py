@@ -59,6 +59,7 @@ class ForwardClient:
                     url,
                     headers=headers,
                     heartbeat=self.settings.ping_interval or None,
+                    compress=15 if self.settings.compress else 0,  # 15: zlib's window bits
                     timeout=aiohttp.ClientWSTimeout(ws_close=CLOSE_TIMEOUT),
                     max_msg_size=MAX_FRAME,
                 ) as socket:

@@ -104,6 +104,7 @@ class ReverseEndpoints:
         socket = web.WebSocketResponse(
             heartbeat=self.settings.ping_interval or None,
             timeout=2.0,
+            compress=self.settings.compress,
             max_msg_size=MAX_FRAME,
         )
         if not socket.can_prepare(request).ok:
