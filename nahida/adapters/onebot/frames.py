@@ -9,9 +9,10 @@ bytes, in the same order, at once.
 
 aiohttp keeps its frame writer to itself, so the outbox reaches it through its private
 `_writer` (`transport`, `compress`, `use_mask`: the same names in aiohttp 3.9, the oldest the
-project allows, and 3.14); where those are missing, or the link compresses its frames (permessage-deflate: the socket's compressor is
-aiohttp's), `Outbox.for_socket` answers None and the connection sends with `send_str` as before.
-Frames of a client (forward WebSocket) are masked as RFC 6455 §5.3 asks.
+project allows, and 3.14); where those are missing, or the link compresses its frames
+(permessage-deflate: the socket's compressor is aiohttp's), `Outbox.for_socket` answers None
+and the connection sends with `send_str` as before. Frames of a client (forward WebSocket) are
+masked as RFC 6455 §5.3 asks.
 """
 
 from __future__ import annotations
