@@ -27,7 +27,13 @@ from anthropic.types import (
 
 from nahida.errors import ProviderResponseError
 from nahida.providers.base import ChatRequest, ChatResponse, Message, ToolCall, ToolSpec, Usage
-from nahida.providers.client import ClientSettings, from_sdk_error, http_client, with_retries
+from nahida.providers.client import (
+    ClientSettings,
+    from_sdk_error,
+    http_client,
+    read_answer,
+    with_retries,
+)
 
 DEFAULT_MAX_TOKENS = 1024
 # Where the SDK's `post` takes a body as JSON text (`content`), the provider sends it so: a
@@ -156,24 +162,11 @@ def tool_param(tool: ToolSpec) -> ToolParam:
 
 
 def parse_message(data: object, provider: str) -> ChatResponse:
-    """Our response for the endpoint's JSON body (the SDK's `post` answers it parsed, with
-    `cast_to=object`: building the typed `Message` from it cost a sixth of a call,
-    `scripts/bench_sdk.py`); a body of another shape raises ProviderResponseError."""
-    try:
-        return _parse_message(data, provider)
-    except (AttributeError, KeyError, TypeError) as exc:
-        raise ProviderResponseError(
-            f"{provider}: unexpected response shape: {type(exc).__name__}: {exc}",
-            provider=provider,
-        ) from exc
+    """Our response for a messages request's JSON body (`read_answer`)."""
+    return read_answer(_parse_message, data, provider)
 
 
-def _parse_message(data: Any, provider: str) -> ChatResponse:
-    if not isinstance(data, dict):
-        raise ProviderResponseError(
-            f"{provider}: response is not a JSON object but {type(data).__name__}",
-            provider=provider,
-        )
+def _parse_message(data: dict[str, Any], provider: str) -> ChatResponse:
     texts: list[str] = []
     calls: list[ToolCall] = []
     for block in data["content"]:

@@ -229,6 +229,24 @@ def _connection_failure(exc: BaseException) -> bool:
     return False
 
 
+def read_answer(parse: Callable[[dict[str, Any], str], T], data: object, provider: str) -> T:
+    """`parse(data, provider)` of an endpoint's JSON body (the SDK's `post` answers it parsed,
+    with `cast_to=object`: building the SDK's typed response cost a sixth of a call,
+    `scripts/bench_sdk.py`); a body of another shape raises ProviderResponseError."""
+    if not isinstance(data, dict):
+        raise ProviderResponseError(
+            f"{provider}: response is not a JSON object but {type(data).__name__}",
+            provider=provider,
+        )
+    try:
+        return parse(data, provider)
+    except (AttributeError, KeyError, IndexError, TypeError) as exc:
+        raise ProviderResponseError(
+            f"{provider}: unexpected response shape: {type(exc).__name__}: {exc}",
+            provider=provider,
+        ) from exc
+
+
 def _scrub_exception(exc: Exception, api_key: str) -> None:
     # The SDK exception stays chained as __cause__ and is printed in tracebacks, so it must not
     # carry the key either (a server may echo it back in an error body).

@@ -23,7 +23,13 @@ from openai.types.chat import (
 
 from nahida.errors import ProviderResponseError
 from nahida.providers.base import ChatRequest, ChatResponse, Message, ToolCall, ToolSpec, Usage
-from nahida.providers.client import ClientSettings, from_sdk_error, http_client, with_retries
+from nahida.providers.client import (
+    ClientSettings,
+    from_sdk_error,
+    http_client,
+    read_answer,
+    with_retries,
+)
 
 _NAME_FORBIDDEN = re.compile(r"[^a-zA-Z0-9_-]+")
 _NAME_MAX = 64
@@ -166,24 +172,11 @@ def sanitise_name(name: str | None) -> str | None:
 
 
 def parse_completion(data: object, provider: str) -> ChatResponse:
-    """Our response for the endpoint's JSON body (the SDK's `post` answers it parsed, with
-    `cast_to=object`: building the typed `ChatCompletion` from it cost a sixth of a call,
-    `scripts/bench_sdk.py`); a body of another shape raises ProviderResponseError."""
-    try:
-        return _parse_completion(data, provider)
-    except (AttributeError, KeyError, IndexError, TypeError) as exc:
-        raise ProviderResponseError(
-            f"{provider}: unexpected response shape: {type(exc).__name__}: {exc}",
-            provider=provider,
-        ) from exc
+    """Our response for a chat completion's JSON body (`read_answer`)."""
+    return read_answer(_parse_completion, data, provider)
 
 
-def _parse_completion(data: Any, provider: str) -> ChatResponse:
-    if not isinstance(data, dict):
-        raise ProviderResponseError(
-            f"{provider}: response is not a JSON object but {type(data).__name__}",
-            provider=provider,
-        )
+def _parse_completion(data: dict[str, Any], provider: str) -> ChatResponse:
     if not data.get("choices"):
         raise ProviderResponseError(f"{provider}: response has no choices", provider=provider)
     choice = data["choices"][0]
