@@ -8,6 +8,7 @@ from __future__ import annotations
 import random
 import sqlite3
 from collections.abc import Callable
+from contextlib import closing
 from pathlib import Path
 from types import ModuleType
 
@@ -47,6 +48,7 @@ def test_compacted_index_finds_what_an_untouched_one_finds(
 ) -> None:
     conn = open_db(tmp_path / "c.db")
     if kind is Merging and not merging_is_safe(conn):
+        conn.close()
         pytest.skip("FTS5's optimize is not run on this SQLite (fts.Merging)")
     for table in ("kept", "plain"):
         conn.execute(f"CREATE VIRTUAL TABLE {table} USING fts5 {SCHEMA}")
@@ -169,9 +171,9 @@ def test_the_turns_index_is_merged_only_where_sqlite_is_new_enough(
 ) -> None:
     """`optimize` in a rolled-back savepoint corrupted an index on 3.40.1 (`fts.Merging`)."""
     new_enough = module.sqlite_version_info >= MERGING_SAFE_FROM
-    conn = open_db(tmp_path / "c.db")
-    assert merging_is_safe(conn) is new_enough
-    assert (TurnTable(conn)._merging is not None) is new_enough
+    with closing(open_db(tmp_path / "c.db")) as conn:
+        assert merging_is_safe(conn) is new_enough
+        assert (TurnTable(conn)._merging is not None) is new_enough
 
 
 def test_an_index_past_the_limit_is_left_to_fts5s_own_merging(

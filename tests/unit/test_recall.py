@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+from contextlib import closing
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
@@ -187,15 +188,16 @@ PORTER = (
 
 
 def test_porter_leaves_chinese_alone_and_keeps_scope_tokens_distinct() -> None:
-    db = sqlite3.connect(":memory:")
-    db.execute(PORTER)
-    db.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, 'row')")
-    db.execute("INSERT INTO t(body) VALUES (?)", (index_text("我们去杭州爬山 painted skies"),))
-    terms = {term for (term,) in db.execute("SELECT term FROM v")}
-    assert {"我们", "杭州", "爬山", "paint", "ski"} <= terms
-    scopes = [f"chat:qq:group:{n}" for n in range(20_000)]
-    db.executemany("INSERT INTO t(scopes) VALUES (?)", [(scopes_text([s]),) for s in scopes])
-    stemmed = db.execute("SELECT count(*) FROM v WHERE term LIKE 'zs%'").fetchone()[0]
+    with closing(sqlite3.connect(":memory:")) as db:
+        db.execute(PORTER)
+        db.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, 'row')")
+        text = index_text("我们去杭州爬山 painted skies")
+        db.execute("INSERT INTO t(body) VALUES (?)", (text,))
+        terms = {term for (term,) in db.execute("SELECT term FROM v")}
+        assert {"我们", "杭州", "爬山", "paint", "ski"} <= terms
+        scopes = [f"chat:qq:group:{n}" for n in range(20_000)]
+        db.executemany("INSERT INTO t(scopes) VALUES (?)", [(scopes_text([s]),) for s in scopes])
+        stemmed = db.execute("SELECT count(*) FROM v WHERE term LIKE 'zs%'").fetchone()[0]
     assert stemmed == len(scopes)  # no two scope tokens stem to the same term
 
 
@@ -212,19 +214,20 @@ def test_porter_leaves_chinese_alone_and_keeps_scope_tokens_distinct() -> None:
 def test_porter_index_finds_what_the_query_names_and_nothing_of_other_scopes(
     rows: list[tuple[str, str]], text: str
 ) -> None:
-    db = sqlite3.connect(":memory:")
-    db.execute(PORTER)
-    db.execute(
-        "INSERT INTO t(body, scopes) VALUES (?, ?)", (index_text(text), scopes_text(["user:qq:1"]))
-    )
-    db.executemany(
-        "INSERT INTO t(body, scopes) VALUES (?, ?)",
-        [(index_text(body), scopes_text([scope])) for body, scope in rows],
-    )
     expression = scoped_match(query_terms(tokenize(text)), ["user:qq:1"])
     if expression is None:
         return
-    found = {r for (r,) in db.execute("SELECT rowid FROM t WHERE t MATCH ?", (expression,))}
+    with closing(sqlite3.connect(":memory:")) as db:
+        db.execute(PORTER)
+        db.execute(
+            "INSERT INTO t(body, scopes) VALUES (?, ?)",
+            (index_text(text), scopes_text(["user:qq:1"])),
+        )
+        db.executemany(
+            "INSERT INTO t(body, scopes) VALUES (?, ?)",
+            [(index_text(body), scopes_text([scope])) for body, scope in rows],
+        )
+        found = {r for (r,) in db.execute("SELECT rowid FROM t WHERE t MATCH ?", (expression,))}
     assert 1 in found
     assert all(r == 1 or rows[r - 2][1] == "user:qq:1" for r in found)
 
