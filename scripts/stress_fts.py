@@ -8,6 +8,10 @@ check must pass on both and every search must find the same rows with the same b
 
     .venv/bin/python scripts/stress_fts.py --driver sqlean --command optimize   # passes
     .venv/bin/python scripts/stress_fts.py --driver stdlib --command optimize   # 3.40.1: fails
+    .venv/bin/python scripts/stress_fts.py --crisismerge 2 --every 300          # passes
+
+`--crisismerge 2` sets FTS5's `crisismerge` on the kept table (`fts.Merging` does while the
+turns are searched often); `--every 0` runs no compaction command at all.
 
 Exit status 1 when any seed fails (the index is corrupt or finds something else).
 """
@@ -26,11 +30,15 @@ SCHEMA = "(body, scopes, tokenize = 'porter unicode61 remove_diacritics 0')"
 WORDS = [f"w{n}" for n in range(3000)]
 
 
-def stress(module: Any, path: Path, seed: int, rows: int, every: int, command: str) -> None:
+def stress(
+    module: Any, path: Path, seed: int, rows: int, every: int, command: str, crisismerge: int
+) -> None:
     conn = module.connect(path, isolation_level=None)
     conn.execute("PRAGMA journal_mode = WAL")
     for table in ("kept", "plain"):
         conn.execute(f"CREATE VIRTUAL TABLE {table} USING fts5 {SCHEMA}")
+    if crisismerge:
+        conn.execute(f"INSERT INTO kept (kept, rank) VALUES ('crisismerge', {int(crisismerge)})")
     rng = random.Random(seed)
     rowid = writes = 0
 
@@ -61,7 +69,7 @@ def stress(module: Any, path: Path, seed: int, rows: int, every: int, command: s
                         rng.randrange(1, rowid + 1),
                     )
                 writes += 1
-                if writes % every == 0:
+                if every and writes % every == 0:
                     conn.execute(f"INSERT INTO kept (kept) VALUES ('{command}')")
             if rng.random() < 0.1:
                 conn.execute("ROLLBACK TO unit")
@@ -89,7 +97,12 @@ def main() -> int:
     parser.add_argument("--driver", choices=["sqlean", "stdlib"], default="sqlean")
     parser.add_argument("--command", choices=["optimize", "rebuild"], default="optimize")
     parser.add_argument("--rows", type=int, default=8000)
-    parser.add_argument("--every", type=int, default=7, help="writes between two compactions")
+    parser.add_argument(
+        "--every", type=int, default=7, help="writes between two compactions (0: none)"
+    )
+    parser.add_argument(
+        "--crisismerge", type=int, default=0, help="FTS5's crisismerge for the kept table"
+    )
     parser.add_argument("--seeds", type=int, default=1)
     args = parser.parse_args()
     module = importlib.import_module("sqlite3" if args.driver == "stdlib" else "sqlean")
@@ -97,14 +110,23 @@ def main() -> int:
     for seed in range(args.seeds):
         with tempfile.TemporaryDirectory(prefix="nahida-stress-fts-") as tmp:
             try:
-                stress(module, Path(tmp) / "s.db", seed, args.rows, args.every, args.command)
+                stress(
+                    module,
+                    Path(tmp) / "s.db",
+                    seed,
+                    args.rows,
+                    args.every,
+                    args.command,
+                    args.crisismerge,
+                )
             except (module.DatabaseError, AssertionError) as exc:
                 failed += 1
                 print(f"seed {seed}: FAILED: {exc}")
             else:
                 print(f"seed {seed}: passed")
     version = module.sqlite_version
-    print(f"SQLite {version} ({args.driver}), {args.command} every {args.every} writes,"
+    crisis = f", crisismerge {args.crisismerge}" if args.crisismerge else ""
+    print(f"SQLite {version} ({args.driver}), {args.command} every {args.every} writes{crisis},"
           f" {args.rows:,} rows: {args.seeds - failed} of {args.seeds} seeds passed")  # fmt: skip
     return 1 if failed else 0
 

@@ -163,6 +163,97 @@ def test_turn_writes_are_merged_when_searches_come_often_enough(
         assert [m.id for m in found] == [turn_id]
 
 
+def _crisismerge(conn: Connection, table: str) -> int | None:
+    row = conn.execute(f"SELECT v FROM {table}_config WHERE k = 'crisismerge'").fetchone()
+    return None if row is None else int(row[0])
+
+
+def _write_turns(
+    conn: Connection, merging: Merging, rows: range, searched: bool, rng: random.Random
+) -> list[int]:
+    """A transaction a row, as a chat's turns are stored: the segments after each."""
+    counts = []
+    for rowid in rows:
+        conn.execute("BEGIN")
+        body = " ".join(rng.sample(WORDS, 8))
+        conn.execute("INSERT INTO kept (rowid, body, scopes) VALUES (?, ?, 'zs')", (rowid, body))
+        if searched:
+            merging.searched()
+        merging.written(conn)
+        conn.execute("COMMIT")
+        counts.append(segments(conn, "kept"))
+    return counts
+
+
+def test_the_turns_index_is_merged_eagerly_while_it_is_searched_often(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Between two `optimize` runs: FTS5's `crisismerge` 2 while a search comes at least every
+    `CRISIS_WRITES_PER_SEARCH` writes (a few segments), its default again once searches stop."""
+    monkeypatch.setattr(Merging, "_due", lambda self, conn: False)  # no `optimize`: crisis alone
+    rng = random.Random(5)
+    with closing(connect(tmp_path / "c.db")) as conn:
+        conn.execute(f"CREATE VIRTUAL TABLE kept USING fts5 {SCHEMA}")
+        merging = Merging("kept")
+        every = Merging.CRISIS_EVERY
+        first = _write_turns(conn, merging, range(1, every), True, rng)
+        assert _crisismerge(conn, "kept") is None  # not judged yet: FTS5's own merging
+        assert max(first) >= 10
+        searched = _write_turns(conn, merging, range(every, 5 * every), True, rng)
+        assert _crisismerge(conn, "kept") == Merging.CRISIS_SEARCHED
+        assert max(searched[1:]) <= 3  # from the write that set it on
+        written = _write_turns(conn, merging, range(5 * every, 9 * every), False, rng)
+        assert _crisismerge(conn, "kept") == Merging.CRISIS_DEFAULT
+        assert max(written) >= 10
+        conn.execute("INSERT INTO kept (kept) VALUES ('integrity-check')")
+
+
+def test_eagerly_merged_turns_are_found_as_in_an_untouched_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`crisismerge` 2 with units rolled back in savepoints and batches rolled back whole (as the
+    store's writer runs them): the same rows with the same bm25 as an index left alone."""
+    monkeypatch.setattr(Merging, "_due", lambda self, conn: False)
+    rng = random.Random(7)
+    with closing(connect(tmp_path / "c.db")) as conn:
+        for table in ("kept", "plain"):
+            conn.execute(f"CREATE VIRTUAL TABLE {table} USING fts5 {SCHEMA}")
+        merging = Merging("kept")
+        rowid = 0
+        while rowid < 1500:
+            conn.execute("BEGIN")
+            for _unit in range(rng.choice([1, 1, 2, 3])):
+                conn.execute("SAVEPOINT unit")
+                rowid += 1
+                body = " ".join(rng.sample(WORDS, 8))
+                doomed = rng.randrange(1, rowid + 1) if rng.random() < 0.1 else None
+                for table in ("kept", "plain"):
+                    conn.execute(
+                        f"INSERT INTO {table} (rowid, body, scopes) VALUES (?, ?, 'zs')",
+                        (rowid, body),
+                    )
+                    if doomed is not None:
+                        conn.execute(f"DELETE FROM {table} WHERE rowid = ?", (doomed,))
+                merging.searched()
+                merging.written(conn)
+                if rng.random() < 0.1:
+                    conn.execute("ROLLBACK TO unit")
+                conn.execute("RELEASE unit")
+            conn.execute("ROLLBACK" if rng.random() < 0.05 else "COMMIT")
+        assert _crisismerge(conn, "kept") == Merging.CRISIS_SEARCHED
+        conn.execute("INSERT INTO kept (kept) VALUES ('integrity-check')")
+        for word in WORDS[:60]:
+            found = [
+                conn.execute(
+                    f"SELECT rowid, round(bm25({t}), 9) FROM {t} WHERE {t} MATCH ? ORDER BY rowid",
+                    (word,),
+                ).fetchall()
+                for t in ("kept", "plain")
+            ]
+            assert [tuple(r) for r in found[0]] == [tuple(r) for r in found[1]]
+        assert segments(conn, "kept") < segments(conn, "plain")
+
+
 @pytest.mark.parametrize(
     ("open_db", "module"), [(connect, driver), (_stdlib, sqlite3)], ids=["nahida", "stdlib"]
 )
