@@ -258,11 +258,11 @@ class Merging(Compaction):
 
     Between two merges every transaction leaves a segment, and FTS5's own merging starts only
     every 64 leaf pages written or at 16 segments of a level (its `crisismerge`): ten commits
-    after a merge the search of 6,000 turns cost 2.5 times what it cost merged (each phrase is
+    after a merge the search of 6,000 turns cost 2.4 times what it cost merged (each phrase is
     looked up in each segment, twice with bm25). While the index is searched often, its
     `crisismerge` is 2 (`CRISIS_SEARCHED`): two segments of one level are merged as the second
-    is written, so a few small ones remain besides the merged one — the turns search 281-302
-    → 166-172 µs in 50 chats × 60, for ~35 µs more a commit (small segments merged). Judged
+    is written, so a few small ones remain besides the merged one — the turns search 278-309
+    → 171-187 µs in 50 chats × 60, for 20-40 µs more a commit (small segments merged). Judged
     anew every `CRISIS_EVERY` writes from the searches among them: observed talk alone, or a
     group that mostly chats among itself, keeps FTS5's default. The same stress test with
     `crisismerge` 2 (and `optimize` every 0, 7 and 300 writes) passed on 3.50.4 and 3.40.1.
@@ -276,8 +276,8 @@ class Merging(Compaction):
     # few thousand turns: it is worth it when a search comes at least every 8 writes (a group
     # that mostly chats among itself, or observed talk alone, is left to FTS5's own merging).
     WRITES_PER_SEARCH = 8
-    # Eager merging costs ~25 µs a write and saves a search ~120 µs: worth it with a search at
-    # least every 4 writes (an answered message writes two turns and searches once).
+    # Eager merging costs up to ~25 µs a write and saves a search ~120 µs: worth it with a
+    # search at least every 4 writes (an answered message writes two turns and searches once).
     CRISIS_EVERY = 64
     CRISIS_WRITES_PER_SEARCH = 4
     CRISIS_SEARCHED = 2
@@ -297,10 +297,10 @@ class Merging(Compaction):
         self._crisis_writes += 1
         if self._crisis_writes >= self.CRISIS_EVERY:
             often = self._crisis_searches * self.CRISIS_WRITES_PER_SEARCH >= self._crisis_writes
-            self._crisis(conn, self.CRISIS_SEARCHED if often else self.CRISIS_DEFAULT)
+            self._set_crisismerge(conn, self.CRISIS_SEARCHED if often else self.CRISIS_DEFAULT)
             self._crisis_writes = self._crisis_searches = 0
 
-    def _crisis(self, conn: Connection, value: int) -> None:
+    def _set_crisismerge(self, conn: Connection, value: int) -> None:
         """Set the index's `crisismerge` (kept in its config table, so read there each time: a
         transaction rolled back takes a change with it)."""
         table = self.table
