@@ -49,6 +49,7 @@ from nahida.envelope import ChatKey, UserKey  # noqa: E402
 from nahida.memory import KINDS, Candidate, Evidence, Query, Viewer, recall, write  # noqa: E402
 from nahida.memory.store.base import Tx, VectorSpace  # noqa: E402
 from nahida.memory.store.sqlite import SqliteStore  # noqa: E402
+from nahida.memory.store.sqlite.checkpoint import truncate_log  # noqa: E402
 from nahida.memory.store.sqlite.connection import connect  # noqa: E402
 from nahida.memory.tokenize import index_text, map_ahead, warm_up  # noqa: E402
 from nahida.memory.write import Prepared  # noqa: E402
@@ -327,7 +328,7 @@ def main() -> int:
             rate = total / sum(n / r for n, r in rates) if rates else live_rate
             label = f"{rate:,.0f} items/s" + ("" if rates else " (inline)")
             checkpoint = connect(path)  # outside the store's transactions
-            checkpoint.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            truncate_log(checkpoint)
             checkpoint.close()
             took = search_latency(db, corpus, rng, args.queries)
             p50 = statistics.median(took)
@@ -337,7 +338,7 @@ def main() -> int:
             if args.vectors:
                 give_vectors(db, vectors_rng)
                 checkpoint = connect(path)
-                checkpoint.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                truncate_log(checkpoint)
                 checkpoint.close()
                 for mode in ("vector", "hybrid"):
                     spent = mode_latency(db, corpus, rng, args.queries, mode)

@@ -161,6 +161,7 @@ def main(argv: list[str]) -> None:
                     continue
                 requests.append((index, request_id, received[ID.size :]))
         server.serve(requests, lambda index, answered: _answer(socks[index], answered))
+        store.db.between_batches()
     store.close()
 
 

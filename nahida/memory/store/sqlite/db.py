@@ -26,6 +26,7 @@ import structlog
 
 from nahida.errors import StorageError
 from nahida.memory.store.base import answering
+from nahida.memory.store.sqlite.checkpoint import Checkpointer
 from nahida.memory.store.sqlite.connection import Connection, begin_immediate, connect
 from nahida.memory.store.sqlite.memo import Memo
 
@@ -177,6 +178,7 @@ class Database:
         self.conn = connect(self.path, vec=vec)
         migrate(self.conn)
         self.memo = Memo(self.conn)  # recall's per-message questions, answered exactly
+        self.checkpoints = Checkpointer.open(self.path, self.conn)  # the WAL's, on a thread
         self._jobs: queue.SimpleQueue[Job | None] = queue.SimpleQueue()
         self.stats = DbStats()
         self._thread: threading.Thread | None = None
@@ -244,7 +246,14 @@ class Database:
             started = time.thread_time()
             for outcomes in self.run_in_turn(batch):
                 _hand_back(outcomes)
+            self.between_batches()
             self.stats.cpu_seconds += time.thread_time() - started
+
+    def between_batches(self) -> None:
+        """What waits until the batch's callers have their answers (the owner of a database
+        without a thread calls it after each batch)."""
+        if self.checkpoints is not None:
+            self.checkpoints.between_batches()
 
     def run_in_turn(self, batch: list[Job]) -> Iterator[list[Outcome]]:
         """`run_batch` the urgent jobs first, then the others (each a batch of its own), yielding
@@ -287,7 +296,7 @@ class Database:
             try:
                 self._begin()
                 result = job.fn(conn, *job.args)
-                conn.execute("COMMIT")
+                self._commit()
             except BaseException as exc:
                 _release(exc)
                 self._roll_back()
@@ -301,7 +310,7 @@ class Database:
                 self._roll_back()
                 self._begin()
                 outcomes = _run_apart(batch, conn, failed, outcomes[failed], self.memo)
-            conn.execute("COMMIT")
+            self._commit()
         except Exception as exc:  # the batch itself failed: nobody's work was kept
             self._roll_back()
             error = StorageError(f"database write failed: {exc}")
@@ -316,6 +325,11 @@ class Database:
         else:
             self.conn.execute("BEGIN")
         self.memo.sync()
+
+    def _commit(self) -> None:
+        self.conn.execute("COMMIT")
+        if self.checkpoints is not None:
+            self.checkpoints.committed()
 
     def _end(self) -> None:
         """COMMIT a read batch (which may have written, too)."""
@@ -345,6 +359,8 @@ class Database:
         if self._thread is not None:
             self._jobs.put(None)
             self._thread.join()
+        if self.checkpoints is not None:
+            self.checkpoints.close()
         with contextlib.suppress(Exception):
             self.conn.execute("PRAGMA optimize")
         self.conn.close()

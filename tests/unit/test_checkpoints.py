@@ -1,0 +1,134 @@
+"""WAL checkpoints on a thread of the writer's process (`sqlite.checkpoint`), on a real file: the
+log is copied off the writer's thread, started over at its bound, and nothing written is lost."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nahida.memory.store.sqlite.checkpoint import Checkpointer, truncate_log
+from nahida.memory.store.sqlite.connection import connect
+from nahida.memory.store.sqlite.db import Database, Job
+
+PAGE = 4096
+ROW = os.urandom(3000).hex()[:3000]  # about a page of the table a commit
+
+
+@pytest.fixture
+def small(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bound of 200 pages, a pass every 4 commits, and SQLite's own checkpoint out of reach."""
+    monkeypatch.setattr(Checkpointer, "PASS_EVERY", 4)
+    monkeypatch.setattr(Checkpointer, "BOUND", 200)
+    monkeypatch.setattr(Checkpointer, "BACKSTOP", 1_000_000)
+
+
+@pytest.fixture
+def db(tmp_path: Path, small: None) -> Iterator[Database]:
+    database = Database(tmp_path / "nahida.db", vec=False, threaded=False)
+    database.conn.execute("CREATE TABLE notes (n INTEGER PRIMARY KEY, body TEXT)")
+    database.time_statements()
+    yield database
+    database.close()
+
+
+def note(conn: Any, n: int) -> None:
+    conn.execute("INSERT INTO notes (n, body) VALUES (?, ?)", (n, f"{n} {ROW}"))
+
+
+def write(db: Database, commits: int) -> int:
+    """Commit `commits` notes one a batch, as the store process runs them; the largest the log
+    file grew to, in pages."""
+    largest = 0
+    wal = Path(db.path + "-wal")
+    start = db.conn.execute("SELECT count(*) FROM notes").fetchone()[0]
+    for n in range(start, start + commits):
+        [(_, ok, error)] = db.run_batch([Job(note, (n,), True)])
+        assert ok, error
+        db.between_batches()
+        largest = max(largest, wal.stat().st_size // PAGE)
+    return largest
+
+
+def writer_checkpoints(db: Database) -> int:
+    return sum(n for sql, (n, _) in db.statement_times().items() if "wal_checkpoint" in sql)
+
+
+def test_the_thread_copies_the_log_and_the_writer_starts_it_over_at_its_bound(
+    db: Database,
+) -> None:
+    checkpoints = db.checkpoints
+    assert checkpoints is not None
+    assert db.conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 1_000_000
+    largest = write(db, 2_000)  # ~4,000 pages of log without a start over
+    assert checkpoints.passes >= 10
+    assert checkpoints.finishes >= 3  # each started the log over
+    assert writer_checkpoints(db) == checkpoints.finishes  # the rest were the thread's
+    assert largest < 2_000, largest  # ~4,000 without
+    assert db.conn.execute("SELECT count(*) FROM notes").fetchone()[0] == 2_000
+
+
+def test_nothing_written_is_lost_across_the_start_overs(db: Database, tmp_path: Path) -> None:
+    write(db, 1_000)
+    db.close()
+    again = connect(tmp_path / "nahida.db", vec=False)
+    assert again.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    found = [n for (n,) in again.execute("SELECT n FROM notes ORDER BY n")]
+    assert found == list(range(1_000))
+    again.close()
+
+
+def test_a_reader_holding_the_log_delays_the_start_over_only(db: Database, tmp_path: Path) -> None:
+    """A read snapshot (another process's) keeps the pages after it from being copied: the log
+    cannot start over while it lasts, and does soon after."""
+    assert db.checkpoints is not None
+    write(db, 10)
+    reader = connect(tmp_path / "nahida.db", vec=False)
+    reader.execute("BEGIN")
+    assert reader.execute("SELECT count(*) FROM notes").fetchone()[0] == 10
+    held = write(db, 600)
+    assert held >= 600  # the log only grew
+    assert reader.execute("SELECT count(*) FROM notes").fetchone()[0] == 10  # its snapshot
+    reader.execute("COMMIT")
+    reader.close()
+    finishes = db.checkpoints.finishes
+    after = write(db, 600)
+    assert db.checkpoints.finishes > finishes
+    assert db.conn.execute("SELECT count(*) FROM notes").fetchone()[0] == 1_210
+    log_now = db.conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()[1]
+    assert log_now < 600, (after, log_now)  # started over since
+
+
+def test_a_few_commits_are_copied_once_the_writer_is_idle(
+    db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Fewer commits than a pass waits for are synced and copied after `IDLE_PASS` seconds."""
+    assert db.checkpoints is not None
+    monkeypatch.setattr(db.checkpoints, "IDLE_PASS", 0.05)
+    db.checkpoints._wake.set()  # the thread waits with the new timeout from now on
+    write(db, 2)
+    deadline = time.monotonic() + 5
+    while db.checkpoints.passes == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert db.checkpoints.passes >= 1
+
+
+def test_an_outside_checkpoint_waits_for_the_thread(db: Database, tmp_path: Path) -> None:
+    """`truncate_log` from another connection empties the log even while passes run."""
+    other = connect(tmp_path / "nahida.db", vec=False)
+    other.execute("PRAGMA busy_timeout = 100")
+    for _ in range(5):
+        write(db, 40)
+        assert truncate_log(other, wait=5.0)
+        assert Path(db.path + "-wal").stat().st_size == 0
+    other.close()
+
+
+def test_a_database_in_memory_keeps_sqlites_own_checkpoints() -> None:
+    database = Database(":memory:", vec=False, threaded=False)
+    assert database.checkpoints is None
+    database.close()
