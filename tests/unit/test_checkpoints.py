@@ -4,6 +4,7 @@ log is copied off the writer's thread, started over at its bound, and nothing wr
 from __future__ import annotations
 
 import os
+import sqlite3
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -132,3 +133,25 @@ def test_a_database_in_memory_keeps_sqlites_own_checkpoints() -> None:
     database = Database(":memory:", vec=False, threaded=False)
     assert database.checkpoints is None
     database.close()
+
+
+def test_a_checkpoint_failing_on_the_writer_is_logged_and_tried_later(
+    db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A failed checkpoint (a full disk, say) must not take the store's loop down with it."""
+    checkpoints = db.checkpoints
+    assert checkpoints is not None
+
+    class Failing:
+        in_transaction = False
+
+        def execute(self, sql: str, *args: Any) -> Any:
+            raise sqlite3.OperationalError("disk I/O error")
+
+    monkeypatch.setattr(checkpoints, "writer", Failing())
+    checkpoints._log_pages = checkpoints._finish_at = 250  # the writer's turn
+    db.between_batches()
+    assert checkpoints._finish_at == 250 + Checkpointer.BOUND // 4
+    monkeypatch.setattr(checkpoints, "writer", db.conn)
+    write(db, 10)
+    assert db.conn.execute("SELECT count(*) FROM notes").fetchone()[0] == 10

@@ -81,7 +81,12 @@ class Checkpointer:
         `BOUND` / 4 pages later."""
         if self._log_pages < self._finish_at or self._in_pass or self.writer.in_transaction:
             return
-        busy, pages, copied = self.writer.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+        try:
+            busy, pages, copied = self.writer.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+        except Exception as exc:  # a full disk, say: the next write learns it, not the loop
+            log.warning("checkpoint_failed", error=str(exc))
+            self._finish_at = self._log_pages + self.BOUND // 4
+            return
         if busy:  # another connection's checkpoint: after the next batch
             return
         self.finishes += 1
