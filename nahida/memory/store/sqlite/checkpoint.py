@@ -71,7 +71,7 @@ class Checkpointer:
 
     def committed(self) -> None:
         self._commits += 1
-        if self._commits >= self.PASS_EVERY:
+        if self._commits >= self.PASS_EVERY and not self._wake.is_set():  # set() takes a lock
             self._wake.set()
 
     def between_batches(self) -> None:
