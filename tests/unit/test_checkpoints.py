@@ -129,10 +129,14 @@ def test_an_outside_checkpoint_waits_for_the_thread(db: Database, tmp_path: Path
     other.close()
 
 
-def test_a_database_in_memory_keeps_sqlites_own_checkpoints() -> None:
-    database = Database(":memory:", vec=False, threaded=False)
-    assert database.checkpoints is None
-    database.close()
+def test_no_thread_in_memory_nor_for_a_reader(db: Database) -> None:
+    """A database in memory has no log; a reader (the `store_reader`) never commits a write."""
+    for database in (
+        Database(":memory:", vec=False, threaded=False),
+        Database(db.path, vec=False, threaded=False, reader=True),
+    ):
+        assert database.checkpoints is None
+        database.close()
 
 
 def test_a_checkpoint_failing_on_the_writer_is_logged_and_tried_later(

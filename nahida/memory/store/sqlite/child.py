@@ -135,9 +135,7 @@ def main(argv: list[str]) -> None:
     configure_logging(level, fmt)
     socks = [socket.socket(fileno=int(async_fd)), socket.socket(fileno=int(sync_fd))]
     try:
-        store = SqliteStore(path, vec=vec == "1", threaded=False)
-        if role == "reader":  # the store's own child has migrated the file: this one only reads
-            store.db.conn.execute("PRAGMA query_only = 1")
+        store = SqliteStore(path, vec=vec == "1", threaded=False, reader=role == "reader")
     except Exception as exc:  # the first request (the parent's start-up check) learns why
         _answer(socks[1], [(SYNC_ID, False, _sendable(exc))])
         return

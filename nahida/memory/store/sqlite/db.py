@@ -169,16 +169,23 @@ class Database:
 
     MAX_BATCH = 256
 
-    def __init__(self, path: str | Path, *, vec: bool = True, threaded: bool = True) -> None:
+    def __init__(
+        self, path: str | Path, *, vec: bool = True, threaded: bool = True, reader: bool = False
+    ) -> None:
         """`threaded=False`: no worker thread; the owner calls `run_batch` itself (the store
-        process does, on its only thread)."""
+        process does, on its only thread). `reader`: a connection that only reads (`PRAGMA
+        query_only`) a file another one has migrated and checkpoints."""
         from nahida.memory.store.sqlite.migrations import migrate
 
         self.path = str(path)
         self.conn = connect(self.path, vec=vec)
         migrate(self.conn)
         self.memo = Memo(self.conn)  # recall's per-message questions, answered exactly
-        self.checkpoints = Checkpointer.open(self.path, self.conn)  # the WAL's, on a thread
+        self.checkpoints: Checkpointer | None = None  # the WAL's, on a thread
+        if reader:
+            self.conn.execute("PRAGMA query_only = 1")
+        else:
+            self.checkpoints = Checkpointer.open(self.path, self.conn)
         self._jobs: queue.SimpleQueue[Job | None] = queue.SimpleQueue()
         self.stats = DbStats()
         self._thread: threading.Thread | None = None

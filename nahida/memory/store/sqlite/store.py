@@ -60,8 +60,10 @@ class SqliteStore:
     """`vec=False` leaves sqlite-vec unloaded (vector search then ranks with numpy), as on a
     build that cannot load extensions."""
 
-    def __init__(self, path: str | Path, *, vec: bool = True, threaded: bool = True) -> None:
-        self.db = Database(path, vec=vec, threaded=threaded)
+    def __init__(
+        self, path: str | Path, *, vec: bool = True, threaded: bool = True, reader: bool = False
+    ) -> None:
+        self.db = Database(path, vec=vec, threaded=threaded, reader=reader)
         self.path = self.db.path
         self._tx = SqliteTx(self.db.conn, self.db.memo)
         self._capabilities: StoreCapabilities | None = None
