@@ -34,7 +34,15 @@ from nahida.envelope import Envelope, Reply
 from nahida.errors import ProviderError
 from nahida.hooks import ContextSource, PostTurnHook, TurnContext
 from nahida.i18n import Language, t
-from nahida.memory import MemoryService, NewTurn, Turn, answering, candidates, spoken
+from nahida.memory import (
+    MemoryService,
+    NewTurn,
+    Turn,
+    Viewer,
+    answering,
+    candidates,
+    shown_ids,
+)
 from nahida.policy import ReplyPolicy
 from nahida.prompt import build_prompt
 from nahida.providers.base import ChatModel
@@ -121,8 +129,11 @@ class SessionRunner:
         late = self._late_by(envelope) if respond else None
         too_long = len(envelope.text) > self.settings.max_message_chars
         window = self.settings.hot_size * 2 if respond and late is None else 0
+        probe = None
+        if window:  # what recall could find here besides the window, asked as the turn is stored
+            probe = self.memory.recallable(Viewer(chat=envelope.chat, user=envelope.sender.user))
         recorded = await self.memory.sessions.record_user_turn(
-            self._user_turn(envelope, respond), window
+            self._user_turn(envelope, respond), window, probe
         )
         if recorded is None:
             log.info("duplicate_message_dropped")
@@ -136,8 +147,9 @@ class SessionRunner:
             turn,
             self.settings.language,
             self.is_bot_admin(envelope),
-            frozenset([turn.id, *(line[0] for line in spoken(hot))]),
+            shown_ids(turn.id, hot),
             addressed=respond,
+            recallable=recorded.probed,
         )
         reply: str | None = None
         if limited:  # stored as observed; the chat hears once that the bot is pausing

@@ -51,6 +51,7 @@ from nahida.memory.recall.rerank import LLMReranker
 from nahida.memory.safety import redact
 from nahida.memory.scopes import GLOBAL, Viewer, admin_viewer, validate_scope, viewer_for
 from nahida.memory.service import TOO_LONG, MemoryService
+from nahida.memory.sessions import shown_ids
 from nahida.memory.store.base import Store, StoreCapabilities, VectorCounts, answering
 from nahida.memory.tokenize import index_text, warm_up
 from nahida.memory.turn import MemoryTools, TurnParts, turn_parts
@@ -123,6 +124,7 @@ __all__ = [
     "parse_moment",
     "read_queue_depth",
     "redact",
+    "shown_ids",
     "spoken",
     "turn_parts",
     "validate_scope",

@@ -57,7 +57,7 @@ from nahida.memory.profiles import Profiles, card_of, card_text
 from nahida.memory.recall import TUNING, Mode, Query, Tuning, pack, plan, search
 from nahida.memory.recall.rerank import rerank
 from nahida.memory.scopes import Viewer
-from nahida.memory.sessions import Sessions
+from nahida.memory.sessions import Probe, Sessions
 from nahida.memory.store.base import Store, StoreCapabilities, Tx
 from nahida.memory.tokenize import run_cpu
 from nahida.memory.working import WorkingMemory, WorkingSettings
@@ -343,6 +343,28 @@ def pinned_unit(viewer: Viewer) -> Callable[[Tx], Raw]:
     return run
 
 
+def recall_probe(viewer: Viewer) -> Probe:
+    """A probe for `Sessions.record_user_turn`: whether `MemoryService.context` could find
+    anything for `viewer` besides the turns the prompt shows (the probe's ids), episodes apart
+    (`Episodes.in_any`, in the bot): a turn of its chats, an active item it may see (its rules
+    are such items), its profile card's bullets. Each is what the read itself checks first
+    (`cascade._leaving_out_the_empty`, `rules_in_force`, `pinned_unit`), so False means that
+    read would answer nothing: a young chat whose history the window holds, a viewer with no
+    memory yet (one round trip of three saved; the store's memo answers all three checks)."""
+    chats = viewer.turn_chats()
+    visibility = viewer.visibility()
+    person = card_of(viewer)
+
+    def probe(tx: Tx, shown: frozenset[int]) -> bool:
+        return (
+            tx.turns.any_besides(chats, shown, None)
+            or tx.items.any_active(visibility)
+            or (person is not None and bool(tx.profiles.of_user(*person)))
+        )
+
+    return probe
+
+
 def pin(raw: Raw, profile_tokens: int) -> Pinned:
     entries, rules = raw
     return Pinned(card_text(entries, profile_tokens), guidelines(rules))
@@ -474,9 +496,14 @@ class MemoryService:
         limit: int,
         mode: Mode | None = None,
         profile_tokens: int = 400,
+        recallable: bool | None = None,
     ) -> tuple[str | None, Pinned]:
         """A prompt's memory from one read: the recalled block (`Recall.block`) and the pinned
-        profile card and rules; a message with nothing to search gets the pinned part only."""
+        profile card and rules; a message with nothing to search gets the pinned part only.
+        `recallable`: what `recallable`'s probe answered for the same viewer and turns; False
+        (and no episode in the viewer's chats) answers nothing, without reading."""
+        if recallable is False and not await self.episodes.in_any(viewer.turn_chats()):
+            return None, pin(([], []), profile_tokens)
         unit = pinned_unit(viewer)
         if not text.strip():
             return None, pin(await self.store.read(unit), profile_tokens)
@@ -484,6 +511,11 @@ class MemoryService:
             text, viewer, exclude_turns, unit, limit=limit, mode=mode
         )
         return block, pin(raw, profile_tokens)
+
+    def recallable(self, viewer: Viewer) -> Probe:
+        """The probe (`recall_probe`) to send with a user turn (`Sessions.record_user_turn`),
+        whose answer `context` takes as `recallable`."""
+        return recall_probe(viewer)
 
     @property
     def capabilities(self) -> StoreCapabilities:

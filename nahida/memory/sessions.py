@@ -22,7 +22,7 @@ from datetime import UTC, datetime, tzinfo
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
-from nahida.memory.models import CommitMode, NewTurn, Session, Turn
+from nahida.memory.models import CommitMode, NewTurn, Session, Turn, spoken
 from nahida.memory.safety import redact
 from nahida.memory.store.base import Store, TextSearch, Tx
 from nahida.memory.tokenize import index_text, query_terms, run_cpu, tokenize
@@ -109,29 +109,52 @@ class Recorded:
     hot: Sequence[Turn]
     summary: str = ""
     ended: str | None = None
+    probed: bool | None = None  # the probe's answer (`record_user_turn`), None without one
 
 
-# what `record_with_window` answers: the user turn as kept, its prompt's turns, the warm summary
-Window = tuple[Kept, Sequence[Turn], str]
+# A read unit asked, in the same unit, with the ids of the turns the prompt shows verbatim (the
+# user turn and its window): `MemoryService.recallable`.
+Probe = Callable[[Tx, frozenset[int]], bool]
+
+# what `record_with_window` answers: the user turn as kept, its prompt's turns, the warm
+# summary, the probe's answer
+Window = tuple[Kept, Sequence[Turn], str, bool | None]
 
 
 def record_with_window(
-    tx: Tx, turn: NewTurn, tokens: str | None, idle_split: float, hot: int, slack: int = 0
+    tx: Tx,
+    turn: NewTurn,
+    tokens: str | None,
+    idle_split: float,
+    hot: int,
+    slack: int = 0,
+    probe: Probe | None = None,
 ) -> Window | None:
     """Record a user turn and read its prompt's history in the same unit: up to `hot + slack`
     turns before it, of which those the warm summary covers are left out — or, without a
-    summary, all but the last `hot`. Plain values (`Sessions.record_user_turn` makes the
-    `Recorded`: the bot has the turn already, so it is not built here and sent back)."""
+    summary, all but the last `hot` — and ask `probe` with the ids the prompt shows. Plain
+    values (`Sessions.record_user_turn` makes the `Recorded`: the bot has the turn already, so
+    it is not built here and sent back)."""
     kept = _record(tx, turn, tokens, idle_split)
     if kept is None:
         return None
     turn_id, session_id, _ = kept
     if hot <= 0:
-        return kept, [], ""
+        return kept, [], "", None
     warm = tx.summaries.get(session_id) if slack else None
     if warm is None or not warm.summary:  # the last `hot`: no need to read the slack's rows
-        return kept, tx.turns.window(session_id, turn_id, hot), ""
-    return kept, tx.turns.window(session_id, turn_id, hot + slack, warm.through_turn), warm.summary
+        shown, summary = tx.turns.window(session_id, turn_id, hot), ""
+    else:
+        shown = tx.turns.window(session_id, turn_id, hot + slack, warm.through_turn)
+        summary = warm.summary
+    if probe is None:
+        return kept, shown, summary, None
+    return kept, shown, summary, probe(tx, shown_ids(turn_id, shown))
+
+
+def shown_ids(turn_id: int, hot: Sequence[Turn]) -> frozenset[int]:
+    """The ids of the turns a prompt shows verbatim: the user turn and its window's."""
+    return frozenset([turn_id, *(line[0] for line in spoken(hot))])
 
 
 def resolve(tx: Tx, chat: str | None, ref: str) -> Session | None:
@@ -203,19 +226,21 @@ class Sessions:
         self.tz = tz
         self.changed = changed  # told after a turn is stored (its text may need a vector)
 
-    async def record_user_turn(self, turn: NewTurn, hot: int) -> Recorded | None:
+    async def record_user_turn(
+        self, turn: NewTurn, hot: int, probe: Probe | None = None
+    ) -> Recorded | None:
         """Store a user turn (`stored_form`) and read what its prompt shows of the session (the
-        last `hot` turns and those after the warm summary, and the summary) in one round trip;
-        None for a duplicate message."""
+        last `hot` turns and those after the warm summary, and the summary) in one round trip,
+        asking `probe` too when `hot` is not 0; None for a duplicate message."""
         turn, tokens = await run_cpu(stored_form, turn, size=len(turn.content))
         stored = await self.store.write(
-            record_with_window, turn, tokens, self.idle_split, hot, self.slack
+            record_with_window, turn, tokens, self.idle_split, hot, self.slack, probe
         )
         self.changed()
         if stored is None:
             return None
-        (turn_id, session_id, ended), shown, summary = stored
-        return Recorded(turn.stored(turn_id, session_id), shown, summary, ended)
+        (turn_id, session_id, ended), shown, summary, probed = stored
+        return Recorded(turn.stored(turn_id, session_id), shown, summary, ended, probed)
 
     async def record(self, turn: NewTurn) -> Turn | None:
         return await self._store(record, turn)

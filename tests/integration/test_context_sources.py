@@ -13,8 +13,9 @@ from nahida.app import build_model_router
 from nahida.commands.router import CommandRouter
 from nahida.envelope import Reply
 from nahida.hooks import ContextSource, TurnContext
-from nahida.memory import MemoryService
+from nahida.memory import MemoryItem, MemoryService, index_text
 from nahida.memory.store.sqlite import SqliteStore
+from nahida.memory.turn import MemoryInjection
 from nahida.policy import ReplyPolicy
 from nahida.providers.router import ModelRouter
 from nahida.runner import RunnerSettings, SessionRunner
@@ -49,7 +50,11 @@ async def router(openai_server: FakeOpenAIServer) -> AsyncIterator[ModelRouter]:
 
 
 def runner(
-    store: SqliteStore, router: ModelRouter, replies: list[str], sources: list[ContextSource]
+    store: SqliteStore,
+    router: ModelRouter,
+    replies: list[str],
+    sources: list[ContextSource],
+    memory: MemoryService | None = None,
 ) -> SessionRunner:
     async def send(reply: Reply) -> str | None:
         replies.append(reply.plain_text)
@@ -61,7 +66,7 @@ def runner(
         commands=CommandRouter(),
         policy=ReplyPolicy(),
         settings=RunnerSettings(),
-        memory=MemoryService(store, model=router),
+        memory=memory or MemoryService(store, model=router),
         persona=lambda: "",
         sources=sources,
     )
@@ -98,3 +103,29 @@ async def test_a_single_source_fills_its_slot(
     (request,) = openai_server.chat_requests
     assert "住在杭州" in request.body["messages"][0]["content"]
     assert len(replies) == 1
+
+
+async def test_memory_is_read_only_for_a_message_whose_probe_found_something(
+    store: SqliteStore, router: ModelRouter, openai_server: FakeOpenAIServer
+) -> None:
+    """A young chat whose history the prompt shows whole, with no memory its speaker may see,
+    takes two store round trips a message (the turn with its window and probe, the reply);
+    once an item is there, the memory read is made again and the item reaches the prompt."""
+    replies: list[str] = []
+    memory = MemoryService(store, model=router)
+    answering = runner(store, router, replies, [MemoryInjection(memory)], memory)
+    await memory.episodes.in_any([])  # read once a process
+    trips = [store.db.snapshot().round_trips]
+    await answering.handle(envelope("周末去爬香山吧"))
+    trips.append(store.db.snapshot().round_trips)
+    item = MemoryItem("m_hill", "global", "fact", "香山周六人很多", created_at=1.0, updated_at=1.0)
+    assert store.write_sync(lambda tx: tx.items.add(item, index_text(item.content)))
+    trips.append(store.db.snapshot().round_trips)
+    await answering.handle(envelope("香山人多吗"))
+    trips.append(store.db.snapshot().round_trips)
+    # then: the turn, the memory read, the item's use recorded, the reply
+    assert [trips[1] - trips[0], trips[3] - trips[2]] == [2, 4]
+    first, second = (r.body["messages"] for r in openai_server.chat_requests)
+    assert not any("[长期记忆]" in m["content"] for m in first)
+    assert any("[长期记忆]" in m["content"] and "香山周六人很多" in m["content"] for m in second)
+    assert len(replies) == 2

@@ -7,7 +7,18 @@ import random
 
 import pytest
 
-from nahida.memory import Hit, MemoryItem, MemoryService, Query, recall, viewer_for
+from nahida.memory import (
+    Hit,
+    MemoryItem,
+    MemoryService,
+    NewTurn,
+    ProfileEntry,
+    Query,
+    recall,
+    shown_ids,
+    viewer_for,
+)
+from nahida.memory.models import Pinned
 from nahida.memory.recall import cascade
 from nahida.memory.store.base import Tx
 from nahida.memory.store.sqlite import SqliteStore
@@ -110,3 +121,62 @@ async def test_episodes_are_searched_only_where_the_viewer_has_some(
     )
     kinds = {h.kind for h in await memory.recall.search(question)}
     assert kinds == {"turn", "episode"}
+
+
+async def test_the_probe_sent_with_the_turn_answers_what_the_read_would(
+    store: SqliteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`MemoryService.recallable`'s probe, asked as a user turn is stored: where it says
+    nothing is there, the prompt's memory read (recall and pinned context) answers nothing too
+    — and is then not made. Random chats, items of every scope, profiles, rules and windows."""
+    memory = MemoryService(store)
+    rng = random.Random(11)
+    chats = [f"test:group:g{k}" for k in range(12)] + ["test:private:alice"]
+    seen: dict[bool, int] = {True: 0, False: 0}
+    await memory.episodes.in_any(chats)  # read once a process, then kept in step
+    for step in range(160):
+        action = rng.random()
+        if action < 0.06:  # a global item makes every later probe say yes: only at the end
+            scopes = [f"chat:{rng.choice(chats)}", "user:test:bob", "user:test:dave"]
+            scope = "global" if step > 150 else rng.choice(scopes)
+            add_item(store, step, scope, " ".join(rng.sample(WORDS, 2)))
+        elif action < 0.09:
+            writer = viewer_for(rng.choice(chats[:-1]), rng.choice(["carol", "dave"]))
+            await memory.procedures.write(
+                f"answer in {rng.choice(WORDS)} style",
+                chat=writer.chat,
+                user=writer.user,
+                for_chat=rng.random() < 0.5,
+                may_set_chat_rules=True,
+            )
+        elif action < 0.11 or step == 5:  # erin has a card from early on
+            entry = ProfileEntry(
+                id=f"p_{step}",
+                user="test:erin" if step == 5 else rng.choice(["test:alice", "test:dave"]),
+                section="基础特征",
+                text=f"likes {rng.choice(WORDS)}",
+                sensitivity="public" if step == 5 else rng.choice(["public", "private"]),
+                created_at=T0,
+            )
+            assert store.write_sync(lambda tx, entry=entry: tx.profiles.add(entry, "bullet"))
+        chat = rng.choice(chats)
+        people = ["alice"] if chat == chats[-1] else ["alice", "dave", "erin"]
+        viewer = viewer_for(chat, rng.choice(people))
+        text = " ".join(rng.sample(WORDS, 2))
+        turn = NewTurn(
+            chat, "user", text, T0 + step, speaker=str(viewer.user), message_id=str(step)
+        )
+        window = rng.choice([2, 6, 20])
+        recorded = await memory.sessions.record_user_turn(turn, window, memory.recallable(viewer))
+        assert recorded is not None and recorded.probed is not None
+        seen[recorded.probed] += 1
+        if recorded.probed:  # the read is made as before (and touches what it injects)
+            continue
+        shown = shown_ids(recorded.turn.id, recorded.hot)
+        trips = store.db.stats.round_trips
+        nothing = (None, Pinned(None, None))
+        assert await memory.context(text, viewer, shown, limit=10, recallable=False) == nothing
+        assert store.db.stats.round_trips == trips  # no read made
+        read = await memory.context(text, viewer, shown, limit=10)
+        assert read == nothing, (step, chat, viewer)  # and the read would have found nothing
+    assert min(seen.values()) >= 20, seen  # both answers, many times

@@ -136,7 +136,8 @@ def test_a_prompt_window_travels_as_its_rows_and_is_built_where_it_is_used(
             )
             recorded = store.write_sync(record_with_window, turn, None, 0.0, 3)
         assert recorded is not None
-        (turn_id, session, _), hot, _ = recorded  # plain values: the bot has the turn itself
+        (turn_id, session, _), hot, _, probed = recorded  # plain values: the bot has the turn
+        assert probed is None  # no probe sent
         assert isinstance(hot, TurnRows)
         # what a prompt reads of them comes from the rows, as the built turns have it
         lines = hot.spoken()
