@@ -129,8 +129,8 @@ class SessionRunner:
         late = self._late_by(envelope) if respond else None
         too_long = len(envelope.text) > self.settings.max_message_chars
         window = self.settings.hot_size * 2 if respond and late is None else 0
-        probe = None
-        if window:  # what recall could find here besides the window, asked as the turn is stored
+        probe = None  # what recall could find here besides the window, asked as it is stored
+        if window:
             probe = self.memory.recallable(Viewer(chat=envelope.chat, user=envelope.sender.user))
         recorded = await self.memory.sessions.record_user_turn(
             self._user_turn(envelope, respond), window, probe

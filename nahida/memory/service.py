@@ -343,24 +343,32 @@ def pinned_unit(viewer: Viewer) -> Callable[[Tx], Raw]:
     return run
 
 
+# What `recall_probe` answers
+NOTHING = ""  # the prompt's memory read would answer nothing (episodes apart)
+HISTORY = "history"  # turns of the viewer's chats that the prompt does not show
+MEMORY = "memory"  # an active item the viewer may see (its rules among them), or its card
+
+
+LONG_CHATS = 16_384  # chats `recallable` remembers as longer than a prompt
+
+
 def recall_probe(viewer: Viewer) -> Probe:
-    """A probe for `Sessions.record_user_turn`: whether `MemoryService.context` could find
-    anything for `viewer` besides the turns the prompt shows (the probe's ids), episodes apart
-    (`Episodes.in_any`, in the bot): a turn of its chats, an active item it may see (its rules
-    are such items), its profile card's bullets. Each is what the read itself checks first
-    (`cascade._leaving_out_the_empty`, `rules_in_force`, `pinned_unit`), so False means that
-    read would answer nothing: a young chat whose history the window holds, a viewer with no
-    memory yet (one round trip of three saved; the store's memo answers all three checks)."""
+    """A probe for `Sessions.record_user_turn`: what `MemoryService.context` could find for
+    `viewer` besides the turns the prompt shows (the probe's ids), episodes apart (known in the
+    bot: `Episodes.in_any`). Each check is the one the read itself makes first
+    (`cascade._leaving_out_the_empty`, `rules_in_force`, `pinned_unit`), so NOTHING means the
+    read would answer nothing: a young chat whose history the window holds, a speaker with no
+    memory yet. The store's memo answers all three."""
     chats = viewer.turn_chats()
     visibility = viewer.visibility()
     person = card_of(viewer)
 
-    def probe(tx: Tx, shown: frozenset[int]) -> bool:
-        return (
-            tx.turns.any_besides(chats, shown, None)
-            or tx.items.any_active(visibility)
-            or (person is not None and bool(tx.profiles.of_user(*person)))
-        )
+    def probe(tx: Tx, shown: frozenset[int]) -> str:
+        if tx.turns.any_besides(chats, shown, None):
+            return HISTORY
+        if tx.items.any_active(visibility) or (person is not None and tx.profiles.of_user(*person)):
+            return MEMORY
+        return NOTHING
 
     return probe
 
@@ -486,6 +494,7 @@ class MemoryService:
             else None
         )
         self.daily = DailyNotes(store, workspace, tz) if workspace and daily_notes else None
+        self._long_chats: dict[str, None] = {}  # chats with more history than a prompt shows
 
     async def context(
         self,
@@ -496,13 +505,15 @@ class MemoryService:
         limit: int,
         mode: Mode | None = None,
         profile_tokens: int = 400,
-        recallable: bool | None = None,
+        recallable: str | None = None,
     ) -> tuple[str | None, Pinned]:
         """A prompt's memory from one read: the recalled block (`Recall.block`) and the pinned
         profile card and rules; a message with nothing to search gets the pinned part only.
-        `recallable`: what `recallable`'s probe answered for the same viewer and turns; False
+        `recallable`: what `recallable`'s probe answered for the same viewer and turns; NOTHING
         (and no episode in the viewer's chats) answers nothing, without reading."""
-        if recallable is False and not await self.episodes.in_any(viewer.turn_chats()):
+        if recallable == HISTORY:
+            self._remember_long(str(viewer.chat))
+        elif recallable == NOTHING and not await self.episodes.in_any(viewer.turn_chats()):
             return None, pin(([], []), profile_tokens)
         unit = pinned_unit(viewer)
         if not text.strip():
@@ -512,10 +523,19 @@ class MemoryService:
         )
         return block, pin(raw, profile_tokens)
 
-    def recallable(self, viewer: Viewer) -> Probe:
+    def recallable(self, viewer: Viewer) -> Probe | None:
         """The probe (`recall_probe`) to send with a user turn (`Sessions.record_user_turn`),
-        whose answer `context` takes as `recallable`."""
+        whose answer `context` takes as `recallable`; None in a chat whose history has been
+        longer than a prompt shows (the answer would be HISTORY again: the read is made, and a
+        probe costs the store ~5 % of such a message)."""
+        if str(viewer.chat) in self._long_chats:
+            return None
         return recall_probe(viewer)
+
+    def _remember_long(self, chat: str) -> None:
+        if len(self._long_chats) >= LONG_CHATS:  # the oldest is probed again, and learnt again
+            del self._long_chats[next(iter(self._long_chats))]
+        self._long_chats[chat] = None
 
     @property
     def capabilities(self) -> StoreCapabilities:

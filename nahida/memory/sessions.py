@@ -109,16 +109,16 @@ class Recorded:
     hot: Sequence[Turn]
     summary: str = ""
     ended: str | None = None
-    probed: bool | None = None  # the probe's answer (`record_user_turn`), None without one
+    probed: str | None = None  # the probe's answer (`record_user_turn`), None without one
 
 
 # A read unit asked, in the same unit, with the ids of the turns the prompt shows verbatim (the
 # user turn and its window): `MemoryService.recallable`.
-Probe = Callable[[Tx, frozenset[int]], bool]
+Probe = Callable[[Tx, frozenset[int]], str]
 
 # what `record_with_window` answers: the user turn as kept, its prompt's turns, the warm
 # summary, the probe's answer
-Window = tuple[Kept, Sequence[Turn], str, bool | None]
+Window = tuple[Kept, Sequence[Turn], str, str | None]
 
 
 def record_with_window(

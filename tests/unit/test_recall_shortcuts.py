@@ -4,6 +4,7 @@ prompt; no active item the viewer may see), and what it returns is what the sear
 from __future__ import annotations
 
 import random
+from collections import Counter
 
 import pytest
 
@@ -20,6 +21,7 @@ from nahida.memory import (
 )
 from nahida.memory.models import Pinned
 from nahida.memory.recall import cascade
+from nahida.memory.service import HISTORY, MEMORY, NOTHING, recall_probe
 from nahida.memory.store.base import Tx
 from nahida.memory.store.sqlite import SqliteStore
 from nahida.memory.store.sqlite.episodes import EpisodeTable
@@ -59,7 +61,7 @@ def refuse(monkeypatch: pytest.MonkeyPatch, table: type, method: str) -> None:
 def test_a_chat_whose_history_is_all_in_the_prompt_is_not_searched(
     store: SqliteStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for n in range(4):
+    for n in range(6):
         say(store, f"the {WORDS[n]} is on friday", T0 + n, mid=str(n))
     shown = frozenset(turn_ids(store))
     refuse(monkeypatch, TurnTable, "search")
@@ -132,7 +134,7 @@ async def test_the_probe_sent_with_the_turn_answers_what_the_read_would(
     memory = MemoryService(store)
     rng = random.Random(11)
     chats = [f"test:group:g{k}" for k in range(12)] + ["test:private:alice"]
-    seen: dict[bool, int] = {True: 0, False: 0}
+    seen: Counter[str] = Counter()
     await memory.episodes.in_any(chats)  # read once a process, then kept in step
     for step in range(160):
         action = rng.random()
@@ -167,16 +169,34 @@ async def test_the_probe_sent_with_the_turn_answers_what_the_read_would(
             chat, "user", text, T0 + step, speaker=str(viewer.user), message_id=str(step)
         )
         window = rng.choice([2, 6, 20])
-        recorded = await memory.sessions.record_user_turn(turn, window, memory.recallable(viewer))
+        recorded = await memory.sessions.record_user_turn(turn, window, recall_probe(viewer))
         assert recorded is not None and recorded.probed is not None
         seen[recorded.probed] += 1
-        if recorded.probed:  # the read is made as before (and touches what it injects)
+        if recorded.probed != NOTHING:  # the read is made as before (and touches what it injects)
             continue
         shown = shown_ids(recorded.turn.id, recorded.hot)
         trips = store.db.stats.round_trips
         nothing = (None, Pinned(None, None))
-        assert await memory.context(text, viewer, shown, limit=10, recallable=False) == nothing
+        assert await memory.context(text, viewer, shown, limit=10, recallable=NOTHING) == nothing
         assert store.db.stats.round_trips == trips  # no read made
         read = await memory.context(text, viewer, shown, limit=10)
         assert read == nothing, (step, chat, viewer)  # and the read would have found nothing
-    assert min(seen.values()) >= 20, seen  # both answers, many times
+    assert seen[NOTHING] >= 20 and seen[HISTORY] >= 10 and seen[MEMORY] >= 10, seen
+
+
+async def test_a_chat_longer_than_its_prompts_is_no_longer_probed(store: SqliteStore) -> None:
+    """Once a probe found history beyond the window, the chat's messages go without one (the
+    answer would be the same): the read is made as it was before probes."""
+    memory = MemoryService(store)
+    viewer = viewer_for(GROUP, "alice")
+    for n in range(6):
+        turn = NewTurn(GROUP, "user", f"第 {n} 句", T0 + n, speaker="test:alice", message_id=str(n))
+        probe = memory.recallable(viewer)
+        assert probe is not None, n
+        recorded = await memory.sessions.record_user_turn(turn, 4, probe)
+        assert recorded is not None
+        assert recorded.probed == (NOTHING if n < 5 else HISTORY)  # a window of 4 turns
+        shown = shown_ids(recorded.turn.id, recorded.hot)
+        await memory.context(turn.content, viewer, shown, limit=5, recallable=recorded.probed)
+    assert memory.recallable(viewer) is None
+    assert memory.recallable(viewer_for("test:group:other", "alice")) is not None
