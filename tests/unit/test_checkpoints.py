@@ -108,14 +108,23 @@ def test_a_few_commits_are_copied_once_the_writer_is_idle(
     db: Database, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Fewer commits than a pass waits for are synced and copied after `IDLE_PASS` seconds."""
-    assert db.checkpoints is not None
-    monkeypatch.setattr(db.checkpoints, "IDLE_PASS", 0.05)
-    db.checkpoints._wake.set()  # the thread waits with the new timeout from now on
-    write(db, 2)
-    deadline = time.monotonic() + 5
-    while db.checkpoints.passes == 0 and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert db.checkpoints.passes >= 1
+    checkpoints = db.checkpoints
+    assert checkpoints is not None
+    monkeypatch.setattr(checkpoints, "IDLE_PASS", 0.05)
+    checkpoints._wake.set()  # one pass now; then the thread waits with the new timeout
+
+    def passes_above(n: int) -> bool:
+        deadline = time.monotonic() + 5
+        while checkpoints.passes <= n and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return checkpoints.passes > n
+
+    assert passes_above(0)
+    time.sleep(0.2)  # idle: no commit, no pass
+    before = checkpoints.passes
+    assert before == 1
+    write(db, 2)  # fewer than PASS_EVERY
+    assert passes_above(before)
 
 
 def test_an_outside_checkpoint_waits_for_the_thread(db: Database, tmp_path: Path) -> None:
