@@ -131,7 +131,7 @@ class SessionRunner:
         window = self.settings.hot_size * 2 if respond and late is None else 0
         probe = None  # what recall could find here besides the window, asked as it is stored
         if window:
-            probe = self.memory.recallable(Viewer(chat=envelope.chat, user=envelope.sender.user))
+            probe = self.memory.recall_probe(Viewer(chat=envelope.chat, user=envelope.sender.user))
         recorded = await self.memory.sessions.record_user_turn(
             self._user_turn(envelope, respond), window, probe
         )

@@ -34,6 +34,14 @@ from nahida.envelope import ChatKey, UserKey
 from nahida.errors import MemoryPermissionError
 from nahida.memory import candidates, importer, write
 from nahida.memory.access import Actor, can_forget, review_scopes
+from nahida.memory.context_units import (
+    HISTORY,
+    NOTHING,
+    Probe,
+    pin,
+    pinned_unit,
+    probe_unit,
+)
 from nahida.memory.dream import Dreaming, DreamSettings
 from nahida.memory.embedding import Embeddings, EmbeddingSettings
 from nahida.memory.episodes import Episodes
@@ -49,15 +57,14 @@ from nahida.memory.models import (
     JobRun,
     MemoryItem,
     Pinned,
-    ProfileEntry,
     WriteResult,
 )
-from nahida.memory.procedures import Procedures, guidelines, rules_in_force
-from nahida.memory.profiles import Profiles, card_of, card_text
+from nahida.memory.procedures import Procedures
+from nahida.memory.profiles import Profiles
 from nahida.memory.recall import TUNING, Mode, Query, Tuning, pack, plan, search
 from nahida.memory.recall.rerank import rerank
 from nahida.memory.scopes import Viewer
-from nahida.memory.sessions import Probe, Sessions
+from nahida.memory.sessions import Sessions
 from nahida.memory.store.base import Store, StoreCapabilities, Tx
 from nahida.memory.tokenize import run_cpu
 from nahida.memory.working import WorkingMemory, WorkingSettings
@@ -67,6 +74,7 @@ from nahida.scheduler import process_label
 T = TypeVar("T")
 MAX_ITEM_CHARS = 1000  # the default `limits.item_chars`
 TOO_LONG = "too_long"
+LONG_CHATS = 16_384  # chats `MemoryService.recall_probe` remembers as longer than a prompt
 
 
 def _size(candidate: Candidate) -> int:
@@ -327,55 +335,6 @@ def _nothing(tx: Tx) -> None:
     return None
 
 
-Raw = tuple[list[ProfileEntry], list[MemoryItem]]
-
-
-def pinned_unit(viewer: Viewer) -> Callable[[Tx], Raw]:
-    """The read unit of a viewer's pinned context: the profile bullets and the rules in force
-    it sees (rendered after the read, off the database thread: `pin`)."""
-    person = card_of(viewer)
-    visibility = viewer.visibility()
-
-    def run(tx: Tx) -> Raw:
-        entries: list[ProfileEntry] = tx.profiles.of_user(*person) if person is not None else []
-        return entries, rules_in_force(tx, visibility)
-
-    return run
-
-
-# What `recall_probe` answers
-NOTHING = ""  # the prompt's memory read would answer nothing (episodes apart)
-HISTORY = "history"  # turns of the viewer's chats that the prompt does not show
-MEMORY = "memory"  # an active item the viewer may see (its rules among them), or its card
-LONG_CHATS = 16_384  # chats `MemoryService.recallable` remembers as longer than a prompt
-
-
-def recall_probe(viewer: Viewer) -> Probe:
-    """A probe for `Sessions.record_user_turn`: what `MemoryService.context` could find for
-    `viewer` besides the turns the prompt shows (the probe's ids), episodes apart (known in the
-    bot: `Episodes.in_any`). Each check is the one the read itself makes first
-    (`cascade._leaving_out_the_empty`, `rules_in_force`, `pinned_unit`), so NOTHING means the
-    read would answer nothing: a young chat whose history the window holds, a speaker with no
-    memory yet. The store's memo answers all three."""
-    chats = viewer.turn_chats()
-    visibility = viewer.visibility()
-    person = card_of(viewer)
-
-    def probe(tx: Tx, shown: frozenset[int]) -> str:
-        if tx.turns.any_besides(chats, shown, None):
-            return HISTORY
-        if tx.items.any_active(visibility) or (person is not None and tx.profiles.of_user(*person)):
-            return MEMORY
-        return NOTHING
-
-    return probe
-
-
-def pin(raw: Raw, profile_tokens: int) -> Pinned:
-    entries, rules = raw
-    return Pinned(card_text(entries, profile_tokens), guidelines(rules))
-
-
 class Runs:
     """`memory.runs`: the record of background job runs, and the lease that lets one process
     run a job at a time."""
@@ -507,7 +466,7 @@ class MemoryService:
     ) -> tuple[str | None, Pinned]:
         """A prompt's memory from one read: the recalled block (`Recall.block`) and the pinned
         profile card and rules; a message with nothing to search gets the pinned part only.
-        `recallable`: what `recallable`'s probe answered for the same viewer and turns; NOTHING
+        `recallable`: what `recall_probe`'s probe answered for the same viewer and turns; NOTHING
         (and no episode in the viewer's chats) answers nothing, without reading."""
         if recallable == HISTORY:
             self._remember_long(str(viewer.chat))
@@ -521,14 +480,14 @@ class MemoryService:
         )
         return block, pin(raw, profile_tokens)
 
-    def recallable(self, viewer: Viewer) -> Probe | None:
-        """The probe (`recall_probe`) to send with a user turn (`Sessions.record_user_turn`),
+    def recall_probe(self, viewer: Viewer) -> Probe | None:
+        """The probe (`probe_unit`) to send with a user turn (`Sessions.record_user_turn`),
         whose answer `context` takes as `recallable`; None in a chat whose history has been
         longer than a prompt shows: the answer would be HISTORY again, and the read is made
         anyway (probing every message of long chats made the burst 2–5 % slower)."""
         if str(viewer.chat) in self._long_chats:
             return None
-        return recall_probe(viewer)
+        return probe_unit(viewer)
 
     def _remember_long(self, chat: str) -> None:
         if len(self._long_chats) >= LONG_CHATS:  # the oldest is probed again, and learnt again

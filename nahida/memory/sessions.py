@@ -113,7 +113,7 @@ class Recorded:
 
 
 # A read unit asked, in the same unit, with the ids of the turns the prompt shows verbatim (the
-# user turn and its window): `MemoryService.recallable`.
+# user turn and its window): `MemoryService.recall_probe`.
 Probe = Callable[[Tx, frozenset[int]], str]
 
 # what `record_with_window` answers: the user turn as kept, its prompt's turns, the warm

@@ -19,9 +19,9 @@ from nahida.memory import (
     shown_ids,
     viewer_for,
 )
+from nahida.memory.context_units import HISTORY, MEMORY, NOTHING, probe_unit
 from nahida.memory.models import Pinned
 from nahida.memory.recall import cascade
-from nahida.memory.service import HISTORY, MEMORY, NOTHING, recall_probe
 from nahida.memory.store.base import Tx
 from nahida.memory.store.sqlite import SqliteStore
 from nahida.memory.store.sqlite.episodes import EpisodeTable
@@ -128,7 +128,7 @@ async def test_episodes_are_searched_only_where_the_viewer_has_some(
 async def test_the_probe_sent_with_the_turn_answers_what_the_read_would(
     store: SqliteStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """`MemoryService.recallable`'s probe, asked as a user turn is stored: where it says
+    """`MemoryService.recall_probe`'s probe, asked as a user turn is stored: where it says
     nothing is there, the prompt's memory read (recall and pinned context) answers nothing too
     — and is then not made. Random chats, items of every scope, profiles, rules and windows."""
     memory = MemoryService(store)
@@ -169,7 +169,7 @@ async def test_the_probe_sent_with_the_turn_answers_what_the_read_would(
             chat, "user", text, T0 + step, speaker=str(viewer.user), message_id=str(step)
         )
         window = rng.choice([2, 6, 20])
-        recorded = await memory.sessions.record_user_turn(turn, window, recall_probe(viewer))
+        recorded = await memory.sessions.record_user_turn(turn, window, probe_unit(viewer))
         assert recorded is not None and recorded.probed is not None
         seen[recorded.probed] += 1
         if recorded.probed != NOTHING:  # the read is made as before (and touches what it injects)
@@ -191,12 +191,12 @@ async def test_a_chat_longer_than_its_prompts_is_no_longer_probed(store: SqliteS
     viewer = viewer_for(GROUP, "alice")
     for n in range(6):
         turn = NewTurn(GROUP, "user", f"第 {n} 句", T0 + n, speaker="test:alice", message_id=str(n))
-        probe = memory.recallable(viewer)
+        probe = memory.recall_probe(viewer)
         assert probe is not None, n
         recorded = await memory.sessions.record_user_turn(turn, 4, probe)
         assert recorded is not None
         assert recorded.probed == (NOTHING if n < 5 else HISTORY)  # a window of 4 turns
         shown = shown_ids(recorded.turn.id, recorded.hot)
         await memory.context(turn.content, viewer, shown, limit=5, recallable=recorded.probed)
-    assert memory.recallable(viewer) is None
-    assert memory.recallable(viewer_for("test:group:other", "alice")) is not None
+    assert memory.recall_probe(viewer) is None
+    assert memory.recall_probe(viewer_for("test:group:other", "alice")) is not None
