@@ -403,7 +403,7 @@ class App:
     async def run(self) -> None:
         self._stop = asyncio.Event()
         loop = asyncio.get_running_loop()
-        await asyncio.to_thread(warm_up)  # jieba's dictionary loads before the first message
+        await asyncio.to_thread(warm_up)  # jieba's dictionary, the rules: before the first message
         embeddings = self.memory.embeddings
         log.info("recall", search=self.memory.recall.mode, embedder=embeddings.why)
         await embeddings.load()  # the local model loads before the first message, in a thread

@@ -52,8 +52,9 @@ from nahida.memory.safety import redact
 from nahida.memory.scopes import GLOBAL, Viewer, admin_viewer, validate_scope, viewer_for
 from nahida.memory.service import TOO_LONG, MemoryService
 from nahida.memory.sessions import shown_ids
+from nahida.memory.startup import warm_up
 from nahida.memory.store.base import Store, StoreCapabilities, VectorCounts, answering
-from nahida.memory.tokenize import index_text, warm_up
+from nahida.memory.tokenize import index_text
 from nahida.memory.turn import MemoryTools, TurnParts, turn_parts
 from nahida.memory.working import WorkingSettings
 

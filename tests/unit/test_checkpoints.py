@@ -73,6 +73,39 @@ def test_the_thread_copies_the_log_and_the_writer_starts_it_over_at_its_bound(
     assert db.conn.execute("SELECT count(*) FROM notes").fetchone()[0] == 2_000
 
 
+def one_pass(checkpoints: Checkpointer) -> int:
+    """Wake the thread once and wait for its passes to end; how many it made."""
+    before = checkpoints.passes
+    checkpoints._wake.set()
+    deadline = time.monotonic() + 5
+    while (checkpoints.passes == before or checkpoints._in_pass) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return checkpoints.passes - before
+
+
+@pytest.mark.parametrize(("tail", "passes"), [(Checkpointer.TAIL, 2), (-1, 1 + Checkpointer.CHASE)])
+def test_past_its_bound_the_thread_chases_the_writer_before_leaving_it_the_rest(
+    db: Database, monkeypatch: pytest.MonkeyPatch, tail: int, passes: int
+) -> None:
+    """A pass that finds the log at its bound is followed at once by more, each copying what the
+    writer added during the one before, until one finds at most `TAIL` pages added (here none:
+    the writer is idle), `CHASE` at most; the writer's own checkpoint then has nothing left to
+    copy, and its next write starts the log over."""
+    checkpoints = db.checkpoints
+    assert checkpoints is not None
+    monkeypatch.setattr(Checkpointer, "PASS_EVERY", 1_000_000)  # passes only when woken here
+    monkeypatch.setattr(Checkpointer, "TAIL", tail)
+    write(db, 150)  # ~300 pages of log, past the bound of 200
+    assert checkpoints.passes == 0
+    assert one_pass(checkpoints) == passes
+    before = writer_checkpoints(db)
+    db.between_batches()
+    assert writer_checkpoints(db) == before + 1
+    assert checkpoints.finishes == 1
+    write(db, 1)
+    assert db.conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()[1] < 10  # started over
+
+
 def test_nothing_written_is_lost_across_the_start_overs(db: Database, tmp_path: Path) -> None:
     write(db, 1_000)
     db.close()
