@@ -14,9 +14,9 @@ SQLite's own waited for its 1,000 pages).
 SQLite starts the log over only at a write that finds every page of it copied, and a writer
 that commits all the time adds pages during every pass. So once a pass finds `BOUND` pages in
 the log the thread chases the writer with passes back to back, each copying the pages added
-during the one before, until one finds only a few (`TAIL`) added; then it leaves the next
-checkpoint to the writer, which runs it between two batches: only the pages since that last
-pass are left to copy (a few ms, mostly the two syncs, against 8–10 ms every 1,000 pages
+during the one before, while those shrink by half or more, to a few (`TAIL`); then it leaves
+the next checkpoint to the writer, which runs it between two batches: only the pages since that
+last pass are left to copy (a few ms, mostly the two syncs, against 8–10 ms every 1,000 pages
 before), and its next transaction starts the log over.
 SQLite's own automatic checkpoint stays on at `BACKSTOP` pages, should the thread fail.
 """
@@ -45,9 +45,9 @@ class Checkpointer:
     PASS_EVERY = 48
     IDLE_PASS = 5.0  # seconds after the last commit a pass comes at the latest
     BOUND = 4_000  # pages (16 MB) of log before the writer finishes a checkpoint itself
-    # then the thread's passes chase the writer's pages until a pass finds at most TAIL new
-    # ones (~5 commits), CHASE passes at most: the writer's own 8.4 → 5.5 ms (median), and the
-    # 1,000 × 10 runner p99 ~3 ms lower (docs/throughput.md, stop 46)
+    # then the thread's passes chase the writer's pages while they shrink to at most TAIL new
+    # ones (~5 commits), CHASE passes at most: the writer's own took 8.0–8.4 ms (medians of
+    # runs), now 4.7–5.7, and 1,000 × 10's runner p99 is 1.6–6 ms lower (docs/throughput.md)
     TAIL = 150
     CHASE = 8
     BACKSTOP = 8_000  # SQLite's automatic checkpoint on the writer, should the thread fail
@@ -118,8 +118,10 @@ class Checkpointer:
             self._commits = 0
             self._in_pass = True
             try:
-                if self._pass() >= self.BOUND:
-                    self._chase()
+                before = self._log_pages
+                pages = self._pass()
+                if pages >= self._finish_at:  # the writer's turn next
+                    self._chase(pages - before if pages > before else pages)
                 if self._log_pages < self.BOUND:  # the log started over since
                     self._finish_at = self.BOUND
             except Exception as exc:  # the writer's own checkpoints (BACKSTOP) go on
@@ -134,16 +136,20 @@ class Checkpointer:
         self._log_pages = pages  # however much it copied: the writer goes on writing
         return pages
 
-    def _chase(self) -> None:
-        """Passes back to back, each copying what the writer added during the one before, until
-        one finds at most `TAIL` pages added (or after `CHASE` passes): what the writer then
-        copies itself, while its chats wait, is that little."""
+    def _chase(self, added: int) -> None:
+        """Passes back to back, each copying what the writer added during the one before, while
+        that shrinks: until a pass finds at most `TAIL` pages added, or more than half as many
+        as the pass before it (`added`: the copying does not catch up, as after a reader held
+        the log a long while), or after `CHASE` passes. What the writer then copies itself,
+        while its chats wait, is that little."""
         pages = self._log_pages
         for _ in range(self.CHASE):
-            more = self._pass()
-            if more - pages <= self.TAIL:  # fewer: the log started over
+            if self._closed:
                 return
-            pages = more
+            more = self._pass()
+            if more - pages <= self.TAIL or 2 * (more - pages) > added:
+                return  # (fewer pages than before: the log started over)
+            pages, added = more, more - pages
 
     def close(self) -> None:
         self._closed = True
