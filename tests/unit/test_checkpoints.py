@@ -114,6 +114,38 @@ def test_past_its_bound_the_thread_chases_the_writer_before_leaving_it_the_rest(
     assert db.conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()[1] < 10  # started over
 
 
+@pytest.mark.parametrize(
+    ("added", "grows", "passes"),
+    [
+        (1_000, [400, 100, 50], 2),  # halving, then within the tail: the writer's turn
+        (1_000, [600, 100], 1),  # more than half the pass before: the copying falls behind
+        (1_000, [400, 300, 100], 2),  # 300 is more than half of 400
+        (1_000, [-3_000], 1),  # the log started over meanwhile
+    ],
+)
+def test_the_chase_stops_once_the_copying_does_not_catch_up(
+    db: Database, monkeypatch: pytest.MonkeyPatch, added: int, grows: list[int], passes: int
+) -> None:
+    """Each chasing pass must find at most half as many pages added as the pass before it
+    (the first is compared with what the pass that found the bound had copied), else the
+    writer's turn comes now: after a reader held the log, say, the writer outpaces the copying
+    and a chase would only keep the writer waiting."""
+    checkpoints = db.checkpoints
+    assert checkpoints is not None
+    logs = iter(grows)
+    made: list[int] = []
+
+    def scripted() -> int:  # the log as each pass finds it
+        checkpoints._log_pages += next(logs)
+        made.append(checkpoints._log_pages)
+        return checkpoints._log_pages
+
+    monkeypatch.setattr(checkpoints, "_pass", scripted)
+    checkpoints._log_pages = 5_000
+    checkpoints._chase(added)
+    assert len(made) == passes, made
+
+
 def test_nothing_written_is_lost_across_the_start_overs(db: Database, tmp_path: Path) -> None:
     write(db, 1_000)
     db.close()
