@@ -85,10 +85,10 @@ class Checkpointer:
             self._wake.set()
 
     def between_batches(self) -> None:
-        """Once the log has grown to `BOUND` pages (the thread then stops): copy the rest of
-        it on the writer, so that its next write starts the log over. A reader's snapshot can
-        keep some pages from being copied: then the thread goes on, and the writer tries again
-        `BOUND` / 4 pages later."""
+        """Once the log has grown to `BOUND` pages (the thread then chases it and stops): copy
+        the rest of it on the writer, so that its next write starts the log over. A reader's
+        snapshot can keep some pages from being copied: then the thread goes on, and the writer
+        tries again `BOUND` / 4 pages later."""
         if self._log_pages < self._finish_at or self._in_pass or self.writer.in_transaction:
             return
         try:
@@ -121,6 +121,7 @@ class Checkpointer:
                 before = self._log_pages
                 pages = self._pass()
                 if pages >= self._finish_at:  # the writer's turn next
+                    # what this pass found added since the last (all of it: a log started over)
                     self._chase(pages - before if pages > before else pages)
                 if self._log_pages < self.BOUND:  # the log started over since
                     self._finish_at = self.BOUND
