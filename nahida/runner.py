@@ -327,10 +327,10 @@ class SessionRunner:
                 log.warning("background_work_refused", hook=hook.name)  # shutting down
 
 
-Gathered = str | Mapping[str, str] | None | BaseException
+_Gathered = str | Mapping[str, str] | None | BaseException
 
 
-async def _gathered(sources: Sequence[ContextSource], ctx: TurnContext) -> list[Gathered]:
+async def _gathered(sources: Sequence[ContextSource], ctx: TurnContext) -> list[_Gathered]:
     """What each source gave, or the exception it raised. Several are read at once (their reads
     share one batch of the store); one, the usual case, is awaited as it is: `asyncio.gather`
     makes it a task and takes two more passes of the loop, ~13 µs a message."""
