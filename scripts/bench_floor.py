@@ -187,7 +187,10 @@ def _serve(conn: Any, path: str) -> None:
             tables.begin()
             for request_id, name, args in batch:
                 if name != "cpu":
-                    answers.append((request_id, getattr(tables, name)(*args)))
+                    try:
+                        answers.append((request_id, getattr(tables, name)(*args)))
+                    except Exception as exc:  # its caller learns why; the batch goes on
+                        answers.append((request_id, exc))
             tables.commit()
         answers += [(i, time.process_time()) for i, name, _ in batch if name == "cpu"]
         conn.send(answers)
@@ -219,7 +222,11 @@ class InChild:
     def _readable(self) -> None:
         while self.pipe.poll():
             for request_id, value in self.pipe.recv():
-                self.pending.pop(request_id).set_result(value)
+                future = self.pending.pop(request_id)
+                if isinstance(value, Exception):
+                    future.set_exception(value)
+                else:
+                    future.set_result(value)
 
     async def user_turn(self, *args: Any) -> UserTurn:
         result: UserTurn = await self._call("user_turn", args)
