@@ -311,13 +311,7 @@ async def one_run(load: onebot.Load, split: bool) -> dict[str, Any]:
         tables = InChild(tmp / "floor.db") if split else InProcess(tmp / "floor.db")
         bare = Bare(app, tables)
         app.bus._handler = bare.handle
-        running = asyncio.create_task(app.run())
-        while app.server.port == 0:  # noqa: ASYNC110 - the server sets its port when it starts
-            await asyncio.sleep(0.01)
-        url = f"ws://127.0.0.1:{app.server.port}/onebot/v11/ws"
-        context = multiprocessing.get_context("spawn")
-        results = context.Queue()
-        child = context.Process(target=onebot.implementation, args=(url, load, results))
+        running, child, results = await onebot.started(app, load)
         sql_before = await tables.cpu() if isinstance(tables, InChild) else 0.0
         cpu_before = onebot._cpu_seconds()
         child.start()
@@ -349,10 +343,7 @@ async def main(load: onebot.Load, runs: int, split: bool) -> int:
         f" {load.duplicates:.0%} duplicates, reconnect: yes, window {load.window}, bus concurrency"
         f" {load.concurrency}; the bare handler, {where}"
     )
-    print()
-    print("| metric | " + " | ".join(f"run {i + 1}" for i in range(runs)) + " | median |")
-    print("|---|" + "---|" * (runs + 1))
-    print(onebot.row("messages/s end to end", [r["rate"] for r in results], ",.0f"))
+    onebot.head(results)
     print(onebot.row("latency p99 (ms)", [r["p99"] for r in results], ".1f"))
     print(onebot.row("bot CPU per message (ms)", [r["bot_cpu_ms"] for r in results], ".2f"))
     if split:
@@ -367,11 +358,7 @@ async def main(load: onebot.Load, runs: int, split: bool) -> int:
     )
     print(onebot.row("recalled lines / message", [r["recalled"] for r in results], ".2f"))
     print(onebot.row("statements extracted", [r["extracted"] for r in results], "d"))
-    print(onebot.row("lost (no reply)", [r["lost"] for r in results], "d"))
-    print(onebot.row("duplicate replies", [r["duplicate_replies"] for r in results], "d"))
-    print(onebot.row("groups answered out of order", [r["out_of_order"] for r in results], "d"))
-    bad = any(r["lost"] or r["duplicate_replies"] or r["out_of_order"] for r in results)
-    return 1 if bad else 0
+    return onebot.delivery(results)
 
 
 if __name__ == "__main__":

@@ -233,13 +233,7 @@ async def _one_run(load: Load, tmp: Path, providers: dict[str, Any]) -> dict[str
             await app.send(Reply.text(envelope.chat, text, quote=quote, mention=mention))
 
         app.bus._handler = reply_at_once  # what is left is the adapter, the bus and the wire
-    running = asyncio.create_task(app.run())
-    while app.server.port == 0:  # noqa: ASYNC110 - the server sets its port when it starts
-        await asyncio.sleep(0.01)
-    url = f"ws://127.0.0.1:{app.server.port}/onebot/v11/ws"
-    context = multiprocessing.get_context("spawn")
-    results = context.Queue()
-    child = context.Process(target=implementation, args=(url, load, results))
+    running, child, results = await started(app, load)
     db = app.memory.store.db  # type: ignore[attr-defined]  # the SQLite store's thread
     db_before = db.snapshot()
     cpu_before, loop_before = _cpu_seconds(), time.thread_time()
@@ -265,6 +259,18 @@ async def _one_run(load: Load, tmp: Path, providers: dict[str, Any]) -> dict[str
     app.stop()
     await running
     return result
+
+
+async def started(app: App, load: Load) -> tuple[asyncio.Task[None], Any, Any]:
+    """`app` running (its task), and the fake implementation's process, not yet started, that
+    will flood its reverse WebSocket with `load` and put its findings on the queue returned."""
+    running = asyncio.create_task(app.run())
+    while app.server.port == 0:  # noqa: ASYNC110 - the server sets its port when it starts
+        await asyncio.sleep(0.01)
+    url = f"ws://127.0.0.1:{app.server.port}/onebot/v11/ws"
+    context = multiprocessing.get_context("spawn")
+    results = context.Queue()
+    return running, context.Process(target=implementation, args=(url, load, results)), results
 
 
 def _cpu_seconds() -> float:
@@ -297,10 +303,7 @@ async def main(load: Load, runs: int) -> int:
         f"{load.duplicates:.0%} duplicates, reconnect: {'yes' if load.reconnect else 'no'}, "
         f"{mode}, {runner}"
     )
-    print()
-    print("| metric | " + " | ".join(f"run {i + 1}" for i in range(runs)) + " | median |")
-    print("|---|" + "---|" * (runs + 1))
-    print(row("messages/s end to end", [r["rate"] for r in results], ",.0f"))
+    head(results)
     print(row("latency p50 (ms)", [r["p50"] for r in results], ".1f"))
     print(row("latency p99 (ms)", [r["p99"] for r in results], ".1f"))
     print(row("bot CPU per message (ms)", [r["bot_cpu_ms"] for r in results], ".2f"))
@@ -319,6 +322,19 @@ async def main(load: Load, runs: int) -> int:
     print(row("messages sent", [r["sent"] for r in results], "d"))
     print(row("duplicate events injected", [r["injected_duplicates"] for r in results], "d"))
     print(row("duplicates dropped by adapter", [r["dropped_by_adapter"] for r in results], "d"))
+    return delivery(results)
+
+
+def head(results: list[dict[str, Any]]) -> None:
+    """Print a blank line, the table's head and its first row, messages/s."""
+    print()
+    print("| metric | " + " | ".join(f"run {i + 1}" for i in range(len(results))) + " | median |")
+    print("|---|" + "---|" * (len(results) + 1))
+    print(row("messages/s end to end", [r["rate"] for r in results], ",.0f"))
+
+
+def delivery(results: list[dict[str, Any]]) -> int:
+    """Print the runs' lost, duplicate-reply and out-of-order rows; 1 if any run had one."""
     print(row("lost (no reply)", [r["lost"] for r in results], "d"))
     print(row("duplicate replies", [r["duplicate_replies"] for r in results], "d"))
     print(row("groups answered out of order", [r["out_of_order"] for r in results], "d"))
