@@ -114,13 +114,16 @@ class Tables:
     ) -> UserTurn:
         """Store the user turn, read its window, search the chat's history outside it."""
         turn_id = self._add(chat, "user", content, tokens, speaker, mid)
-        window = self.conn.execute(
-            "SELECT id, role, content, speaker FROM turns WHERE chat = ? AND id < ?"
-            f" ORDER BY id DESC LIMIT {WINDOW}",
-            (chat, turn_id),
-        ).fetchall()
+        window = [
+            tuple(row)
+            for row in self.conn.execute(
+                "SELECT id, role, content, speaker FROM turns WHERE chat = ? AND id < ?"
+                f" ORDER BY id DESC LIMIT {WINDOW}",
+                (chat, turn_id),
+            )
+        ]
         if expression is None:
-            return turn_id, [tuple(r) for r in window], []
+            return turn_id, window, []
         shown = {turn_id, *(row[0] for row in window)}
         found = self.conn.execute(
             "SELECT t.id, t.content, f.score FROM (SELECT rowid, -bm25(turns_fts, 1.0, 0.0)"
@@ -129,7 +132,7 @@ class Tables:
             (expression,),
         ).fetchall()
         recalled = [content for turn_id, content, _ in found if turn_id not in shown][:HITS]
-        return turn_id, [tuple(r) for r in window], recalled
+        return turn_id, window, recalled
 
     def reply(self, chat: str, content: str, tokens: str, mid: str | None) -> int:
         return self._add(chat, "assistant", content, tokens, None, mid)

@@ -47,7 +47,7 @@ class Checkpointer:
     BOUND = 4_000  # pages (16 MB) of log before the writer finishes a checkpoint itself
     # then the thread's passes chase the writer's pages while they shrink to at most TAIL new
     # ones (~5 commits), CHASE passes at most: the writer's own took 8.0–8.4 ms (medians of
-    # runs), now 4.7–5.7, and 1,000 × 10's runner p99 is 1.6–6 ms lower (docs/throughput.md)
+    # runs), now 4.2–5.7, and 1,000 × 10's runner p99 is 1.6–6 ms lower (docs/throughput.md)
     TAIL = 150
     CHASE = 8
     BACKSTOP = 8_000  # SQLite's automatic checkpoint on the writer, should the thread fail
