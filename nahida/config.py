@@ -44,12 +44,12 @@ class ProviderConfig(_Model):
     base_url: str | None = None
     api_key: SecretStr = SecretStr("")
     model: str = ""  # the provider's default model for routes that name only the provider
-    timeout: float = Field(60.0, gt=0)
+    timeout: float = Field(60.0, gt=0, le=3600)
     max_retries: int = Field(2, ge=0, le=10)
 
 
 class RateLimitConfig(_Model):
-    per_chat_per_minute: int = Field(20, ge=0)
+    per_chat_per_minute: int = Field(20, ge=0, le=10_000)
 
 
 class BotConfig(_Model):
@@ -69,7 +69,7 @@ class BotConfig(_Model):
     timezone: str | None = None  # IANA name, e.g. "Asia/Shanghai"; None: the system's zone
     # a message older than this (seconds since its event time) when its turn comes gets a short
     # apology instead of a stale answer; 0 turns this off
-    max_reply_delay: float = Field(60.0, ge=0)
+    max_reply_delay: float = Field(60.0, ge=0, le=86_400)
 
     @field_validator("timezone")
     @classmethod
@@ -109,18 +109,22 @@ class BotConfig(_Model):
 
 
 class BusConfig(_Model):
-    concurrency: int = Field(16, ge=1)
+    concurrency: int = Field(16, ge=1, le=1024)
     # group talk not addressed to the bot (stored, indexed, extracted; no model call) handled at
     # once besides `concurrency`; 0: it shares those slots
-    observed_concurrency: int = Field(32, ge=0)
-    queue_size: int = Field(100, ge=1)
-    idle_timeout: float = Field(60.0, gt=0)
+    observed_concurrency: int = Field(32, ge=0, le=1024)
+    queue_size: int = Field(100, ge=1, le=100_000)
+    idle_timeout: float = Field(60.0, gt=0, le=86_400)
 
 
 class SessionConfig(_Model):
-    hot_size: int = Field(10, ge=0)  # rounds of the current session shown verbatim
-    idle_split_minutes: int = Field(720, ge=0)  # a message after this gap starts a new session
-    context_tokens: int = Field(6000, ge=500)  # approximate budget of the whole prompt
+    hot_size: int = Field(10, ge=0, le=100)  # rounds of the current session shown verbatim
+    idle_split_minutes: int = Field(
+        720, ge=0, le=525_600
+    )  # a message after this gap starts a new session
+    context_tokens: int = Field(
+        6000, ge=500, le=2_000_000
+    )  # approximate budget of the whole prompt
     compress_batch: int = Field(5, ge=1, le=100)  # rounds out of the hot window per summary update
     warm_capacity: int = Field(20, ge=2, le=1000)  # rounds a summary covers before it is rolled
 
@@ -141,13 +145,15 @@ class DreamingConfig(_Model):
     """LLM consolidation in the background (DESIGN §8), on the `dream` route (else `chat`)."""
 
     enabled: bool = True  # needs a model; without one each run is recorded as skipped
-    interval_seconds: float = Field(3600.0, ge=1)
-    initial_delay_seconds: float = Field(300.0, ge=0)
+    interval_seconds: float = Field(3600.0, ge=1, le=30 * 86_400)
+    initial_delay_seconds: float = Field(300.0, ge=0, le=30 * 86_400)
     max_chats: int = Field(20, ge=1, le=10_000)  # chats per scheduled run
     max_turns: int = Field(1000, ge=1, le=100_000)  # new turns of one chat per run
     batch_turns: int = Field(200, ge=2, le=2000)  # turns per model call
     batch_tokens: int = Field(8000, ge=500, le=200_000)  # what one call shows, about
-    min_new_turns: int = Field(4, ge=1)  # a scheduled run skips chats with fewer new turns
+    min_new_turns: int = Field(
+        4, ge=1, le=100_000
+    )  # a scheduled run skips chats with fewer new turns
     max_ops: int = Field(20, ge=1, le=200)  # ops applied per model answer; the rest rejected
     timeout_seconds: float = Field(120.0, gt=0, le=3600)  # one model call
 
@@ -162,7 +168,7 @@ class MarkdownConfig(_Model):
 
 
 class MemoryConfig(_Model):
-    budget_tokens: int = Field(1500, ge=0)
+    budget_tokens: int = Field(1500, ge=0, le=100_000)
     commit_mode: Literal["auto_safe", "manual_review", "auto_full"] = "auto_safe"
     search: Literal["hybrid", "lexical", "vector"] = "hybrid"  # with an embedder; else lexical
     rerank: bool = False  # reorder the best hits with the `rerank` route's model
@@ -181,9 +187,15 @@ class MemoryConfig(_Model):
 class LimitsConfig(_Model):
     """What one input may weigh; beyond it the sender gets a clear answer and nothing grows."""
 
-    message_chars: int = Field(4000, ge=100)  # a longer chat message is not sent to the model
-    item_chars: int = Field(1000, ge=20)  # a longer memory (remember, CLI, plugins) is refused
-    import_line_bytes: int = Field(1 << 20, ge=1024)  # a longer history-import line is skipped
+    message_chars: int = Field(
+        4000, ge=100, le=1_000_000
+    )  # a longer chat message is not sent to the model
+    item_chars: int = Field(
+        1000, ge=20, le=100_000
+    )  # a longer memory (remember, CLI, plugins) is refused
+    import_line_bytes: int = Field(
+        1 << 20, ge=1024, le=64 << 20
+    )  # a longer history-import line is skipped
 
 
 class LoggingConfig(_Model):
@@ -246,17 +258,68 @@ def _looks_secret_key(key: str) -> bool:
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
-def expand_vars(value: Any, env: Mapping[str, str], *, source: str | None = None) -> Any:
+# YAML aliases share one node between several keys; walking them copies what they point at, so a
+# few lines of aliases can stand for an enormous (or, made recursive, endless) tree.
+MAX_NODES = 100_000
+
+
+def expand_vars(
+    value: Any,
+    env: Mapping[str, str],
+    *,
+    source: str | None = None,
+    channels: bool = True,
+) -> Any:
     """Expand `${VAR}` and `${VAR:-default}` in every string of a YAML tree.
 
     `${VAR}` with VAR unset is a `ConfigError` naming VAR and the key (`source` names the file);
     `${VAR:-default}` gives the default when VAR is unset or empty, so `${VAR:-}` is an explicit
-    empty default."""
-    return _expand(value, env, source, ())
+    empty default. `channels=False`: an unset variable under `channels` stays as written, since
+    only running the channels needs their secrets. A recursive alias, or aliases that expand past
+    `MAX_NODES` values, is a `ConfigError` too."""
+    try:
+        return _Expansion(env, source, channels).expand(value, ())
+    except RecursionError:
+        raise ConfigError("the YAML is nested too deeply", source=source) from None
 
 
-def _expand(value: Any, env: Mapping[str, str], source: str | None, at: tuple[Any, ...]) -> Any:
-    if isinstance(value, str):
+class _Expansion:
+    def __init__(self, env: Mapping[str, str], source: str | None, channels: bool) -> None:
+        self.env = env
+        self.source = source
+        self.channels = channels
+        self.nodes = 0
+        self.path: set[int] = set()  # the containers between the root and the current value
+
+    def expand(self, value: Any, at: tuple[Any, ...]) -> Any:
+        self.nodes += 1
+        if self.nodes > MAX_NODES:
+            raise ConfigError(
+                f"the file expands to more than {MAX_NODES:,} values (YAML aliases?)",
+                source=self.source,
+                key=_dotted(at) or None,
+            )
+        if isinstance(value, str):
+            return self._substitute(value, at)
+        if not isinstance(value, list | dict):
+            return value
+        if id(value) in self.path:
+            raise ConfigError(
+                "a YAML alias refers to a mapping or list that contains it",
+                source=self.source,
+                key=_dotted(at) or None,
+            )
+        self.path.add(id(value))
+        try:
+            if isinstance(value, list):
+                return [self.expand(v, (*at, i)) for i, v in enumerate(value)]
+            return {k: self.expand(v, (*at, k)) for k, v in value.items()}
+        finally:
+            self.path.discard(id(value))
+
+    def _substitute(self, value: str, at: tuple[Any, ...]) -> str:
+        env, source = self.env, self.source
+        lenient = not self.channels and at[:1] == ("channels",)
 
         def substitute(match: re.Match[str]) -> str:
             name, default = match.group(1), match.group(2)
@@ -264,6 +327,8 @@ def _expand(value: Any, env: Mapping[str, str], source: str | None, at: tuple[An
             if default is not None:
                 return found or default
             if found is None:
+                if lenient:
+                    return match.group(0)
                 raise ConfigError(
                     f"environment variable {name} is not set "
                     f"(write ${{{name}:-}} for an empty default)",
@@ -273,11 +338,6 @@ def _expand(value: Any, env: Mapping[str, str], source: str | None, at: tuple[An
             return found
 
         return _VAR.sub(substitute, value)
-    if isinstance(value, list):
-        return [_expand(v, env, source, (*at, i)) for i, v in enumerate(value)]
-    if isinstance(value, dict):
-        return {k: _expand(v, env, source, (*at, k)) for k, v in value.items()}
-    return value
 
 
 @dataclass(frozen=True)
@@ -384,6 +444,8 @@ def _read(path: Path) -> dict[str, Any]:
         tree = yaml.safe_load(text) or {}
     except yaml.YAMLError as exc:
         raise ConfigError(_yaml_problem(exc, text), source=source) from None
+    except RecursionError:
+        raise ConfigError("the YAML is nested too deeply", source=source) from None
     if not isinstance(tree, dict):
         raise ConfigError("the top level must be a mapping of sections", source=source)
     return {str(k): v for k, v in tree.items()}
@@ -410,14 +472,18 @@ def _build(
     return tree, applied
 
 
-def load_config(path: Path | None, env: Mapping[str, str] | None = None) -> Config:
-    """Load and validate the config; `path=None` means defaults plus environment."""
+def load_config(
+    path: Path | None, env: Mapping[str, str] | None = None, *, channels: bool = True
+) -> Config:
+    """Load and validate the config; `path=None` means defaults plus environment.
+    `channels=False` (commands that run no channel): an unset `${VAR}` under `channels` is no
+    error; the value keeps its `${VAR}` text."""
     env = os.environ if env is None else env
     source = str(path) if path else "<defaults>"
     tree: dict[str, Any] = {}
     if path is not None:
         tree = _read(path)
-    base = expand_vars(tree, env, source=source)
+    base = expand_vars(tree, env, source=source, channels=channels)
     overrides = _overrides(env)
     full, applied = _build(base, overrides, env)
     try:

@@ -273,6 +273,22 @@ MESSAGES: dict[str, dict[Language, str]] = {
         "zh": "已接受 {id}，合并进已有记忆 {item}。",
         "en": "Accepted {id}; merged into {item}.",
     },
+    "memory_review_archived": {
+        "zh": "已接受 {id}，记忆 {item} 已归档（不再被回忆）。",
+        "en": "Accepted {id}; {item} is archived (no longer recalled).",
+    },
+    "memory_review_updated": {
+        "zh": "已接受 {id}，记忆 {item} 已更新。",
+        "en": "Accepted {id}; {item} is updated.",
+    },
+    "memory_review_superseded": {
+        "zh": "已接受 {id}，新记忆 {item} 取代了旧的。",
+        "en": "Accepted {id}; the new {item} replaces the old one.",
+    },
+    "memory_review_not_applied": {
+        "zh": "无法应用 {id}：{reason}",
+        "en": "Could not apply {id}: {reason}",
+    },
     "memory_review_rejected": {"zh": "已拒绝 {id}。", "en": "Rejected {id}."},
     "memory_review_not_found": {
         "zh": "找不到待审核的候选 {id}。",

@@ -4,7 +4,7 @@ Private messages are always answered. In groups the chat's policy decides: `ment
 reply to the bot, i.e. `to_me`), `prefix` (starts with a nickname or a configured prefix),
 `keyword`, `probability`, `always`, `never`. `bot.group_overrides[<ChatKey>]` sets policy,
 `prefix`, `keywords` and `probability` per chat. A mention always counts, whatever the policy,
-except under `never`.
+except under `never`. Commands in a group need the mention too, unless the policy is `always`.
 """
 
 from __future__ import annotations
@@ -29,10 +29,12 @@ class ReplyPolicy:
         return str(override.get("policy", self.policy)), override
 
     def accepts_command(self, envelope: Envelope) -> bool:
-        """Commands need no mention in groups, except where the bot is told never to speak."""
+        """A command in a group is the bot's when it is addressed to the bot (an @, a reply to
+        it, a leading nickname), or the chat's policy is `always`: several bots often share a
+        group, and a `/new` or `/memory forget` typed for another one must not act here."""
         if not envelope.chat.is_group or envelope.to_me:
             return True
-        return self._policy_of(envelope)[0] != "never"
+        return self._policy_of(envelope)[0] == "always"
 
     def should_respond(self, envelope: Envelope) -> bool:
         if not envelope.chat.is_group:

@@ -25,11 +25,12 @@ from nahida.app import (
     store_capabilities,
     store_in_process,
 )
-from nahida.cli.state import echo_json, state_of
+from nahida.cli.state import State, echo_json, state_of
 from nahida.config import Config, masked_dump
 from nahida.errors import ConfigError, NahidaError
 from nahida.memory import MemoryService, index_text, iso, read_queue_depth, warm_up
-from nahida.providers.router import resolve_routes
+from nahida.providers.base import Task
+from nahida.providers.router import Route, resolve_routes
 
 PING_TIMEOUT = 5.0
 Dream = dict[str, Any]  # the report's `dreaming` part
@@ -160,11 +161,7 @@ async def diagnose(config: Config, paths: Paths) -> dict[str, Any]:
             "database": str(paths.database),
             "workspace": str(paths.workspace),
         },
-        "models": {
-            t: f"{r.provider}/{r.model}" + (" (derived)" if r.derived else "")
-            for t, r in routes.items()
-        }
-        or None,
+        "models": _models(config, routes, embedding) if routes else None,
         "providers": providers,
         "jobs": jobs,
         "embedding": embedding,
@@ -175,6 +172,22 @@ async def diagnose(config: Config, paths: Paths) -> dict[str, Any]:
     }
     report["ok"] = caps.fts and jieba_ok and all(p["reachable"] for p in providers)
     return report
+
+
+def _models(config: Config, routes: dict[Task, Route], embedding: dict[str, Any]) -> dict[str, str]:
+    """The model of each task as the bot uses it: `embed` is whatever embeds (the local model
+    too), and `rerank` is off unless `memory.rerank` turns it on."""
+    models: dict[str, str] = {
+        task: f"{route.provider}/{route.model}" + (" (derived)" if route.derived else "")
+        for task, route in routes.items()
+        if task not in ("embed", "rerank")
+    }
+    models["embed"] = (
+        f"{embedding['provider']}/{embedding['model']}" if embedding.get("model") else "none"
+    )
+    rerank = routes["rerank"]
+    models["rerank"] = f"{rerank.provider}/{rerank.model}" if config.memory.rerank else "off"
+    return models
 
 
 def render(report: dict[str, Any]) -> str:
@@ -202,6 +215,8 @@ def render(report: dict[str, Any]) -> str:
         lines.append(f"{mark(p['reachable'])}provider {p['name']} ({p['type']}) {state}")
     models = report["models"] or {}
     lines.append("models: " + (", ".join(f"{t}={m}" for t, m in models.items()) or "none"))
+    if report.get("channel_config"):
+        lines.append(f"-- channels: {report['channel_config']} (`nahida run` needs it)")
     lines.append(_embedding_line(report["embedding"]))
     for f in report["compaction_failing"]:
         lines.append(
@@ -286,10 +301,22 @@ def _dreaming_line(dream: Dream) -> str:
     return f"ok dreaming with {dream['model']}: {done}; {upcoming}"
 
 
+def _channel_config(state: State) -> str | None:
+    """What stops `nahida run` from loading the channels' part of the config (an unset
+    `${VAR}`), which every other command may leave aside; None when nothing does."""
+    try:
+        state.channel_config()
+    except ConfigError as exc:
+        return str(exc)
+    return None
+
+
 def doctor(ctx: typer.Context, as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
     """Check the installation: config, SQLite, FTS5, sqlite-vec, jieba, providers, jobs."""
     state = state_of(ctx)
     report = asyncio.run(diagnose(state.config, state.paths))
+    report["channel_config"] = _channel_config(state)
+    report["ok"] = report["ok"] and report["channel_config"] is None
     if as_json:
         echo_json(report)
     else:

@@ -137,7 +137,7 @@ def chat(
 def run(ctx: typer.Context) -> None:
     """Run every enabled channel and the scheduler (the terminal chat when none is enabled)."""
     state = state_of(ctx)
-    config = state.config
+    config = state.channel_config()
     adapters = platform_adapters(config, str(state.paths.config or "config"))
     if not adapters:
         _logging(config, quiet=True)

@@ -23,9 +23,15 @@ class State:
 
     @property
     def config(self) -> Config:
+        """The config as a command that runs no channel needs it: a `${VAR}` under `channels`
+        that is not set is no error (reading memory needs no QQ token)."""
         if self._config is None:
-            self._config = load_config(self.paths.config)
+            self._config = load_config(self.paths.config, channels=False)
         return self._config
+
+    def channel_config(self) -> Config:
+        """The whole config, the channels' secrets too (`nahida run`)."""
+        return load_config(self.paths.config)
 
     @contextlib.contextmanager
     def memory(

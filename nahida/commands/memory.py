@@ -295,10 +295,21 @@ async def _decide(ctx: CommandContext, candidate_id: str, *, accept: bool) -> st
         return t("memory_review_denied", lang)
     if result is None:
         return t("memory_review_not_found", lang, id=candidate_id)
-    if result.outcome == "rejected":
+    if not accept:
         return t("memory_review_rejected", lang, id=candidate_id)
-    key = "memory_review_merged" if result.outcome == "merged" else "memory_review_accepted"
-    return t(key, lang, id=candidate_id, item=result.item_id)
+    key = REVIEWED.get(result.outcome, "memory_review_accepted")
+    return t(key, lang, id=candidate_id, item=result.item_id, reason=result.reason)
+
+
+# what accepting a candidate did, by the write's outcome: a dream's op may archive, update or
+# supersede an item instead of adding one
+REVIEWED = {
+    "merged": "memory_review_merged",
+    "archived": "memory_review_archived",
+    "updated": "memory_review_updated",
+    "superseded": "memory_review_superseded",
+    "rejected": "memory_review_not_applied",
+}
 
 
 # the command --------------------------------------------------------------------------------

@@ -85,7 +85,16 @@ def resolve_routes(
                 )
             return Route(text, model)
         if len(defaults) == 1:
-            return Route(next(iter(defaults)), text)
+            only = next(iter(defaults))
+            typo = _misspelt(head if sep else text, only)
+            if typo:
+                raise ConfigError(
+                    f"{typo!r} looks like a misspelt provider name {only!r}; write"
+                    f" {only}/<model> (or {only}/{text} when {text!r} is the model's name)",
+                    source=source,
+                    key=f"models.{task}",
+                )
+            return Route(only, text)
         raise ConfigError(
             f"{text!r} names no provider; known: {', '.join(defaults)}",
             source=source,
@@ -98,6 +107,25 @@ def resolve_routes(
     if "compress" not in routes and compress_model(chat.model) != chat.model:
         resolved["compress"] = Route(chat.provider, compress_model(chat.model), derived=True)
     return resolved
+
+
+def _misspelt(word: str, name: str) -> str | None:
+    """`word` when it is one or two letters away from the provider's `name` without being it: a
+    model name (`gpt-4o`, `qwen3`, a gateway's `openai/gpt-4o`) has digits or a dash, or is
+    farther off."""
+    if word == name or len(word) < 4 or any(c.isdigit() or c in "-." for c in word):
+        return None
+    return word if _distance(word.lower(), name.lower()) <= 2 else None
+
+
+def _distance(a: str, b: str) -> int:
+    """Levenshtein distance."""
+    row = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        prev, row[0] = row[0], i
+        for j, cb in enumerate(b, 1):
+            prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (ca != cb))
+    return row[-1]
 
 
 class EmbeddingEndpoint(Protocol):

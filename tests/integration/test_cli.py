@@ -131,7 +131,10 @@ async def test_doctor_reports_capabilities_and_masks_secrets(
     assert report["sqlite"]["bot_store"] == "process"  # memory.store_process, the default
     assert report["jieba"]["loaded"] is True
     assert report["providers"][0]["reachable"] is True
-    assert report["models"]["embed"] == "openai/gpt-4o-mini"
+    assert report["models"]["chat"] == "openai/gpt-4o-mini"
+    embedding = report["embedding"]
+    local = f"{embedding['provider']}/{embedding['model']}" if embedding["model"] else "none"
+    assert report["models"]["embed"] == local  # what embeds, not the chat route
     assert "sk-doctor-secret-999" not in result.out + result.err
     assert report["config"]["providers"]["openai"]["api_key"] == "***"
     text = await nahida(tmp_path, "doctor", env={**env, "OPENAI_BASE_URL": "http://127.0.0.1:9/v1"})

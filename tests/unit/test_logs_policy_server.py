@@ -59,7 +59,9 @@ def test_reply_policy_per_chat() -> None:
     assert not policy.should_respond(envelope("今天", chat="qq:group:2", to_me=False))
     assert not policy.should_respond(envelope("hi", chat="qq:group:3", to_me=True))
     assert not policy.accepts_command(envelope("/help", chat="qq:group:3", to_me=False))
-    assert policy.accepts_command(envelope("/help", chat=group, to_me=False))
+    assert not policy.accepts_command(envelope("/help", chat=group, to_me=False))
+    assert policy.accepts_command(envelope("/help", chat=group, to_me=True))
+    assert ReplyPolicy("always").accepts_command(envelope("/help", chat=group, to_me=False))
     answered = sum(
         policy.should_respond(envelope("x", chat="qq:group:4", to_me=False)) for _ in range(400)
     )
