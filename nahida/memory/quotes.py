@@ -76,7 +76,7 @@ _QUOTES = str.maketrans({"“": '"', "”": '"'})
 _NAME_DROPS = str.maketrans({c: None for c in '“”"[]<>:：()（）'})
 
 
-@lru_cache(maxsize=16_384)  # a chat's memory lines come back message after message
+@lru_cache(maxsize=8192)  # a chat's memory lines come back message after message
 def reads_as_instruction(text: str) -> bool:
     """Whether `text` reads as an instruction to the model rather than something said."""
     return _INSTRUCTION.search(text) is not None
@@ -93,12 +93,15 @@ def has_links(text: str) -> bool:
 
 def quoted(text: str, limit: int) -> str:
     """`text` in “…” on one line, at most `limit` characters of it (cut with "…")."""
-    flat = " ".join(text.split()).translate(_QUOTES)
+    flat = " ".join(text.split())
+    if "“" in flat or "”" in flat:
+        flat = flat.translate(_QUOTES)
     if len(flat) > limit:
         flat = flat[: limit - 1] + "…"
     return f"“{flat}”"
 
 
+@lru_cache(maxsize=4096)
 def name(shown: str | None, fallback: str) -> str:
     """A display name fit for a memory line (one short line, nothing that quotes or labels),
     else `fallback` (the user id)."""

@@ -29,6 +29,7 @@ def _date(epoch: float) -> str:
     return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%d")
 
 
+@lru_cache(maxsize=8192)  # the same people's same words, message after message: a lookup
 def _said(who: str, text: str) -> str:
     """`Bob: “…”`, marked when the words read as an instruction to the model."""
     mark = f" ({quotes.MARK})" if quotes.reads_as_instruction(text) else ""
@@ -40,14 +41,19 @@ def _said(who: str, text: str) -> str:
     )
 
 
+@lru_cache(maxsize=8192)  # a chat's items come back message after message
+def _item_line(item_id: str, kind: str, scope: str, day: str, who: str, text: str) -> str:
+    said = _said(who, text)
+    joint = ": " if said.startswith("“") else " · "
+    return f"- [{item_id}] {kind} · {scope.split(':', 1)[0]} · {day}{joint}{said}"
+
+
 def line(hit: Hit) -> str:
-    scope = hit.scope.split(":", 1)[0]
     item = hit.item
     if item is not None:
         text = hit.text if item.kind != "procedure" else quotes.rule_text(item, hit.text)
-        said = _said(quotes.speaker(item), text)
-        joint = ": " if said.startswith("“") else " · "
-        return f"- [{hit.id}] {item.kind} · {scope} · {_date(hit.time)}{joint}{said}"
+        who = quotes.speaker(item)
+        return _item_line(hit.id, item.kind, hit.scope, _date(hit.time), who, text)
     if hit.kind == "episode":  # a finished conversation of this chat, summarised by the bot
         text = " ".join(hit.text.split())
         if quotes.reads_as_instruction(text):
