@@ -76,10 +76,19 @@ _QUOTES = str.maketrans({"“": '"', "”": '"'})
 _NAME_DROPS = str.maketrans({c: None for c in '“”"[]<>:：()（）'})
 
 
-@lru_cache(maxsize=8192)  # a chat's memory lines come back message after message
+def _reads(text: str) -> bool:
+    return _INSTRUCTION.search(text) is not None
+
+
+# A chat's memory lines come back message after message: short texts are remembered (a lookup),
+# longer ones read each time, so the cache stays a few megabytes.
+_remembered = lru_cache(maxsize=4096)(_reads)
+CACHED_CHARS = 300
+
+
 def reads_as_instruction(text: str) -> bool:
     """Whether `text` reads as an instruction to the model rather than something said."""
-    return _INSTRUCTION.search(text) is not None
+    return (_remembered if len(text) <= CACHED_CHARS else _reads)(text)
 
 
 def without_links(text: str) -> str:

@@ -29,31 +29,34 @@ def _date(epoch: float) -> str:
     return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%d")
 
 
-@lru_cache(maxsize=8192)  # the same people's same words, message after message: a lookup
 def _said(who: str, text: str) -> str:
     """`Bob: “…”`, marked when the words read as an instruction to the model."""
     mark = f" ({quotes.MARK})" if quotes.reads_as_instruction(text) else ""
     head = f"{who}{mark}".strip()
-    return (
-        f"{head}: {quotes.quoted(text, MAX_LINE_CHARS)}"
-        if head
-        else quotes.quoted(text, MAX_LINE_CHARS)
-    )
+    said = quotes.quoted(text, MAX_LINE_CHARS)
+    return f"{head}: {said}" if head else said
 
 
-@lru_cache(maxsize=8192)  # a chat's items come back message after message
 def _item_line(item_id: str, kind: str, scope: str, day: str, who: str, text: str) -> str:
     said = _said(who, text)
     joint = ": " if said.startswith("“") else " · "
     return f"- [{item_id}] {kind} · {scope.split(':', 1)[0]} · {day}{joint}{said}"
 
 
+# A chat's items and turns come back message after message: the lines of short texts are
+# remembered by what they are made of (a lookup), longer ones made each time, so the caches stay
+# a few megabytes.
+_remembered_said = lru_cache(maxsize=4096)(_said)
+_remembered_item_line = lru_cache(maxsize=4096)(_item_line)
+
+
 def line(hit: Hit) -> str:
     item = hit.item
+    short = len(hit.text) <= MAX_LINE_CHARS
     if item is not None:
         text = hit.text if item.kind != "procedure" else quotes.rule_text(item, hit.text)
-        who = quotes.speaker(item)
-        return _item_line(hit.id, item.kind, hit.scope, _date(hit.time), who, text)
+        make = _remembered_item_line if short else _item_line
+        return make(hit.id, item.kind, hit.scope, _date(hit.time), quotes.speaker(item), text)
     if hit.kind == "episode":  # a finished conversation of this chat, summarised by the bot
         text = " ".join(hit.text.split())
         if quotes.reads_as_instruction(text):
@@ -62,7 +65,9 @@ def line(hit: Hit) -> str:
             text = text[: MAX_LINE_CHARS - 1] + "…"
         return f"- [episode · {_date(hit.time)}] {text}"
     earlier = "earlier, since changed · " if hit.earlier else ""
-    return f"- [history · {earlier}{_date(hit.time)}] {_said(hit.speaker or '', hit.text)}"
+    who = quotes.name(hit.speaker, "")
+    said = (_remembered_said if short else _said)(who, hit.text)
+    return f"- [history · {earlier}{_date(hit.time)}] {said}"
 
 
 def pack(hits: Sequence[Hit], budget_tokens: int) -> tuple[str | None, list[Hit]]:
