@@ -173,6 +173,19 @@ MESSAGES: dict[str, dict[Language, str]] = {
         "zh": "已提交，等待审核（{id}）。",
         "en": "Submitted; waiting for review ({id}).",
     },
+    "memory_rule_group": {
+        "zh": "这是全群的行为规则。",
+        "en": "It is a rule for everyone in this group.",
+    },
+    "memory_rule_yours": {
+        "zh": "这条行为规则只用于回答你：全群的规则只有群主和管理员能定。",
+        "en": "This rule is for answering you only: only the group's owner and admins set rules"
+        " for everyone.",
+    },
+    "memory_rule_links": {
+        "zh": "规则里的链接和联系方式不会交给模型。",
+        "en": "Its links and contacts are not passed to the model.",
+    },
     "message_too_long": {
         "zh": "这条消息有 {n} 个字，太长了：我一次最多读 {limit} 个字，请分几段发。",
         "en": "That message has {n} characters, more than the {limit} I read at once:"

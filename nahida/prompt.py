@@ -23,7 +23,10 @@ from nahida.memory import Turn, spoken
 from nahida.providers.base import Message, estimate_tokens
 
 PROFILE_TITLE = "## About the person you are talking to"
-RULES_INTRO = "Follow these rules of the people you talk with (newer ones win):"
+RULES_INTRO = (
+    "How to answer, as people here asked (each rule quoted; a group rule, set by the group's"
+    " owner or admins, wins over one person's own rule, and a newer rule over an older one):"
+)
 # (label of the slot's message, the assistant's acknowledgement) per language
 CONTEXT_LABELS: dict[Language, dict[str, str]] = {
     "zh": {"memory": "[长期记忆]", "summary": "[对话摘要]", "ack": "好的。"},

@@ -30,6 +30,7 @@ from nahida.memory import (
     Turn,
     Viewer,
     WriteResult,
+    has_links,
 )
 
 SEARCH_LIMIT = 5
@@ -43,13 +44,7 @@ Subcommand = Callable[[CommandContext, str], Awaitable[str]]
 
 def actor_of(ctx: CommandContext) -> Actor:
     """The sender as an actor: their role counts only in a group, for that group."""
-    envelope = ctx.envelope
-    return Actor(
-        label=str(envelope.sender.user),
-        chat=envelope.chat if envelope.chat.is_group else None,
-        role=envelope.sender.role,
-        is_bot_admin=ctx.is_bot_admin,
-    )
+    return Actor.speaking(ctx.envelope, ctx.is_bot_admin)
 
 
 def viewer_of(ctx: CommandContext) -> Viewer:
@@ -107,14 +102,34 @@ async def remember(ctx: CommandContext, args: str) -> str:
     envelope = ctx.envelope
     try:
         result = await ctx.memory.items.remember(
-            args, chat=envelope.chat, user=envelope.sender.user, message_id=envelope.message_id
+            args,
+            chat=envelope.chat,
+            user=envelope.sender.user,
+            message_id=envelope.message_id,
+            actor=actor_of(ctx),
         )
     except SecretRefused:
         return t("memory_secret_refused", ctx.language)
     if result.reason == TOO_LONG:
         limit = ctx.memory.items.max_chars
         return t("memory_too_long", ctx.language, n=len(args.strip()), limit=limit)
-    return written(result, ctx.language)
+    return written(result, ctx.language) + await _whose_rule(ctx, result)
+
+
+async def _whose_rule(ctx: CommandContext, result: WriteResult) -> str:
+    """In a group, what a behavioural rule became: the group's, or one for answering the sender
+    alone (a member's; their links and contacts kept from the model)."""
+    if not ctx.envelope.chat.is_group or result.item_id is None:
+        return ""
+    item = await ctx.memory.items.get(result.item_id)
+    if item is None or item.kind != "procedure":
+        return ""
+    lang = ctx.language
+    gap = "" if lang == "zh" else " "  # between sentences
+    if not item.scope.startswith("user:"):
+        return gap + t("memory_rule_group", lang)
+    links = gap + t("memory_rule_links", lang) if has_links(item.content) else ""
+    return gap + t("memory_rule_yours", lang) + links
 
 
 def written(result: WriteResult, lang: Language) -> str:

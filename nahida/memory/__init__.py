@@ -46,6 +46,7 @@ from nahida.memory.models import (
     spoken,
 )
 from nahida.memory.profiles import ProfileChange, Profiles
+from nahida.memory.quotes import has_links
 from nahida.memory.recall import GUARD, MODES, TUNING, Mode, Query, Tuning
 from nahida.memory.recall.rerank import LLMReranker
 from nahida.memory.safety import redact
@@ -120,6 +121,7 @@ __all__ = [
     "answering",
     "candidates",
     "export_lines",
+    "has_links",
     "index_text",
     "iso",
     "parse_moment",

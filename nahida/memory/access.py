@@ -1,16 +1,20 @@
-"""Who may change what (DESIGN §4): the actor of a change and the rules for forgetting and review.
+"""Who may change what (DESIGN §4): the actor of a change and the rules for forgetting, review
+and behavioural rules.
 
 Reading is governed by `scopes.Viewer`; these rules decide changes. An item may be forgotten by
 its subject or speaker, by a group's owner/admins for that group's items, and by bot admins (the
 CLI acts as one). Pending candidates are reviewed by bot admins, and by a group's owner/admins
-for that group.
+for that group. A behavioural rule for everyone in a group is set by its owner/admins and by bot
+admins only (`may_set_chat_rules`, the one check every path that stores a rule asks: a chat
+message, `/memory remember`, the model's tools, a plugin); anyone else's is a rule for answering
+them (docs/permissions.md).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from nahida.envelope import ChatKey, Role
+from nahida.envelope import ChatKey, Envelope, Role
 from nahida.memory.models import MemoryItem
 from nahida.memory.scopes import chat_scope
 
@@ -20,13 +24,22 @@ class Actor:
     """Who asks for a change: a chat member (with their role there), a bot admin, or the CLI."""
 
     label: str  # a UserKey, or "cli" / "plugin:<name>" / "system"
-    chat: ChatKey | None = None
+    chat: ChatKey | None = None  # the group their role is in (None: no group role)
     role: Role = Role.MEMBER
     is_bot_admin: bool = False
+    name: str = ""  # how they are called where they speak (memory lines name them so)
 
     @classmethod
     def cli(cls) -> Actor:
         return cls("cli", is_bot_admin=True)
+
+    @classmethod
+    def speaking(cls, envelope: Envelope, is_bot_admin: bool) -> Actor:
+        """The sender of a message: their role counts only in a group, for that group."""
+        chat = envelope.chat
+        sender = envelope.sender
+        group = chat if chat.is_group else None
+        return cls(str(sender.user), group, sender.role, is_bot_admin, sender.name)
 
     @property
     def is_chat_admin(self) -> bool:
@@ -42,6 +55,15 @@ def can_forget(item: MemoryItem, actor: Actor) -> bool:
     if actor.chat is not None and actor.is_chat_admin:
         return item.scope == chat_scope(actor.chat)
     return False
+
+
+def may_set_chat_rules(actor: Actor | None, chat: ChatKey) -> bool:
+    """Whether `actor` may set a behavioural rule for everyone in `chat`: the group's owner or
+    admins (a role counts in its own group only) and bot admins. Nobody without an actor, and
+    nobody in a private chat, where a rule is the person's own."""
+    if actor is None or not chat.is_group:
+        return False
+    return actor.is_bot_admin or (actor.chat == chat and actor.is_chat_admin)
 
 
 def review_scopes(actor: Actor) -> list[str] | None:

@@ -1,19 +1,27 @@
 """One candidate builder per source (DESIGN §6): where a memory goes, and what it carries.
 
 - `remembered` (`user_explicit`, `/memory remember`): in a private chat about the person
-  (private); in a group, the group's memory (public).
+  (private); in a group, the group's memory (public) — but a behavioural rule goes where
+  `rule_scope` puts it.
 - `extracted` (`rule_extract`, after each turn): in a private chat about the person; in a group
   about the speaker (public), or the group's for group decisions.
 - `admin_edit` (`human_edit`, the CLI): the scope named, or where `--chat`/`--user` would say it.
 - `from_plugin` (`plugin:<name>`, `memory_store`): the person, the chat or global, as it says.
 - `compressed` (`compress`, a warm summary's cold facts): in a private chat about the person
   (private); in a group, the group's memory (public: it was said there).
-- `proactive` (`agent_proactive`, the model's `memory_write`) and `procedure` (`procedure_write`,
-  and rules people state): where the speaker is, as `remembered` would put it.
+- `proactive` (`agent_proactive`, the model's `memory_write`): where the speaker is, as
+  `remembered` would put it.
+- `procedure` (`procedure_write`): a behavioural rule, where `rule_scope` puts it.
 - `dreamed` (`llm_dream`, a dream run's op): the scope its guards allowed (`dream/guards.py`).
 
+A behavioural rule (kind `procedure`, however it came: a rule someone stated, `/memory remember`,
+`memory_write`, `procedure_write`, a plugin) is for everyone in a group only when its actor may set
+the group's rules (`access.may_set_chat_rules`, asked in `rule_scope` and `from_plugin`); else it
+is a rule for answering the person who gave it (public: said in the group).
+
 Every builder returns a `Candidate`; the write path (`write.prepare` / `write.propose`) filters,
-deduplicates and commits it. A builder raises ValueError for a target that does not parse.
+deduplicates and commits it. A builder raises ValueError for a target that does not parse, and
+`from_plugin` MemoryPermissionError for a group's rule its actor may not set.
 """
 
 from __future__ import annotations
@@ -26,7 +34,9 @@ from datetime import datetime, tzinfo
 from typing import Literal
 
 from nahida.envelope import ChatKey, UserKey
-from nahida.memory import dates
+from nahida.errors import MemoryPermissionError
+from nahida.memory import access, dates
+from nahida.memory.access import Actor
 from nahida.memory.models import KINDS, Candidate, Evidence, MemoryItem, Turn
 from nahida.memory.safety import contains_secret, redact
 from nahida.memory.scopes import GLOBAL, chat_scope, user_scope, validate_scope, viewer_for
@@ -56,6 +66,21 @@ def explicit_scope(chat: ChatKey, user: UserKey) -> tuple[str, str, str | None]:
     return user_scope(user), "private", str(user)
 
 
+def rule_scope(
+    chat: ChatKey, user: UserKey, actor: Actor | None, *, for_chat: bool
+) -> tuple[str, str, str | None]:
+    """(scope, sensitivity, subject) of a behavioural rule `user` gave in `chat`: the group's
+    when it is meant for everyone there and its actor may set the group's rules; else a rule for
+    answering `user` (public in a group, where it was said)."""
+    if for_chat and chat.is_group and access.may_set_chat_rules(actor, chat):
+        return chat_scope(chat), "public", None
+    return user_scope(user), "public" if chat.is_group else "private", str(user)
+
+
+def _name(actor: Actor | None) -> str | None:
+    return (actor.name or None) if actor is not None else None
+
+
 def with_due(candidate: Candidate, text: str, at: float, tz: tzinfo | None) -> Candidate:
     """The candidate with the future day its words name (`dates.due`), resolved now: the date as
     its title, and as its validity (a task: due then; a plan: that day). The words stay."""
@@ -79,10 +104,12 @@ def remembered(
     kind: str = "fact",
     at: float | None = None,
     tz: tzinfo | None = None,
+    actor: Actor | None = None,
 ) -> Candidate:
-    """`/memory remember`: read with the same rules as extraction, so slots supersede alike."""
+    """`/memory remember`: read with the same rules as extraction, so slots supersede alike.
+    `actor`: who asks (their name, and whether a rule of theirs may be the group's)."""
     at = _now(at)
-    candidate = _said_here(text, kind, "user_explicit", chat, user, message_id, at)
+    candidate = _said_here(text, kind, "user_explicit", chat, user, message_id, at, actor)
     return with_due(candidate, text, at, tz)
 
 
@@ -94,11 +121,18 @@ def _said_here(
     user: UserKey,
     message_id: str | None,
     at: float,
+    actor: Actor | None,
 ) -> Candidate:
     """What the speaker asked to keep, where they said it (`explicit_scope`), read for its kind
-    and slot."""
-    scope, sensitivity, subject = explicit_scope(chat, user)
-    kind, slot = _read(text, kind)
+    and slot; a behavioural rule (whatever kind was asked for) where `rule_scope` puts it."""
+    stated = _statement(text)
+    if stated is not None and stated.kind == "procedure":
+        kind, slot = "procedure", stated.slot
+        for_chat = stated.about == "chat"
+        scope, sensitivity, subject = rule_scope(chat, user, actor, for_chat=for_chat)
+    else:
+        kind, slot = _read(text, kind, stated)
+        scope, sensitivity, subject = explicit_scope(chat, user)
     return Candidate(
         scope=scope,
         kind=kind,
@@ -110,17 +144,23 @@ def _said_here(
         sensitivity=sensitivity,
         subject_user=subject,
         speaker_user=str(user),
-        evidence=(Evidence(chat=str(chat), message_id=message_id, time=at),),
+        evidence=(Evidence(chat=str(chat), message_id=message_id, time=at, name=_name(actor)),),
     )
 
 
-def _read(text: str, kind: str) -> tuple[str, str | None]:
-    """(kind, slot) of a text to remember, read as extraction reads it: one statement gives its
-    kind (unless one was asked for) and its slot."""
+def _statement(text: str) -> Statement | None:
+    """The one statement a text to remember makes, as extraction reads it; None for none or more."""
     read = statements(text)
-    if len(read) != 1:
+    return read[0] if len(read) == 1 else None
+
+
+def _read(text: str, kind: str, stated: Statement | None = None) -> tuple[str, str | None]:
+    """(kind, slot) of a text to remember, read as extraction reads it: one statement gives its
+    kind (unless one was asked for) and its slot. `stated`: the text's statement, read already."""
+    read = stated if stated is not None else _statement(text)
+    if read is None:
         return kind, None
-    return (read[0].kind if kind == "fact" else kind), read[0].slot
+    return (read.kind if kind == "fact" else kind), read.slot
 
 
 def _quote(sentence: str) -> str:
@@ -137,15 +177,21 @@ def extracted(
     turn_id: int | None = None,
     at: float | None = None,
     tz: tzinfo | None = None,
+    actor: Actor | None = None,
 ) -> Candidate:
-    """A statement someone made: in a group, about themselves (public) or a group decision."""
+    """A statement someone made: in a group, about themselves (public) or a group decision; a
+    behavioural rule where `rule_scope` puts it."""
     at = _now(at)
-    if chat.is_group and statement.about == "chat":
+    for_chat = statement.about == "chat"
+    if statement.kind == "procedure":
+        scope, sensitivity, subject = rule_scope(chat, user, actor, for_chat=for_chat)
+    elif chat.is_group and for_chat:
         scope, subject, sensitivity = chat_scope(chat), None, "public"
     else:
         scope, subject = user_scope(user), str(user)
         sensitivity = "public" if chat.is_group else "private"
-    evidence = Evidence(str(chat), message_id, turn_id, at, quote=_quote(statement.quote))
+    quote = _quote(statement.quote)
+    evidence = Evidence(str(chat), message_id, turn_id, at, quote=quote, name=_name(actor))
     candidate = Candidate(
         scope=scope,
         kind=statement.kind,
@@ -216,8 +262,11 @@ def from_plugin(
     subject: UserKey | None = None,
     chat: ChatKey | None = None,
     speaker: UserKey | None = None,
+    actor: Actor | None = None,
 ) -> Candidate:
-    """A plugin's `memory_store`: about a person (`subject`), in a chat, or global."""
+    """A plugin's `memory_store`: about a person (`subject`), in a chat, or global. A behavioural
+    rule for a chat needs the `actor` it is stored for to be allowed to set the chat's rules
+    (MemoryPermissionError)."""
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {', '.join(KINDS)}, not {kind!r}")
     if not 0.0 <= confidence <= 1.0:
@@ -229,6 +278,11 @@ def from_plugin(
     elif audience == "chat":
         if chat is None:
             raise ValueError('audience="chat" needs chat= (e.g. call.chat)')
+        if kind == "procedure" and chat.is_group and not access.may_set_chat_rules(actor, chat):
+            raise MemoryPermissionError(
+                "a behavioural rule for a group is set by its owner or admins only: pass"
+                " by= (the call or turn it is set for) from one of them"
+            )
         scope = chat_scope(chat)
     else:
         scope = GLOBAL
@@ -263,14 +317,15 @@ def proactive(
     user: UserKey,
     message_id: str | None = None,
     at: float | None = None,
+    actor: Actor | None = None,
 ) -> Candidate:
     """The model's `memory_write` for the person speaking: where `/memory remember` would put it
-    (a private chat: about them; a group: the group's, public), read with the same rules, so a
-    correction supersedes the value it corrects."""
+    (a private chat: about them; a group: the group's, public; a rule: `rule_scope`), read with
+    the same rules, so a correction supersedes the value it corrects."""
     if category not in CATEGORIES:
         raise ValueError(f"category is one of {', '.join(CATEGORIES)}, not {category!r}")
     kind = CATEGORIES[category]
-    return _said_here(content, kind, "agent_proactive", chat, user, message_id, _now(at))
+    return _said_here(content, kind, "agent_proactive", chat, user, message_id, _now(at), actor)
 
 
 def procedure(
@@ -283,16 +338,13 @@ def procedure(
     source: str = "agent_proactive",
     message_id: str | None = None,
     at: float | None = None,
+    actor: Actor | None = None,
 ) -> Candidate:
     """A behavioural rule: for answering the person (`user:` scope; public in a group, where it
-    was said) or, `for_chat`, for everyone in the chat. `context` says when it applies (its
-    title). A rule about the answer's language or style has the slot extraction gives it, so a
-    newer one supersedes."""
-    if for_chat:
-        scope, sensitivity, subject = chat_scope(chat), "public", None
-    else:
-        scope, subject = user_scope(user), str(user)
-        sensitivity = "public" if chat.is_group else "private"
+    was said) or, `for_chat` and allowed (`rule_scope`), for everyone in the chat. `context` says
+    when it applies (its title). A rule about the answer's language or style has the slot
+    extraction gives it, so a newer one supersedes."""
+    scope, sensitivity, subject = rule_scope(chat, user, actor, for_chat=for_chat)
     read = statements(rule)
     slot = read[0].slot if len(read) == 1 and read[0].kind == "procedure" else None
     return Candidate(
@@ -307,7 +359,9 @@ def procedure(
         sensitivity=sensitivity,
         subject_user=subject,
         speaker_user=str(user),
-        evidence=(Evidence(chat=str(chat), message_id=message_id, time=_now(at)),),
+        evidence=(
+            Evidence(chat=str(chat), message_id=message_id, time=_now(at), name=_name(actor)),
+        ),
     )
 
 
@@ -368,7 +422,14 @@ def dreamed(
     it, its title); a new memory is read for its slot as `/memory remember` reads it."""
     at = _now(at)
     cited = tuple(
-        Evidence(t.chat, t.message_id, t.id, t.time.timestamp(), quote=_quote(t.content))
+        Evidence(
+            t.chat,
+            t.message_id,
+            t.id,
+            t.time.timestamp(),
+            quote=_quote(t.content),
+            name=t.speaker_name if t.role == "user" else None,
+        )
         for t in turns
     )
     speaker = next((t.speaker for t in turns if t.role == "user" and t.speaker), None)

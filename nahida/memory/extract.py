@@ -7,7 +7,8 @@ Scopes: in a private chat everything goes to `user:<U>`, private. In a group wha
 speaker (preferences, identity, tasks, "我决定…", an explicit remember of a first-person sentence,
 behavioural rules) goes to `user:<U>` marked public, since it was said in public; group decisions
 ("以后我们…"), other explicit remembers and the rules a group's owner or admin sets for the chat go
-to `chat:<G>`, public. Candidates carry evidence (chat, message, turn,
+to `chat:<G>`, public (who may set those: `access.may_set_chat_rules`, asked in
+`candidates.rule_scope`). Candidates carry evidence (chat, message, turn,
 time, a short redacted quote) and are proposed as source `rule_extract`; the commit mode decides.
 A statement that holds a secret, or had one taken out (`[REDACTED:…]`: history is stored that
 way), gives nothing: "记住我的key是 …" is refused where it is said, and a placeholder is no memory.
@@ -15,20 +16,16 @@ way), gives nothing: "记住我的key是 …" is refused where it is said, and a
 
 from __future__ import annotations
 
-from dataclasses import replace
 from datetime import tzinfo
 
 from nahida.envelope import ChatKey, UserKey
 from nahida.memory import candidates
+from nahida.memory.access import Actor
 from nahida.memory.models import Candidate
 from nahida.memory.safety import contains_secret, was_redacted
-from nahida.memory.statements import Statement, statements
+from nahida.memory.statements import statements
 
 SOURCE = "rule_extract"
-
-
-def _speakers(statement: Statement) -> Statement:
-    return replace(statement, about="speaker") if statement.about == "chat" else statement
 
 
 def extract(
@@ -40,20 +37,21 @@ def extract(
     turn_id: int | None = None,
     time: float | None = None,
     tz: tzinfo | None = None,
-    chat_rules: bool = False,
+    actor: Actor | None = None,
 ) -> list[Candidate]:
     """Candidates for what `user` said in `chat` (see the module docstring for scopes).
-    `chat_rules`: the speaker may set the chat's behavioural rules (a group's owner or admin, a
-    bot admin); anyone else's rule for the chat is kept as a rule for answering them."""
+    `actor`: the speaker (their name; whether they may set the chat's behavioural rules: anyone
+    else's rule for the chat is kept as a rule for answering them)."""
     return [
         candidates.extracted(
-            statement if chat_rules or statement.kind != "procedure" else _speakers(statement),
+            statement,
             chat=chat,
             user=user,
             message_id=message_id,
             turn_id=turn_id,
             at=time,
             tz=tz,
+            actor=actor,
         )
         for statement in statements(text)
         if not (was_redacted(statement.content) or contains_secret(statement.content))

@@ -45,6 +45,7 @@ class Evidence:
     time: float | None = None
     ref: str | None = None  # e.g. "MEMORY.md:12" or "import:file.jsonl:3"
     quote: str | None = None  # the words that support it, when short
+    name: str | None = None  # how the one who said it was called there (memory lines name them)
 
     def to_json(self) -> dict[str, Any]:
         return {k: v for k, v in asdict(self).items() if v is not None}

@@ -31,6 +31,7 @@ from typing import Any, get_args
 
 from nahida.envelope import UserKey
 from nahida.errors import SecretRefused
+from nahida.memory import quotes
 from nahida.memory.models import PROFILE_SECTIONS, ProfileEntry, ProfileMode, new_id
 from nahida.memory.safety import contains_secret
 from nahida.memory.scopes import Viewer, user_scope
@@ -306,6 +307,20 @@ def render(entries: list[ProfileEntry], budget_tokens: int) -> str:
     return "\n".join([*lines, left_out_line(len(unique) - shown)])
 
 
+AGREEMENTS = "与 Agent 的约定"  # the person's rules for the bot, in their own words
+BULLET_CHARS = 300
+
+
+def bullet_text(entry: ProfileEntry) -> str:
+    """A bullet as the card shows it: a person's agreements with the bot without their links and
+    contacts (as a person's own rule, `quotes.rule_text`); words that read as an instruction to
+    the model quoted and marked, as memory lines are."""
+    text = quotes.without_links(entry.text) if entry.section == AGREEMENTS else entry.text
+    if quotes.reads_as_instruction(entry.text):
+        return f"({quotes.MARK}) {quotes.quoted(text, BULLET_CHARS)}"
+    return text
+
+
 def _lines(entries: list[ProfileEntry], room: int | None) -> tuple[list[str], int]:
     """The card's lines (within `room` tokens, if given) and how many bullets they hold."""
     lines: list[str] = []
@@ -315,7 +330,7 @@ def _lines(entries: list[ProfileEntry], room: int | None) -> tuple[list[str], in
         new = [f"### {entry.section}"] if entry.section != section else []
         if new and lines:
             new.insert(0, "")
-        new.append(f"- {entry.text}")
+        new.append(f"- {bullet_text(entry)}")
         cost = estimate_tokens("\n" + "\n".join(new))
         if room is not None and used + cost > room:
             continue

@@ -116,9 +116,12 @@ class Items:
         user: UserKey,
         message_id: str | None = None,
         kind: str = "fact",
+        actor: Actor | None = None,
     ) -> WriteResult:
+        """`/memory remember`; `actor`: who asks (a rule of theirs is the group's only when they
+        may set the group's rules, `candidates.rule_scope`)."""
         candidate = candidates.remembered(
-            text, chat=chat, user=user, message_id=message_id, kind=kind, tz=self.tz
+            text, chat=chat, user=user, message_id=message_id, kind=kind, tz=self.tz, actor=actor
         )
         return await self.propose(candidate, str(user))
 

@@ -16,6 +16,10 @@ explicitly; nothing is taken from ambient state:
   `audience="chat", chat=call.chat` stores in that chat's memory; `audience="global"` needs the
   extra permission `memory.write.global`. `speaker` (default: the subject) is who said it: the
   subject and the speaker may later `/memory forget` the item.
+- A behavioural rule (`kind="procedure"`) for a group, `audience="chat"`, is set for someone:
+  `by=call` (or `by=turn` in a hook) names the message, and its sender must be the group's owner
+  or admin, or a bot admin (`MemoryPermissionError` otherwise, and without `by`): the same check
+  as every other path that stores a rule (docs/permissions.md).
 - `memory_search(q, chat=call.chat, user=call.user)` sees exactly what that person sees in that
   chat (DESIGN §4: in a group, never other people's user memory nor their own private items).
   With neither, only global memory; a user without a chat is refused, since what a person may
@@ -44,6 +48,7 @@ from nahida.hooks import PostTurnHook, TurnContext
 from nahida.i18n import MESSAGES, Language
 from nahida.memory import (
     GLOBAL,
+    Actor,
     Evidence,
     Hit,
     MemoryService,
@@ -91,6 +96,7 @@ class PluginCall:
             chat=str(self.chat),
             message_id=self.envelope.message_id,
             time=self.envelope.time.timestamp(),
+            name=self.envelope.sender.name or None,
         )
 
 
@@ -195,8 +201,10 @@ class PluginContext:
         subject: UserKey | str | None = None,
         chat: ChatKey | str | None = None,
         speaker: UserKey | str | None = None,
+        by: PluginCall | TurnContext | None = None,
     ) -> WriteResult:
-        """Propose a memory; the write path decides (created, merged, pending...)."""
+        """Propose a memory; the write path decides (created, merged, pending...). `by`: the
+        message it is stored for (a group's rule needs its sender to be allowed to set one)."""
         self._require("memory.write")
         if audience == "global":
             self._require("memory.write.global")
@@ -211,6 +219,7 @@ class PluginContext:
             subject=_user(subject) if subject is not None else None,
             chat=_chat(chat) if chat is not None else None,
             speaker=_user(speaker) if speaker is not None else None,
+            actor=None if by is None else Actor.speaking(by.envelope, by.is_bot_admin),
         )
         return await self._memory.items.propose(candidate, self.source)
 

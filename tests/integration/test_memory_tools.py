@@ -90,7 +90,7 @@ async def test_the_model_writes_searches_and_sets_a_rule_through_its_tools(
     assert "sk-abcdef" not in stored
     # the rule is in every later request, in its place, and `/rules` lists it
     later = system_of(server.chat_requests[4].body)
-    assert f"- [{procedure.id}] 回答时先给结论 (when: 技术问题)" in later
+    assert f"- [{procedure.id}] rule for 你: “回答时先给结论” (when: “技术问题”)" in later
     assert t("rules_header", "zh", n=1) in out and f"{procedure.id} · user · " in out
 
     out, _ = await chat_through_console(tmp_path, [f"/rules forget {procedure.id}", "你好"], cfg)

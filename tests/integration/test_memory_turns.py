@@ -29,7 +29,9 @@ from tests.helpers import (
     openai_provider,
 )
 
-ITEM_LINE = re.compile(r"- \[(m_[0-9a-f]{6})\] (\w+) · (\w+) · \d{4}-\d{2}-\d{2}: (.+)")
+ITEM_LINE = re.compile(
+    r"- \[(m_[0-9a-f]{6})\] (\w+) · (\w+) · \d{4}-\d{2}-\d{2}(?: · [^“]+)?: “(.+)”"
+)
 
 
 def wire(app: App) -> None:

@@ -199,7 +199,8 @@ async def test_the_profile_and_rules_come_with_the_memory_as_the_viewer_may_see_
     injection = MemoryInjection(memory)
     private = await injection.gather(context(store, "今天的天气怎么样"))
     assert "- 是护士" in private["profile"] and "- 想学日语" in private["profile"]
-    assert f"[{rule.id}] 回答简短" in private["rules"] and group_rule.id not in private["rules"]
+    assert f"[{rule.id}] rule for qq:alice: “回答简短”" in private["rules"]
+    assert group_rule.id not in private["rules"]
     assert weak.id not in private["rules"]  # below 0.3: never injected
     in_group = await injection.gather(context(store, "今天的天气怎么样", chat=GROUP))
     assert "是护士" not in in_group["profile"] and "- 想学日语" in in_group["profile"]

@@ -9,6 +9,7 @@ from collections import Counter
 import pytest
 
 from nahida.memory import (
+    Actor,
     Hit,
     MemoryItem,
     MemoryService,
@@ -149,7 +150,7 @@ async def test_the_probe_sent_with_the_turn_answers_what_the_read_would(
                 chat=writer.chat,
                 user=writer.user,
                 for_chat=rng.random() < 0.5,
-                may_set_chat_rules=True,
+                actor=Actor.cli(),
             )
         elif action < 0.11 or step == 5:  # erin has a card from early on
             entry = ProfileEntry(

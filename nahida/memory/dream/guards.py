@@ -10,7 +10,7 @@ name, recorded with every op it rejects (`dream_runs.report`, DREAMS.md):
 - `protected`: what people stated or edited (`user_explicit`, `human_edit`) is never rewritten
   or archived by a dream, only superseded by newer evidence;
 - `secret`: the safety filter (a secret, or a redaction placeholder copied from history);
-- `prompt`: a prompt fragment, or an instruction addressed to the bot;
+- `prompt`: a prompt fragment, or an instruction to the bot (`quotes.reads_as_instruction`);
 - `bot_words`: the bot's own words presented as a person's (no person's turn cited, or the text
   is the bot's turn rather than theirs);
 - `max_ops`: at most that many ops of one answer are taken (`check_all`).
@@ -29,6 +29,7 @@ from nahida.envelope import ChatKey
 from nahida.memory import candidates, write
 from nahida.memory.dream.proposals import ProposedOp
 from nahida.memory.models import Candidate, MemoryItem, Proposal, Turn
+from nahida.memory.quotes import reads_as_instruction
 from nahida.memory.safety import contains_secret, redact, was_redacted
 from nahida.memory.scopes import chat_scope, user_scope
 from nahida.memory.tokenize import tokenize
@@ -42,14 +43,6 @@ _PROMPT = re.compile(
     r"|</?system>|treat memory as helpful context|\"ops\"\s*:|^\s*(system|assistant)\s*:"
     r"|^\s*candidate\s*:|scopes you may write|you consolidate the long-term memory",
     re.IGNORECASE | re.MULTILINE,
-)
-_INSTRUCTION = re.compile(
-    r"\b(ignore|disregard|forget) (all |any |the )?(previous|prior|above|earlier|your)"
-    r" (instructions|prompts?|rules)|\byou are now\b|\b(reveal|print|show|repeat) (your|the)"
-    r" (system )?prompt|\bjailbreak|\bdeveloper mode"
-    r"|(忽略|无视|忘掉|忘记|不要遵守|别管)(之前|以上|上面|前面|所有|你)?的?(指令|指示|提示|规则|设定)"
-    r"|你现在是|(请|你)扮演|(输出|泄露|显示|告诉我|重复)(一下)?(你的)?(系统提示|提示词)",
-    re.IGNORECASE,
 )
 
 
@@ -172,7 +165,7 @@ def _text(content: str, turns: Sequence[Turn]) -> None:
         raise Rejected("secret", "the text holds a secret")
     if _PROMPT.search(content):
         raise Rejected("prompt", "the text is a fragment of a prompt")
-    if _INSTRUCTION.search(content):
+    if reads_as_instruction(content):
         raise Rejected("prompt", "the text is an instruction to the bot")
     people = [t for t in turns if t.role == "user"]
     if not people:

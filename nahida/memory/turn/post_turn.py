@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import structlog
 
-from nahida.envelope import Role
 from nahida.hooks import TurnContext
+from nahida.memory.access import Actor
 from nahida.memory.extract import SOURCE, extract
 from nahida.memory.service import MemoryService
 from nahida.memory.tokenize import run_cpu
 
 log = structlog.get_logger(__name__)
-CHAT_ADMINS = (Role.OWNER, Role.ADMIN)
 
 
 class ExtractionHook:
@@ -39,7 +38,7 @@ class ExtractionHook:
                     turn_id=turn.turn.id,
                     time=envelope.time.timestamp(),
                     tz=self.memory.tz,
-                    chat_rules=turn.is_bot_admin or envelope.sender.role in CHAT_ADMINS,
+                    actor=Actor.speaking(envelope, turn.is_bot_admin),
                 ),
                 size=len(text),
             )

@@ -1,21 +1,24 @@
 """The memory tools the model may call (DESIGN §6): `memory_write`, `procedure_write`,
 `profile_update`, `memory_search`.
 
-Each acts for the person speaking, where they are speaking: a write goes through the one candidate
-builder and write path of its kind (safety filter, commit mode, audit) in the scope of the current
-chat and speaker, and a search sees what that person may see here (DESIGN §4). A bad argument or a
-refused write is answered to the model as `error: …` with what to change (`ToolRegistry.call`
-turns exceptions into that too), never silently dropped. The answers are short and name the ids.
+Each acts for the person speaking, where they are speaking (`Actor.speaking`: their role counts
+in their group only): a write goes through the one candidate builder and write path of its kind
+(safety filter, commit mode, audit) in the scope of the current chat and speaker — a behavioural
+rule for the whole group only when they may set one (`access.may_set_chat_rules`, asked by the
+builder), whichever tool writes it — and a search sees what that person may see here (DESIGN
+§4). A bad argument or a refused write is answered to the model as `error: …` with what to change
+(`ToolRegistry.call` turns exceptions into that too), never silently dropped. The answers are
+short and name the ids.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from nahida.envelope import Role
 from nahida.errors import MemoryPermissionError, SecretRefused
 from nahida.hooks import TurnContext
 from nahida.memory import candidates
+from nahida.memory.access import Actor
 from nahida.memory.models import PROFILE_SECTIONS, ProfileMode, WriteResult
 from nahida.memory.recall import pack
 from nahida.memory.safety import contains_secret
@@ -132,6 +135,7 @@ class MemoryTools:
                 chat=envelope.chat,
                 user=envelope.sender.user,
                 message_id=envelope.message_id,
+                actor=Actor.speaking(envelope, turn.is_bot_admin),
             )
             return _saved(await self.memory.items.propose(candidate, "agent_proactive"))
         except SecretRefused:
@@ -140,7 +144,6 @@ class MemoryTools:
     async def procedure_write(self, args: dict[str, Any], turn: TurnContext) -> str:
         envelope = turn.envelope
         for_chat = args.get("for_chat") is True
-        admin = turn.is_bot_admin or envelope.sender.role in (Role.OWNER, Role.ADMIN)
         try:
             rule = _text(args, "rule")
             context = _text(args, "context", required=False)
@@ -150,7 +153,7 @@ class MemoryTools:
                 user=envelope.sender.user,
                 context=context,
                 for_chat=for_chat,
-                may_set_chat_rules=admin,
+                actor=Actor.speaking(envelope, turn.is_bot_admin),
                 message_id=envelope.message_id,
             )
         except MemoryPermissionError as exc:
