@@ -19,7 +19,6 @@ What people ask to remember is stored as they said it; this module decides how i
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 
 from nahida.memory.models import MemoryItem
 
@@ -76,19 +75,9 @@ _QUOTES = str.maketrans({"“": '"', "”": '"'})
 _NAME_DROPS = str.maketrans({c: None for c in '“”"[]<>:：()（）'})
 
 
-def _reads(text: str) -> bool:
-    return _INSTRUCTION.search(text) is not None
-
-
-# A chat's memory lines come back message after message: short texts are remembered (a lookup),
-# longer ones read each time, so the cache stays a few megabytes.
-_remembered = lru_cache(maxsize=4096)(_reads)
-CACHED_CHARS = 300
-
-
 def reads_as_instruction(text: str) -> bool:
     """Whether `text` reads as an instruction to the model rather than something said."""
-    return (_remembered if len(text) <= CACHED_CHARS else _reads)(text)
+    return _INSTRUCTION.search(text) is not None
 
 
 def without_links(text: str) -> str:
@@ -110,7 +99,6 @@ def quoted(text: str, limit: int) -> str:
     return f"“{flat}”"
 
 
-@lru_cache(maxsize=4096)
 def name(shown: str | None, fallback: str) -> str:
     """A display name fit for a memory line (one short line, nothing that quotes or labels),
     else `fallback` (the user id)."""

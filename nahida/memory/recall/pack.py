@@ -43,20 +43,11 @@ def _item_line(item_id: str, kind: str, scope: str, day: str, who: str, text: st
     return f"- [{item_id}] {kind} · {scope.split(':', 1)[0]} · {day}{joint}{said}"
 
 
-# A chat's items and turns come back message after message: the lines of short texts are
-# remembered by what they are made of (a lookup), longer ones made each time, so the caches stay
-# a few megabytes.
-_remembered_said = lru_cache(maxsize=4096)(_said)
-_remembered_item_line = lru_cache(maxsize=4096)(_item_line)
-
-
 def line(hit: Hit) -> str:
     item = hit.item
-    short = len(hit.text) <= MAX_LINE_CHARS
     if item is not None:
         text = hit.text if item.kind != "procedure" else quotes.rule_text(item, hit.text)
-        make = _remembered_item_line if short else _item_line
-        return make(hit.id, item.kind, hit.scope, _date(hit.time), quotes.speaker(item), text)
+        return _item_line(hit.id, item.kind, hit.scope, _date(hit.time), quotes.speaker(item), text)
     if hit.kind == "episode":  # a finished conversation of this chat, summarised by the bot
         text = " ".join(hit.text.split())
         if quotes.reads_as_instruction(text):
@@ -66,7 +57,7 @@ def line(hit: Hit) -> str:
         return f"- [episode · {_date(hit.time)}] {text}"
     earlier = "earlier, since changed · " if hit.earlier else ""
     who = quotes.name(hit.speaker, "")
-    said = (_remembered_said if short else _said)(who, hit.text)
+    said = _said(who, hit.text)
     return f"- [history · {earlier}{_date(hit.time)}] {said}"
 
 
