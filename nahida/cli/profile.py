@@ -34,7 +34,7 @@ import typer
 from nahida.cli.state import echo_json, fail, state_of
 from nahida.cli.text import local_time
 from nahida.envelope import UserKey
-from nahida.memory import FileReport, MemoryService, ProfileEntry, SyncReport
+from nahida.memory import FileReport, MemoryService, ProfileEntry, SyncReport, UnsafePath
 
 profile_app = typer.Typer(help="People's profiles: show, edit.", no_args_is_help=True)
 
@@ -121,7 +121,10 @@ def edit(ctx: typer.Context, user: UserArgument, as_json: JsonOption = False) ->
                 2,
                 as_json=as_json,
             )
-        path = memory.markdown.workspace / memory.markdown.profile_file(person)
+        try:
+            path = memory.markdown.profile_path(person)
+        except UnsafePath as exc:
+            raise fail(str(exc), 2, as_json=as_json) from None
         before, code, after = asyncio.run(_edit(memory, person, [*command, str(path)]))
     if before is None:
         raise _no_profile(person, as_json=as_json)

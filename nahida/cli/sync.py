@@ -2,9 +2,9 @@
 (DESIGN §9) — the admins' edits applied (audited), the generated blocks rendered again.
 
 Prints what was edited, moved, added, archived, and what was refused or found malformed, each
-with its file and line; exits 0, or 2 when a file's block is malformed (nothing of that file was
-applied). The sync is a run record (`markdown_sync`, as the job's runs), under the job's lease,
-so it never runs beside a running bot's sync.
+with its file and line; exits 0, or 2 when a file's block is malformed or its path leads out of
+the workspace (nothing of that file was applied). The sync is a run record (`markdown_sync`, as
+the job's runs), under the job's lease, so it never runs beside a running bot's sync.
 """
 
 from __future__ import annotations
@@ -69,8 +69,10 @@ def _text(report: SyncReport) -> str:
     refused, written = total.get("refused", 0), total.get("written", 0)
     lines = [f"synced: {done}; refused {refused}; files written {written}"]
     for file in report.files:
-        lines.extend(f"{file.path}:{n}: refused: {why}" for n, why in file.refused)
+        if file.unsafe:
+            lines.append(f"{file.path}: refused: {file.unsafe}")
+        lines.extend(f"{file.at(n)}: refused: {why}" for n, why in file.refused)
         lines.extend(
-            f"{file.path}:{n}: malformed: {what} (nothing applied)" for n, what in file.problems
+            f"{file.at(n)}: malformed: {what} (nothing applied)" for n, what in file.problems
         )
     return "\n".join(lines)

@@ -4,7 +4,7 @@ Code outside `nahida/memory/` imports from here only. The backends live under `s
 `nahida.app` picks one (`open_memory`).
 """
 
-from nahida.errors import MemoryPermissionError, SecretRefused
+from nahida.errors import MemoryPermissionError, SecretRefused, UnsafePath
 from nahida.memory import candidates
 from nahida.memory.access import Actor
 from nahida.memory.dream import DreamSettings
@@ -21,6 +21,7 @@ from nahida.memory.jobs import (
     QueueDepthJob,
     read_queue_depth,
 )
+from nahida.memory.markdown.paths import WorkspaceFiles
 from nahida.memory.markdown.sync import FileReport, SyncReport
 from nahida.memory.models import (
     KINDS,
@@ -112,9 +113,11 @@ __all__ = [
     "Tuning",
     "Turn",
     "TurnParts",
+    "UnsafePath",
     "VectorCounts",
     "Viewer",
     "WorkingSettings",
+    "WorkspaceFiles",
     "WriteResult",
     "admin_viewer",
     "answering",

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from nahida.memory.markdown.block import Changes, flat
 from nahida.memory.markdown.block import render as render_block
+from nahida.memory.markdown.paths import safe_name
 from nahida.memory.models import PROFILE_SECTIONS
 from nahida.memory.profiles import HandEdits, hand_edit
 from nahida.memory.store.base import Tx
@@ -18,9 +19,10 @@ GROUPS = PROFILE_SECTIONS
 
 
 def file_name(user: str) -> str:
-    """`onebot:42` → `users/onebot_42.md` (a platform name has no `_`, so it reads back)."""
+    """`onebot:42` → `users/onebot_42.md`; an id with characters outside the allow-list gets a
+    hashed name (`paths.safe_name`), never a path of its own."""
     platform, _, rest = user.partition(":")
-    return f"users/{platform}_{rest}.md"
+    return f"users/{safe_name(f'{platform}_{rest}')}.md"
 
 
 class ProfileFile:

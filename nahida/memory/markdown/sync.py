@@ -12,6 +12,9 @@ database, which now holds both the file's edits and every change made meanwhile 
 written atomically (temp file + rename) — unless the file changed again while this ran (the next
 sync takes it). Bytes outside the markers are kept as they were.
 
+A path that leads out of the workspace (a symlink) is refused (`paths.WorkspaceFiles`): nothing
+of that file is read or written.
+
 Cheap when nothing changed: a tick compares each file's mtime and size, and one fingerprint of
 the database (global items and profiles), with what it saw last, and does nothing else.
 """
@@ -30,14 +33,27 @@ from typing import Any, Protocol
 
 import structlog
 
+from nahida.errors import UnsafePath
 from nahida.memory.markdown import block
 from nahida.memory.markdown.memory_md import MemoryFile
+from nahida.memory.markdown.paths import WorkspaceFiles
 from nahida.memory.markdown.profiles_md import ProfileFile, file_name
 from nahida.memory.safety import contains_secret
 from nahida.memory.store.base import FileState, Store, Tx
 
 log = structlog.get_logger(__name__)
-COUNTED = ("edited", "moved", "added", "merged", "archived", "refused", "malformed", "written")
+COUNTED = (
+    "edited",
+    "moved",
+    "added",
+    "merged",
+    "archived",
+    "refused",
+    "malformed",
+    "unsafe",
+    "written",
+)
+REFUSED = (-1, -1)  # `_seen` of a path the guard refused
 
 
 class Projection(Protocol):
@@ -59,14 +75,21 @@ class FileReport:
     counts: dict[str, int] = field(default_factory=dict)
     refused: list[tuple[int, str]] = field(default_factory=list)  # (line, why): not applied
     problems: list[tuple[int, str]] = field(default_factory=list)  # malformed: nothing applied
+    unsafe: str = ""  # why the path was refused: nothing read or written
     written: bool = False
+
+    def at(self, line: int, shown: object = None) -> str:
+        """`path:line`, or the path alone for the whole file (line 0)."""
+        where = str(shown if shown is not None else self.path)
+        return f"{where}:{line}" if line else where
 
     def to_json(self) -> dict[str, Any]:
         return {
             "path": self.path,
             **self.counts,
             "refused": [{"line": n, "reason": r} for n, r in self.refused],
-            "problems": [{"line": n, "problem": p} for n, p in self.problems],
+            "problems": [{"line": n or None, "problem": p} for n, p in self.problems],
+            "unsafe": self.unsafe or None,
             "written": self.written,
         }
 
@@ -77,7 +100,8 @@ class SyncReport:
 
     @property
     def malformed(self) -> bool:
-        return any(f.problems for f in self.files)
+        """A file's block was malformed or its path refused: nothing of it applied."""
+        return any(f.problems or f.unsafe for f in self.files)
 
     def total(self) -> dict[str, int]:
         counts = dict.fromkeys(COUNTED, 0)
@@ -85,7 +109,8 @@ class SyncReport:
             for key, n in report.counts.items():
                 counts[key] = counts.get(key, 0) + n
             counts["refused"] = counts.get("refused", 0) + len(report.refused)
-            counts["malformed"] = counts.get("malformed", 0) + (1 if report.problems else 0)
+            counts["malformed"] = counts.get("malformed", 0) + int(bool(report.problems))
+            counts["unsafe"] = counts.get("unsafe", 0) + int(bool(report.unsafe))
             counts["written"] = counts.get("written", 0) + int(report.written)
         return counts
 
@@ -94,7 +119,13 @@ class SyncReport:
 
 
 def _worth(report: FileReport) -> bool:
-    return bool(any(report.counts.values()) or report.refused or report.problems or report.written)
+    return bool(
+        any(report.counts.values())
+        or report.refused
+        or report.problems
+        or report.unsafe
+        or report.written
+    )
 
 
 class MarkdownSync:
@@ -110,6 +141,7 @@ class MarkdownSync:
     ) -> None:
         self.store = store
         self.workspace = workspace
+        self.files = WorkspaceFiles(workspace)
         self.max_bullets = max_bullets
         self.changed = changed  # told after edits were applied (new texts to embed)
         self._seen: dict[str, tuple[int, int] | None] = {}  # path → (mtime_ns, size) last seen
@@ -121,6 +153,10 @@ class MarkdownSync:
         the `FileReport.path` of its syncs)."""
         return file_name(user)
 
+    def profile_path(self, user: str) -> Path:
+        """The checked path of a person's profile file; raises `UnsafePath`."""
+        return self.files.path(file_name(user))
+
     async def sync(self, *, force: bool = True) -> SyncReport:
         """Sync every projected file. `force` False (the job's tick): skip a file whose mtime and
         size are as last seen while the database's fingerprint is too."""
@@ -131,20 +167,24 @@ class MarkdownSync:
             files: list[Projection] = [MemoryFile(self.max_bullets)]
             files.extend(ProfileFile(u) for u in users)
             for projection in files:
-                seen = await asyncio.to_thread(_stat, self.workspace / projection.path)
+                try:
+                    path = await asyncio.to_thread(self.files.path, projection.path)
+                except UnsafePath as exc:
+                    if force or not same_db or self._seen.get(projection.path) != REFUSED:
+                        report.files.append(FileReport(projection.path, unsafe=str(exc)))
+                    self._seen[projection.path] = REFUSED
+                    continue
+                seen = await asyncio.to_thread(_stat, path)
                 if not force and same_db and seen == self._seen.get(projection.path, False):
                     continue
-                report.files.append(await self._one(projection))
-                self._seen[projection.path] = await asyncio.to_thread(
-                    _stat, self.workspace / projection.path
-                )
+                report.files.append(await self._one(projection, path))
+                self._seen[projection.path] = await asyncio.to_thread(_stat, path)
             # what this sync wrote changed the fingerprint: read it again, but only then
             changed = any(f.counts for f in report.files)
             self._fingerprint = (await self.store.read(_where))[0] if changed else fingerprint
             return report
 
-    async def _one(self, projection: Projection) -> FileReport:
-        path = self.workspace / projection.path
+    async def _one(self, projection: Projection, path: Path) -> FileReport:
         report = FileReport(projection.path)
         text = await asyncio.to_thread(_read, path)
         state = await self.store.read(lambda tx: tx.markdown.file(projection.path))
