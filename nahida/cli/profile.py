@@ -1,7 +1,7 @@
 """`nahida profile …`: a person's profile from the command line, as a bot admin (DESIGN §4, §9).
 
     nahida profile show USER [--json]
-    nahida profile edit USER [--json]
+    nahida profile edit USER [--yes] [--json]
 
 USER is a full UserKey (`onebot:42`); one that does not parse exits 2. A person without an
 active profile bullet exits 1.
@@ -15,9 +15,12 @@ file shows the database as it is now, waits for the editor to exit, then syncs a
 what that sync did to the file — bullets edited, added, archived, lines refused (a secret: never
 stored), and, when the block is malformed, its problems by line (nothing applied; exit 2). A
 running `nahida run` syncs the files too, so an edit saved while the editor is still open may
-already have been taken by the time it closes. An editor that exits non-zero: what it saved is
-synced and reported all the same, then exit 1; one that cannot be started: exit 2, nothing
-synced after. Without the projection (`memory.markdown.enabled: false`) it exits 2.
+already have been taken by the time it closes. Deleting more than a few bullets at once
+(`BULK_ARCHIVE`) is held, nothing of the file applied (exit 1), unless `--yes` was given; the
+file keeps the edit and `nahida memory sync --yes` applies it later. An editor that exits
+non-zero: what it saved is synced and reported all the same, then exit 1; one that cannot be
+started: exit 2, nothing synced after. Without the projection (`memory.markdown.enabled: false`)
+it exits 2.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from typing import Annotated, Any
 import typer
 
 from nahida.cli.state import echo_json, fail, state_of
+from nahida.cli.sync import held_lines
 from nahida.cli.text import local_time
 from nahida.envelope import UserKey
 from nahida.memory import FileReport, MemoryService, ProfileEntry, SyncReport, UnsafePath
@@ -104,7 +108,14 @@ def editor_command() -> list[str]:
 
 
 @profile_app.command()
-def edit(ctx: typer.Context, user: UserArgument, as_json: JsonOption = False) -> None:
+def edit(
+    ctx: typer.Context,
+    user: UserArgument,
+    yes: Annotated[
+        bool, typer.Option("--yes", help="Archive many bullets at once when the edit does.")
+    ] = False,
+    as_json: JsonOption = False,
+) -> None:
     """Edit a person's profile file in $EDITOR; the edits are synced back when it exits."""
     person = _user(user, as_json=as_json)
     state = state_of(ctx)
@@ -125,7 +136,7 @@ def edit(ctx: typer.Context, user: UserArgument, as_json: JsonOption = False) ->
             path = memory.markdown.profile_path(person)
         except UnsafePath as exc:
             raise fail(str(exc), 2, as_json=as_json) from None
-        before, code, after = asyncio.run(_edit(memory, person, [*command, str(path)]))
+        before, code, after = asyncio.run(_edit(memory, person, [*command, str(path)], yes))
     if before is None:
         raise _no_profile(person, as_json=as_json)
     if code is None:
@@ -137,16 +148,16 @@ def edit(ctx: typer.Context, user: UserArgument, as_json: JsonOption = False) ->
         echo_json({**{k: 0 for k in COUNTS}, **after.to_json(), "editor_exit_code": code})
     else:
         _report(path, after)
-    if after.problems:
+    if after.problems or after.unsafe:
         raise typer.Exit(2)
-    if code != 0:
+    if code != 0 or after.held:
         if not as_json:
             typer.echo(f"error: the editor exited with code {code}", err=True)
         raise typer.Exit(1)
 
 
 async def _edit(
-    memory: MemoryService, user: str, command: list[str]
+    memory: MemoryService, user: str, command: list[str], archive_many: bool
 ) -> tuple[FileReport | None, int | None, FileReport | None]:
     """Sync, edit, sync: the file's report before the editor (None: no profile), the editor's
     exit code (None: it could not be started; nothing synced after) and the file's report
@@ -161,7 +172,8 @@ async def _edit(
         done = await asyncio.to_thread(subprocess.run, command, check=False)
     except OSError:
         return before, None, None
-    return before, done.returncode, _of(await markdown.sync(), wanted)
+    after = await markdown.sync(archive_many=archive_many)
+    return before, done.returncode, _of(after, wanted)
 
 
 def _of(report: SyncReport, wanted: str) -> FileReport:
@@ -170,10 +182,16 @@ def _of(report: SyncReport, wanted: str) -> FileReport:
 
 
 def _report(path: Path, report: FileReport) -> None:
+    if report.unsafe:
+        typer.echo(f"{path}: refused: {report.unsafe}", err=True)
+        return
     for line, problem in report.problems:
-        typer.echo(f"{path}:{line}: malformed: {problem}", err=True)
+        typer.echo(f"{report.at(line, path)}: malformed: {problem}", err=True)
     if report.problems:
         typer.echo(f"{path}: nothing applied (fix it: `nahida profile edit` again)", err=True)
+        return
+    if report.held:
+        typer.echo("\n".join(held_lines(report, "nahida memory sync --yes")))
         return
     for line, reason in report.refused:
         typer.echo(f"{path}:{line}: refused: {reason}")

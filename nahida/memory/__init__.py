@@ -22,7 +22,7 @@ from nahida.memory.jobs import (
     read_queue_depth,
 )
 from nahida.memory.markdown.paths import WorkspaceFiles
-from nahida.memory.markdown.sync import FileReport, SyncReport
+from nahida.memory.markdown.sync import BULK_ARCHIVE, FileReport, SyncReport
 from nahida.memory.models import (
     KINDS,
     PROFILE_SECTIONS,
@@ -60,6 +60,7 @@ from nahida.memory.turn import MemoryTools, TurnParts, turn_parts
 from nahida.memory.working import WorkingSettings
 
 __all__ = [
+    "BULK_ARCHIVE",
     "GLOBAL",
     "GUARD",
     "ITEM_STATUSES",
