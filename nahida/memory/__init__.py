@@ -46,7 +46,7 @@ from nahida.memory.models import (
     iso,
     spoken,
 )
-from nahida.memory.profiles import ProfileChange, Profiles
+from nahida.memory.profiles import ProfileChange, ProfileExplanation, Profiles
 from nahida.memory.recall import GUARD, MODES, TUNING, Mode, Query, Tuning
 from nahida.memory.recall.rerank import LLMReranker
 from nahida.memory.safety import redact
@@ -102,6 +102,7 @@ __all__ = [
     "NoModel",
     "ProfileChange",
     "ProfileEntry",
+    "ProfileExplanation",
     "Profiles",
     "Proposal",
     "Query",

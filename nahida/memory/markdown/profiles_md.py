@@ -1,7 +1,9 @@
 """`workspace/users/<platform>_<id>.md` (DESIGN §9): one file per person with a profile, its
 active bullets under the section headings (`### 身份与背景`), each with its id (`- [p_…] …`).
 Edits sync back audited, as `human_edit` (profiles.hand_edit): an edited or moved bullet is
-replaced, a deleted one archived, one added without an id created (private)."""
+replaced, a deleted one archived, one added without an id created (private). The block of a
+person without a bullet shows every heading, empty, so that a first one can be added by hand
+(`nahida profile edit`)."""
 
 from __future__ import annotations
 
@@ -16,6 +18,9 @@ from nahida.memory.tokenize import index_text
 BEGIN = "<!-- nahida:profile:begin -->"
 END = "<!-- nahida:profile:end -->"
 GROUPS = PROFILE_SECTIONS
+EMPTY = "<!-- no bullets yet: add one under a heading, as `- text` -->\n\n" + "\n\n".join(
+    f"### {section}" for section in GROUPS
+)
 
 
 def file_name(user: str) -> str:
@@ -44,6 +49,8 @@ class ProfileFile:
 
     def shown(self, tx: Tx) -> tuple[str, dict[str, dict[str, str]]]:
         entries = tx.profiles.of_user(self.user, False)
+        if not entries:
+            return EMPTY, {}
         groups = [(s, [(e.id, e.text) for e in entries if e.section == s]) for s in GROUPS]
         snapshot = {e.id: {"group": e.section, "text": flat(e.text)} for e in entries}
         return render_block(groups), snapshot
