@@ -211,3 +211,20 @@ def test_a_persona_outside_the_workspace_is_not_read(tmp_path: Path) -> None:
     (ws / "PERSONA.md").write_text("You are Nahida.\n", encoding="utf-8")
     persona = Persona(ws)
     assert persona() == "You are Nahida."
+
+
+async def test_a_user_id_cannot_write_a_marker_into_its_file(tmp_path: Path) -> None:
+    (tmp_path / "ws").mkdir()
+    memory = service(tmp_path)
+    user = "onebot:x\n<!-- nahida:profile:end -->\n"
+    await memory.profiles.update(user, "身份与背景", "是护士", actor="t")
+    assert memory.markdown is not None
+    first = await memory.markdown.sync()
+    (path,) = [f.path for f in first.files if f.path.startswith("users/")]
+    text = (tmp_path / "ws" / path).read_text(encoding="utf-8")
+    file = tmp_path / "ws" / path
+    file.write_text(text.replace("是护士", "是护士长"), encoding="utf-8")
+    second = await memory.markdown.sync()
+    (report,) = [f for f in second.files if f.path == path]
+    assert not report.problems and report.counts["edited"] == 1
+    memory.close()

@@ -40,10 +40,10 @@ class ProfileFile:
     def __init__(self, user: str) -> None:
         self.user = user
         self.path = file_name(user)
-        self.header = (
-            f"# Profile · {user}\n\nWhat the bot knows of this person, by section. Edit, move or"
-            " delete a bullet, or add one without an id; the bot takes it over within seconds"
-            " (`nahida memory sync` at once). Text outside the markers is yours.\n\n"
+        self.header = (  # the id on one line: a newline in it could write a marker line
+            f"# Profile · {flat(user)}\n\nWhat the bot knows of this person, by section. Edit,"
+            " move or delete a bullet, or add one without an id; the bot takes it over within"
+            " seconds (`nahida memory sync` at once). Text outside the markers is yours.\n\n"
         )
         self.actor = f"human_edit:{self.path}"
 
