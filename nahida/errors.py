@@ -111,3 +111,8 @@ class UnsafePath(MemoryError_, OSError):
     """A workspace file's path would lead out of the workspace (a name from outside input, a
     symlink to elsewhere); nothing was read or written there. An OSError, so a writer that
     already survives a failing disk survives this the same way."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        self.path = path  # relative to the workspace
+        self.reason = reason
+        super().__init__(f"{path}: {reason}")

@@ -81,4 +81,4 @@ class WorkspaceFiles:
                 workspace=str(self.root),
                 reason=f"{why}: not read or written",
             )
-        return UnsafePath(f"{relative}: {why}; not read or written")
+        return UnsafePath(relative, f"{why}; not read or written")

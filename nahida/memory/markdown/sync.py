@@ -196,7 +196,7 @@ class MarkdownSync:
                     path = await asyncio.to_thread(self.files.path, projection.path)
                 except UnsafePath as exc:
                     if force or not same_db or self._seen.get(projection.path) != REFUSED:
-                        report.files.append(FileReport(projection.path, unsafe=str(exc)))
+                        report.files.append(FileReport(projection.path, unsafe=exc.reason))
                     self._seen[projection.path] = REFUSED
                     continue
                 seen = await asyncio.to_thread(_stat, path)
@@ -289,9 +289,8 @@ class MarkdownSync:
 
 def _lost_markers(projection: Projection) -> str:
     return (
-        f"the block's markers {projection.begin} and {projection.end} are missing (an emptied"
-        " file?): nothing was archived; put the two lines back around the bullets, or delete"
-        " the file to have it written afresh"
+        f"the markers {projection.begin} and {projection.end} are missing (an emptied file?);"
+        " put them back around the bullets, or delete the file to have it written afresh"
     )
 
 
