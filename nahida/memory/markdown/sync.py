@@ -193,13 +193,12 @@ class MarkdownSync:
             files.extend(ProfileFile(u) for u in dict.fromkeys([*users, *people]))
             for projection in files:
                 try:
-                    path = await asyncio.to_thread(self.files.path, projection.path)
+                    path, seen = await asyncio.to_thread(self._look, projection.path)
                 except UnsafePath as exc:
                     if force or not same_db or self._seen.get(projection.path) != REFUSED:
                         report.files.append(FileReport(projection.path, unsafe=exc.reason))
                     self._seen[projection.path] = REFUSED
                     continue
-                seen = await asyncio.to_thread(_stat, path)
                 if not force and same_db and seen == self._seen.get(projection.path, False):
                     continue
                 report.files.append(await self._one(projection, path, archive_many))
@@ -208,6 +207,11 @@ class MarkdownSync:
             changed = any(f.counts for f in report.files)
             self._fingerprint = (await self.store.read(_where))[0] if changed else fingerprint
             return report
+
+    def _look(self, relative: str) -> tuple[Path, tuple[int, int] | None]:
+        """The file's checked path and its (mtime_ns, size): one trip to a worker thread."""
+        path = self.files.path(relative)
+        return path, _stat(path)
 
     async def _one(self, projection: Projection, path: Path, archive_many: bool) -> FileReport:
         report = FileReport(projection.path)
