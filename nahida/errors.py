@@ -15,8 +15,9 @@ NahidaError
  ├── CommandError           a chat or CLI command was used wrongly (message is user-facing)
  ├── MemoryError_           a memory read or write was refused or failed
  │    ├── SecretRefused             an explicit write held a secret; nothing was stored
- │    └── MemoryPermissionError     the actor may not do this to that memory
- │         └── PluginPermissionError    a plugin lacks a declared permission (nahida.plugins)
+ │    ├── MemoryPermissionError     the actor may not do this to that memory
+ │    │    └── PluginPermissionError    a plugin lacks a declared permission (nahida.plugins)
+ │    └── UnsafePath                a workspace file's path leaves the workspace; not followed
  └── PluginError            a plugin could not be loaded (nahida.plugins)
 """
 
@@ -104,3 +105,14 @@ class SecretRefused(MemoryError_, ValueError):
 
 class MemoryPermissionError(MemoryError_, PermissionError):
     """The actor may not change or review that memory."""
+
+
+class UnsafePath(MemoryError_, OSError):
+    """A workspace file's path would lead out of the workspace (a name from outside input, a
+    symlink to elsewhere); nothing was read or written there. An OSError, so a writer that
+    already survives a failing disk survives this the same way."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        self.path = path  # relative to the workspace
+        self.reason = reason
+        super().__init__(f"{path}: {reason}")

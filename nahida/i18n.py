@@ -251,6 +251,16 @@ MESSAGES: dict[str, dict[Language, str]] = {
     "memory_why_history": {"zh": "变更记录：", "en": "History:"},
     "memory_why_supersedes": {"zh": "它取代了 {id}。", "en": "It replaced {id}."},
     "memory_why_replaced_by": {"zh": "它已被 {id} 取代。", "en": "It was replaced by {id}."},
+    "memory_why_bullet": {
+        "zh": "{id} · 画像 · {section} · {status}",
+        "en": "{id} · profile · {section} · {status}",
+    },
+    "memory_why_bullet_source": {
+        "zh": "来源：{source} · {sensitivity}",
+        "en": "Source: {source} · {sensitivity}",
+    },
+    "memory_sensitivity_public": {"zh": "公开（群里可见）", "en": "public (seen in groups)"},
+    "memory_sensitivity_private": {"zh": "私密（只在私聊中）", "en": "private (private chat only)"},
     "memory_why_hidden": {
         "zh": "不再被回忆或只作为“以前”回忆的聊天记录（{n} 条，↺ 为以前；都仍保存在会话里）：",
         "en": "Chat turns no longer recalled, or recalled as earlier (↺) ({n}, all still kept):",
@@ -265,6 +275,7 @@ MESSAGES: dict[str, dict[Language, str]] = {
     "memory_event_supersede": {"zh": "被取代", "en": "superseded"},
     "memory_event_archive": {"zh": "归档", "en": "archived"},
     "memory_event_update": {"zh": "改写", "en": "rewritten"},
+    "memory_event_replace": {"zh": "替换", "en": "replaced"},
     "memory_review_usage": {
         "zh": "用法：/memory review 查看待审核；/memory review accept|reject <候选编号>",
         "en": "Usage: /memory review to list; /memory review accept|reject <candidate id>",

@@ -1,7 +1,9 @@
 """The workspace folder: persona and the Markdown projection of memory (DESIGN §7).
 
 Created from `workspace_template/` on first use. The persona (`PERSONA.md`) is re-read when the
-file changes, so admins can edit it while the bot runs.
+file changes, so admins can edit it while the bot runs; like every workspace file it is opened
+through `WorkspaceFiles`, so a PERSONA.md that is a symlink to outside the workspace is not read
+(the fallback persona is used, and a warning says why).
 """
 
 from __future__ import annotations
@@ -9,6 +11,8 @@ from __future__ import annotations
 import shutil
 import time
 from pathlib import Path
+
+from nahida.memory import WorkspaceFiles
 
 TEMPLATE = Path(__file__).resolve().parent.parent / "workspace_template"
 FALLBACK_PERSONA = (
@@ -32,7 +36,7 @@ class Persona:
     CHECK_EVERY = 2.0  # seconds between looks at the file's mtime
 
     def __init__(self, workspace: Path) -> None:
-        self.path = workspace / "PERSONA.md"
+        self.files = WorkspaceFiles(workspace)
         self._mtime: float | None = None
         self._text = FALLBACK_PERSONA
         self._checked = float("-inf")
@@ -43,11 +47,12 @@ class Persona:
             return self._text
         self._checked = now
         try:
-            mtime = self.path.stat().st_mtime
-        except OSError:
+            path = self.files.path("PERSONA.md")
+            mtime = path.stat().st_mtime
+        except OSError:  # missing, or refused (UnsafePath, logged where it is refused)
             self._text, self._mtime = FALLBACK_PERSONA, None
             return self._text
         if mtime != self._mtime:
-            self._text = self.path.read_text(encoding="utf-8").strip() or FALLBACK_PERSONA
+            self._text = path.read_text(encoding="utf-8").strip() or FALLBACK_PERSONA
             self._mtime = mtime
         return self._text

@@ -32,6 +32,7 @@ import typer
 
 from nahida.cli.dream import dream
 from nahida.cli.embed import embed
+from nahida.cli.profile import why_bullet
 from nahida.cli.search import search
 from nahida.cli.state import echo_json, fail, state_of
 from nahida.cli.sync import sync
@@ -213,7 +214,10 @@ def why(
     item_id: Annotated[str, typer.Argument(help="Item id.")],
     as_json: JsonOption = False,
 ) -> None:
-    """An item with its source, evidence and audit trail."""
+    """An item (or a profile bullet, p_…) with its source, evidence and audit trail."""
+    if item_id.startswith("p_"):
+        why_bullet(ctx, item_id, as_json=as_json)
+        return
     with state_of(ctx).memory() as memory:
         item = asyncio.run(memory.items.get(item_id))
         found = asyncio.run(memory.items.why(item_id, admin_viewer([item.scope]))) if item else None

@@ -1,10 +1,15 @@
-"""`nahida memory sync [--json]`: sync MEMORY.md and the profile files with the database now
-(DESIGN §9) — the admins' edits applied (audited), the generated blocks rendered again.
+"""`nahida memory sync [--yes] [--json]`: sync MEMORY.md and the profile files with the
+database now (DESIGN §9) — the admins' edits applied (audited), the generated blocks rendered
+again.
 
 Prints what was edited, moved, added, archived, and what was refused or found malformed, each
-with its file and line; exits 0, or 2 when a file's block is malformed (nothing of that file was
-applied). The sync is a run record (`markdown_sync`, as the job's runs), under the job's lease,
-so it never runs beside a running bot's sync.
+with its file and line. An edit that would archive more than a few bullets of one file at once
+(`BULK_ARCHIVE`) is held: nothing of that file is applied, the file keeps the admin's text, and
+the bullets it would archive are listed with the command that confirms it (`--yes`). Exits 0;
+2 when a file's block is malformed (a marker lost, an emptied file) or its path leads out of
+the workspace (nothing of that file read or applied); 1 when an archive awaits `--yes`. The
+sync is a run record (`markdown_sync`, as the job's runs), under the job's lease, so it never
+runs beside a running bot's sync.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from typing import Annotated
 import typer
 
 from nahida.cli.state import echo_json, fail, state_of
-from nahida.memory import MemoryService, SyncReport
+from nahida.memory import BULK_ARCHIVE, FileReport, MemoryService, SyncReport
 from nahida.scheduler import process_label
 
 JOB = "markdown_sync"
@@ -24,6 +29,9 @@ LEASE_WAIT = 15.0  # seconds to wait for a running bot's tick to finish
 
 def sync(
     ctx: typer.Context,
+    yes: Annotated[
+        bool, typer.Option("--yes", help="Archive many bullets of a file at once when asked to.")
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="JSON output.")] = False,
 ) -> None:
     """Sync workspace/MEMORY.md and workspace/users/*.md with memory now."""
@@ -33,7 +41,7 @@ def sync(
             raise fail(
                 "the Markdown projection is off (memory.markdown.enabled)", 2, as_json=as_json
             )
-        report = asyncio.run(_sync(memory))
+        report = asyncio.run(_sync(memory, archive_many=yes))
     if report is None:
         raise fail("another process keeps syncing the files; try again", 1, as_json=as_json)
     if as_json:
@@ -42,9 +50,11 @@ def sync(
         typer.echo(_text(report))
     if report.malformed:
         raise typer.Exit(2)
+    if report.held:
+        raise typer.Exit(1)
 
 
-async def _sync(memory: MemoryService) -> SyncReport | None:
+async def _sync(memory: MemoryService, *, archive_many: bool = False) -> SyncReport | None:
     assert memory.markdown is not None
     holder = process_label()
     loop = asyncio.get_running_loop()
@@ -55,7 +65,7 @@ async def _sync(memory: MemoryService) -> SyncReport | None:
         await asyncio.sleep(0.2)
     try:
         run_id = await memory.runs.start(JOB, holder)
-        report = await memory.markdown.sync()
+        report = await memory.markdown.sync(archive_many=archive_many)
         counts = {k: n for k, n in report.total().items() if n}
         await memory.runs.finish(run_id, "ok", counts)
         return report
@@ -69,8 +79,23 @@ def _text(report: SyncReport) -> str:
     refused, written = total.get("refused", 0), total.get("written", 0)
     lines = [f"synced: {done}; refused {refused}; files written {written}"]
     for file in report.files:
-        lines.extend(f"{file.path}:{n}: refused: {why}" for n, why in file.refused)
+        if file.unsafe:
+            lines.append(f"{file.path}: refused: {file.unsafe}")
+        lines.extend(f"{file.at(n)}: refused: {why}" for n, why in file.refused)
         lines.extend(
-            f"{file.path}:{n}: malformed: {what} (nothing applied)" for n, what in file.problems
+            f"{file.at(n)}: malformed: {what} (nothing applied)" for n, what in file.problems
         )
+        lines.extend(held_lines(file, "nahida memory sync --yes"))
     return "\n".join(lines)
+
+
+def held_lines(file: FileReport, confirm: str) -> list[str]:
+    """What a held file would archive, and how to confirm it."""
+    if not file.held:
+        return []
+    return [
+        f"{file.path}: would archive {len(file.held)} bullets at once (more than"
+        f" {BULK_ARCHIVE}); nothing of this file applied, it keeps your text:",
+        *(f"  - [{i}] {text}" for i, text in file.held),
+        f"to archive them: {confirm}",
+    ]

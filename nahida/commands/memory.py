@@ -26,6 +26,7 @@ from nahida.memory import (
     MemoryEvent,
     MemoryItem,
     MemoryPermissionError,
+    ProfileExplanation,
     SecretRefused,
     Turn,
     Viewer,
@@ -198,10 +199,32 @@ async def why(ctx: CommandContext, args: str) -> str:
     item_id = _one_id(args)
     if item_id is None:
         return t("memory_why_usage", ctx.language)
+    if item_id.startswith("p_"):  # a profile bullet's id
+        bullet = await ctx.memory.profiles.why(item_id, viewer_of(ctx))
+        if bullet is None:
+            return t("memory_not_found", ctx.language, id=item_id)
+        return explain_bullet(bullet, ctx.language, ctx.tz)
     found = await ctx.memory.items.why(item_id, viewer_of(ctx))
     if found is None:
         return t("memory_not_found", ctx.language, id=item_id)
     return explain(found, ctx.language, str(ctx.envelope.chat), ctx.tz)
+
+
+def explain_bullet(found: ProfileExplanation, lang: Language, tz: tzinfo | None = None) -> str:
+    """A profile bullet: its section and status, text, source and visibility, its history."""
+    entry = found.entry
+    status = _word("memory_status_", entry.status, lang)
+    sensitivity = _word("memory_sensitivity_", entry.sensitivity, lang)
+    source = t("memory_why_bullet_source", lang, source=entry.source, sensitivity=sensitivity)
+    lines = [
+        t("memory_why_bullet", lang, id=entry.id, section=entry.section, status=status),
+        snippet(entry.text, 200),
+        f"{source} · {entry.chat}" if entry.chat else source,
+    ]
+    if found.events:
+        lines.append(t("memory_why_history", lang))
+        lines.extend(f"- {event_line(e, lang, tz)}" for e in found.events)
+    return "\n".join(lines)
 
 
 def explain(found: Explanation, lang: Language, here: str, tz: tzinfo | None = None) -> str:

@@ -4,7 +4,7 @@ Code outside `nahida/memory/` imports from here only. The backends live under `s
 `nahida.app` picks one (`open_memory`).
 """
 
-from nahida.errors import MemoryPermissionError, SecretRefused
+from nahida.errors import MemoryPermissionError, SecretRefused, UnsafePath
 from nahida.memory import candidates
 from nahida.memory.access import Actor
 from nahida.memory.dream import DreamSettings
@@ -21,7 +21,8 @@ from nahida.memory.jobs import (
     QueueDepthJob,
     read_queue_depth,
 )
-from nahida.memory.markdown.sync import FileReport, SyncReport
+from nahida.memory.markdown.paths import WorkspaceFiles
+from nahida.memory.markdown.sync import BULK_ARCHIVE, FileReport, SyncReport
 from nahida.memory.models import (
     KINDS,
     PROFILE_SECTIONS,
@@ -45,7 +46,7 @@ from nahida.memory.models import (
     iso,
     spoken,
 )
-from nahida.memory.profiles import ProfileChange, Profiles
+from nahida.memory.profiles import ProfileChange, ProfileExplanation, Profiles
 from nahida.memory.quotes import has_links
 from nahida.memory.recall import GUARD, MODES, TUNING, Mode, Query, Tuning
 from nahida.memory.recall.rerank import LLMReranker
@@ -60,6 +61,7 @@ from nahida.memory.turn import MemoryTools, TurnParts, turn_parts
 from nahida.memory.working import WorkingSettings
 
 __all__ = [
+    "BULK_ARCHIVE",
     "GLOBAL",
     "GUARD",
     "ITEM_STATUSES",
@@ -101,6 +103,7 @@ __all__ = [
     "NoModel",
     "ProfileChange",
     "ProfileEntry",
+    "ProfileExplanation",
     "Profiles",
     "Proposal",
     "Query",
@@ -113,9 +116,11 @@ __all__ = [
     "Tuning",
     "Turn",
     "TurnParts",
+    "UnsafePath",
     "VectorCounts",
     "Viewer",
     "WorkingSettings",
+    "WorkspaceFiles",
     "WriteResult",
     "admin_viewer",
     "answering",

@@ -32,7 +32,13 @@ from typing import Any, get_args
 from nahida.envelope import UserKey
 from nahida.errors import SecretRefused
 from nahida.memory import quotes
-from nahida.memory.models import PROFILE_SECTIONS, ProfileEntry, ProfileMode, new_id
+from nahida.memory.models import (
+    PROFILE_SECTIONS,
+    MemoryEvent,
+    ProfileEntry,
+    ProfileMode,
+    new_id,
+)
 from nahida.memory.safety import contains_secret
 from nahida.memory.scopes import Viewer, user_scope
 from nahida.memory.store.base import SectionEntry, Store, Tx
@@ -418,6 +424,32 @@ class Profiles:
     async def users(self) -> list[str]:
         """The people with an active profile bullet."""
         return await self.store.read(lambda tx: tx.profiles.users())
+
+    async def why(self, entry_id: str, viewer: Viewer | None) -> ProfileExplanation | None:
+        """A bullet (any status) and its audit trail, when the viewer may see it as it sees
+        items of the person's scope (DESIGN §4): their private chat, a group of theirs (public
+        bullets only); None (the CLI): any. None when it is not there or not to be seen."""
+        visibility = viewer.visibility() if viewer is not None else None
+
+        def run(tx: Tx) -> ProfileExplanation | None:
+            entry = tx.profiles.get(entry_id)
+            if entry is None or (
+                visibility is not None
+                and not visibility.sees(user_scope(entry.user), entry.sensitivity)
+            ):
+                return None
+            return ProfileExplanation(entry, tx.events.of_item(entry_id))
+
+        return await self.store.read(run)
+
+
+@dataclass(frozen=True, slots=True)
+class ProfileExplanation:
+    """`/memory why p_…`: a profile bullet and every change of it (`create`, `replace`: the
+    bullet it replaced is in `before`, `archive`: why, e.g. "replaced by p_…")."""
+
+    entry: ProfileEntry
+    events: list[MemoryEvent]
 
 
 # hand edits (workspace/users/<user>.md) -----------------------------------------------------------

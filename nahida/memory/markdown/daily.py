@@ -16,7 +16,9 @@ The cursor advances after the lines are written. A crash in between would write 
 again; before appending, the lines already at the end of a day file are skipped, so a repeat is
 dropped (two identical lines of one summary written in the same minute are one line). Events of
 the last `settle` seconds wait for the next run, so that a row committed a little after its
-stamped time is not passed over.
+stamped time is not passed over. A day's file whose path leads out of the workspace (a
+symlinked `memory/`, `paths.WorkspaceFiles`) stops the run with `UnsafePath` before any line is
+written, so the cursor waits and nothing is lost once the link is gone.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from datetime import datetime, tzinfo
 from pathlib import Path
 from typing import Any
 
+from nahida.memory.markdown.paths import WorkspaceFiles, safe_name
 from nahida.memory.models import Episode, WarmSummary
 from nahida.memory.safety import redact
 from nahida.memory.store.base import CandidateNote, Store, Tx
@@ -101,7 +104,7 @@ class DailyNotes:
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.store = store
-        self.directory = workspace / NOTES_DIR
+        self.files = WorkspaceFiles(workspace)
         self.tz = tz
         self.limit = limit
         self.settle = settle
@@ -120,7 +123,8 @@ class DailyNotes:
             return written
 
     def path(self, day: str) -> Path:
-        return self.directory / f"{day}.md"
+        """The day's file, checked to stay in the workspace (`UnsafePath` otherwise)."""
+        return self.files.path(f"{NOTES_DIR}/{safe_name(day)}.md")
 
     def _write(self, batch: Batch) -> tuple[int, Cursor]:
         """(lines written, the cursor after them): in a worker thread, never on the loop."""
@@ -133,7 +137,9 @@ class DailyNotes:
                 event.line(moment.strftime("%H:%M"))
             )
             cursor.keys[event.stream] = event.key
-        written = sum(_append(self.path(day), day, lines) for day, lines in days.items())
+        # every path checked before a line is written: a refused one leaves the cursor as it was
+        paths = {day: self.path(day) for day in days}
+        written = sum(_append(paths[day], day, lines) for day, lines in days.items())
         return written, cursor
 
 

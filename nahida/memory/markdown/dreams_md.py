@@ -1,15 +1,19 @@
 """`workspace/DREAMS.md`: one section per dream run, appended (DESIGN §8) — what was accepted,
 what waits for review and what was rejected, each with its ids and reason. The file holds one
 month: the first run of a new month moves it to `dreams/YYYY-MM.md` beside it and starts
-afresh, so it stays small. Nothing ever loads it into a prompt.
+afresh, so it stays small. Nothing ever loads it into a prompt. Its folder is the workspace: both
+files are opened through `paths.WorkspaceFiles` (a symlink out of it is refused, `UnsafePath`), and
+the month read back from the header names the archive only when it is one (`2026-05`).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from datetime import datetime, tzinfo
 from pathlib import Path
 
+from nahida.memory.markdown.paths import WorkspaceFiles
 from nahida.memory.models import DreamRun, Proposal
 
 HEADER = (
@@ -17,13 +21,17 @@ HEADER = (
 )
 ARCHIVE_DIR = "dreams"
 TEXT_CHARS = 160
+_MONTH = re.compile(r"\d{4}-\d{2}")
 
 
-def append(path: Path, runs: Sequence[DreamRun], tz: tzinfo | None = None) -> None:
-    """Append the runs' sections, rotating the file when a run belongs to a newer month."""
+def append(journal: Path, runs: Sequence[DreamRun], tz: tzinfo | None = None) -> None:
+    """Append the runs' sections to `journal` (`workspace/DREAMS.md`), rotating the file when a
+    run belongs to a newer month. Raises `UnsafePath` for a path that leaves the workspace."""
+    files = WorkspaceFiles(journal.parent)
     for run in runs:
         month = _moment(run.started_at, tz).strftime("%Y-%m")
-        _rotate(path, month)
+        path = files.path(journal.name)
+        _rotate(path, month, files)
         if not path.exists():
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(HEADER.format(month=month), encoding="utf-8")
@@ -31,15 +39,15 @@ def append(path: Path, runs: Sequence[DreamRun], tz: tzinfo | None = None) -> No
             out.write(section(run, tz))
 
 
-def _rotate(path: Path, month: str) -> None:
+def _rotate(path: Path, month: str, files: WorkspaceFiles) -> None:
     if not path.exists():
         return
     with path.open(encoding="utf-8") as found:
         first = found.readline()
     held = first.removeprefix("# Dreams · ").strip()
-    if not first.startswith("# Dreams · ") or held >= month:
-        return
-    archive = path.parent / ARCHIVE_DIR / f"{held}.md"
+    if not first.startswith("# Dreams · ") or not _MONTH.fullmatch(held) or held >= month:
+        return  # a header that is not ours names no archive: the file grows instead
+    archive = files.path(f"{ARCHIVE_DIR}/{held}.md")
     archive.parent.mkdir(parents=True, exist_ok=True)
     if archive.exists():  # rotated before, then written again: keep both, in order
         with archive.open("a", encoding="utf-8") as out:

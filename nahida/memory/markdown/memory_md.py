@@ -35,7 +35,8 @@ HEADER = """# Memory
 The bot's workspace knowledge: what every chat may be told. The block below is generated from
 memory; edit a bullet's text, move it under another heading, delete it, or add a bullet without
 an id, and the bot takes the change over within seconds (`nahida memory sync` does it at once).
-Everything outside the markers is yours and is never changed.
+Deleting more than three bullets at once waits for `nahida memory sync --yes`. Everything outside
+the markers is yours and is never changed.
 
 """
 

@@ -12,6 +12,16 @@ database, which now holds both the file's edits and every change made meanwhile 
 written atomically (temp file + rename) — unless the file changed again while this ran (the next
 sync takes it). Bytes outside the markers are kept as they were.
 
+Guards, each leaving the file as the admin wrote it (not applied, not rewritten, so the next
+sync or `nahida memory sync` can still take it):
+- a file that once held the block and has lost a marker (an emptied file) is malformed, never
+  read as "every bullet deleted";
+- an edit that would archive more than `BULK_ARCHIVE` bullets of one file at once is held until
+  confirmed (`archive_many`: `nahida memory sync --yes`); the background job never confirms.
+  Nothing of a held file is applied, not even its other edits: applying half an edit would
+  rewrite the file from the database and lose the rest of what the admin typed;
+- a path that leads out of the workspace (a symlink) is refused (`paths.WorkspaceFiles`).
+
 Cheap when nothing changed: a tick compares each file's mtime and size, and one fingerprint of
 the database (global items and profiles), with what it saw last, and does nothing else.
 """
@@ -23,21 +33,38 @@ import contextlib
 import os
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 import structlog
 
+from nahida.errors import UnsafePath
 from nahida.memory.markdown import block
 from nahida.memory.markdown.memory_md import MemoryFile
+from nahida.memory.markdown.paths import WorkspaceFiles
 from nahida.memory.markdown.profiles_md import ProfileFile, file_name
 from nahida.memory.safety import contains_secret
 from nahida.memory.store.base import FileState, Store, Tx
 
 log = structlog.get_logger(__name__)
-COUNTED = ("edited", "moved", "added", "merged", "archived", "refused", "malformed", "written")
+COUNTED = (
+    "edited",
+    "moved",
+    "added",
+    "merged",
+    "archived",
+    "refused",
+    "malformed",
+    "held",
+    "unsafe",
+    "written",
+)
+# An admin tidying a file by hand deletes a bullet or three; more at once is what an emptied
+# block, a lost paste or a crashed editor looks like, and one confirmation costs little.
+BULK_ARCHIVE = 3
+REFUSED = (-1, -1)  # `_seen` of a path the guard refused
 
 
 class Projection(Protocol):
@@ -59,14 +86,23 @@ class FileReport:
     counts: dict[str, int] = field(default_factory=dict)
     refused: list[tuple[int, str]] = field(default_factory=list)  # (line, why): not applied
     problems: list[tuple[int, str]] = field(default_factory=list)  # malformed: nothing applied
+    held: list[tuple[str, str]] = field(default_factory=list)  # (id, text): awaits confirmation
+    unsafe: str = ""  # why the path was refused: nothing read or written
     written: bool = False
+
+    def at(self, line: int, shown: object = None) -> str:
+        """`path:line`, or the path alone for the whole file (line 0)."""
+        where = str(shown if shown is not None else self.path)
+        return f"{where}:{line}" if line else where
 
     def to_json(self) -> dict[str, Any]:
         return {
             "path": self.path,
             **self.counts,
             "refused": [{"line": n, "reason": r} for n, r in self.refused],
-            "problems": [{"line": n, "problem": p} for n, p in self.problems],
+            "problems": [{"line": n or None, "problem": p} for n, p in self.problems],
+            "held": [{"id": i, "text": t} for i, t in self.held],
+            "unsafe": self.unsafe or None,
             "written": self.written,
         }
 
@@ -77,7 +113,13 @@ class SyncReport:
 
     @property
     def malformed(self) -> bool:
-        return any(f.problems for f in self.files)
+        """A file's block was malformed or its path refused: nothing of it applied."""
+        return any(f.problems or f.unsafe for f in self.files)
+
+    @property
+    def held(self) -> bool:
+        """A file's bulk archiving awaits confirmation."""
+        return any(f.held for f in self.files)
 
     def total(self) -> dict[str, int]:
         counts = dict.fromkeys(COUNTED, 0)
@@ -85,7 +127,9 @@ class SyncReport:
             for key, n in report.counts.items():
                 counts[key] = counts.get(key, 0) + n
             counts["refused"] = counts.get("refused", 0) + len(report.refused)
-            counts["malformed"] = counts.get("malformed", 0) + (1 if report.problems else 0)
+            counts["malformed"] = counts.get("malformed", 0) + int(bool(report.problems))
+            counts["held"] = counts.get("held", 0) + len(report.held)
+            counts["unsafe"] = counts.get("unsafe", 0) + int(bool(report.unsafe))
             counts["written"] = counts.get("written", 0) + int(report.written)
         return counts
 
@@ -94,7 +138,14 @@ class SyncReport:
 
 
 def _worth(report: FileReport) -> bool:
-    return bool(any(report.counts.values()) or report.refused or report.problems or report.written)
+    return bool(
+        any(report.counts.values())
+        or report.refused
+        or report.problems
+        or report.held
+        or report.unsafe
+        or report.written
+    )
 
 
 class MarkdownSync:
@@ -110,6 +161,7 @@ class MarkdownSync:
     ) -> None:
         self.store = store
         self.workspace = workspace
+        self.files = WorkspaceFiles(workspace)
         self.max_bullets = max_bullets
         self.changed = changed  # told after edits were applied (new texts to embed)
         self._seen: dict[str, tuple[int, int] | None] = {}  # path → (mtime_ns, size) last seen
@@ -121,41 +173,62 @@ class MarkdownSync:
         the `FileReport.path` of its syncs)."""
         return file_name(user)
 
-    async def sync(self, *, force: bool = True) -> SyncReport:
+    def profile_path(self, user: str) -> Path:
+        """The checked path of a person's profile file; raises `UnsafePath`."""
+        return self.files.path(file_name(user))
+
+    async def sync(
+        self, *, force: bool = True, archive_many: bool = False, people: Sequence[str] = ()
+    ) -> SyncReport:
         """Sync every projected file. `force` False (the job's tick): skip a file whose mtime and
-        size are as last seen while the database's fingerprint is too."""
+        size are as last seen while the database's fingerprint is too. `archive_many`: apply an
+        edit that archives more than `BULK_ARCHIVE` bullets of a file (else it is held).
+        `people`: profile files synced even when the person has no profile yet (a first bullet
+        added by hand)."""
         async with self._lock:
             fingerprint, users = await self.store.read(_where)
             same_db = fingerprint == self._fingerprint
             report = SyncReport()
             files: list[Projection] = [MemoryFile(self.max_bullets)]
-            files.extend(ProfileFile(u) for u in users)
+            files.extend(ProfileFile(u) for u in dict.fromkeys([*users, *people]))
             for projection in files:
-                seen = await asyncio.to_thread(_stat, self.workspace / projection.path)
+                try:
+                    path, seen = await asyncio.to_thread(self._look, projection.path)
+                except UnsafePath as exc:
+                    if force or not same_db or self._seen.get(projection.path) != REFUSED:
+                        report.files.append(FileReport(projection.path, unsafe=exc.reason))
+                    self._seen[projection.path] = REFUSED
+                    continue
                 if not force and same_db and seen == self._seen.get(projection.path, False):
                     continue
-                report.files.append(await self._one(projection))
-                self._seen[projection.path] = await asyncio.to_thread(
-                    _stat, self.workspace / projection.path
-                )
+                report.files.append(await self._one(projection, path, archive_many))
+                self._seen[projection.path] = await asyncio.to_thread(_stat, path)
             # what this sync wrote changed the fingerprint: read it again, but only then
             changed = any(f.counts for f in report.files)
             self._fingerprint = (await self.store.read(_where))[0] if changed else fingerprint
             return report
 
-    async def _one(self, projection: Projection) -> FileReport:
-        path = self.workspace / projection.path
+    def _look(self, relative: str) -> tuple[Path, tuple[int, int] | None]:
+        """The file's checked path and its (mtime_ns, size): one trip to a worker thread."""
+        path = self.files.path(relative)
+        return path, _stat(path)
+
+    async def _one(self, projection: Projection, path: Path, archive_many: bool) -> FileReport:
         report = FileReport(projection.path)
         text = await asyncio.to_thread(_read, path)
         state = await self.store.read(lambda tx: tx.markdown.file(projection.path))
         if text is not None and (state is None or block.digest(text) != state.hash):
             found = block.parse(text, projection.begin, projection.end, projection.groups)
+            if not found.found and not found.problems and state is not None:
+                found.problems.append((0, _lost_markers(projection)))
             if not found.problems:
-                await self._apply(projection, found, state, report)
+                await self._apply(projection, found, state, report, archive_many)
             if found.problems:
                 report.problems = found.problems
                 log.warning("markdown_malformed", path=projection.path, problems=found.problems)
                 return report
+            if report.held:
+                return report  # the file keeps the admin's text until it is confirmed
         body, snapshot = await self.store.read(projection.shown)
         new = block.replace(
             text if text is not None else projection.header, projection.begin, projection.end, body
@@ -178,6 +251,7 @@ class MarkdownSync:
         found: block.Block,
         state: FileState | None,
         report: FileReport,
+        archive_many: bool,
     ) -> None:
         snapshot = dict(state.snapshot) if state is not None else {}
         ids = {b.id for b in found.bullets if b.id is not None}
@@ -189,6 +263,15 @@ class MarkdownSync:
             return
         baseline = {**snapshot, **extra}
         changes = block.diff(found.bullets, baseline)
+        if len(changes.deleted) > BULK_ARCHIVE and not archive_many:
+            report.held = [(i, baseline[i]["text"]) for i in changes.deleted]
+            log.warning(
+                "markdown_bulk_archive_held",
+                path=projection.path,
+                archive=len(report.held),
+                confirm="nahida memory sync --yes",
+            )
+            return
         for kept in (changes.edited, changes.moved):
             for pair in list(kept):
                 if contains_secret(pair[0].text):
@@ -206,6 +289,13 @@ class MarkdownSync:
         log.info(
             "markdown_synced", path=projection.path, **report.counts, refused=len(report.refused)
         )
+
+
+def _lost_markers(projection: Projection) -> str:
+    return (
+        f"the markers {projection.begin} and {projection.end} are missing (an emptied file?);"
+        " put them back around the bullets, or delete the file to have it written afresh"
+    )
 
 
 def _where(tx: Tx) -> tuple[object, list[str]]:
