@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import os
+import shutil
 import sqlite3
 import threading
 import time
@@ -181,6 +182,15 @@ def _prepare(conn: Connection, target: str, *, vec: bool, trace: bool) -> None:
         conn.set_trace_callback(lambda sql: log.debug("sql", sql=sql))
 
 
+def _no_room(path: str) -> bool:
+    """Whether the disk holding `path` is full (SQLite says "disk I/O error" when a write to
+    its shared-memory file or a file's growth fails for want of room)."""
+    try:
+        return shutil.disk_usage(Path(path).parent).free < NO_ROOM
+    except OSError:
+        return False
+
+
 def damaged(path: str, detail: str) -> DatabaseDamaged:
     """The one-line error for a damaged database file, with what to do about it."""
     return DatabaseDamaged(
@@ -192,6 +202,7 @@ def damaged(path: str, detail: str) -> DatabaseDamaged:
 
 # SQLite's primary result codes (an extended code keeps its primary one in the low byte)
 SQLITE_IOERR, SQLITE_CORRUPT, SQLITE_FULL, SQLITE_NOTADB = 10, 11, 13, 26
+NO_ROOM = 1 << 20  # bytes free on a disk SQLite could not write to: it was full
 
 
 def storage_error(exc: BaseException, path: str) -> StorageError | None:
@@ -204,10 +215,11 @@ def storage_error(exc: BaseException, path: str) -> StorageError | None:
     primary = code & 0xFF
     if primary in (SQLITE_CORRUPT, SQLITE_NOTADB):
         return damaged(path, str(exc))
-    if primary == SQLITE_FULL:
+    if primary == SQLITE_FULL or (primary == SQLITE_IOERR and _no_room(path)):
         return StorageFull(
             f"cannot write to {path}: the disk is full ({exc}); nothing of this change was"
-            " stored: free some space, and writing goes on by itself"
+            " stored: free some space and try again (a running bot writes again by itself"
+            " once there is room)"
         )
     if primary == SQLITE_IOERR:
         return StorageError(

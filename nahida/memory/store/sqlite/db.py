@@ -93,13 +93,15 @@ def _attempt(job: Job, conn: Connection) -> Outcome:
     try:
         return (job, True, job.fn(conn, *job.args))
     except BaseException as exc:
-        _release(exc)
         return (job, False, _clear(exc, conn))
 
 
 def _clear(exc: BaseException, conn: Connection) -> BaseException:
     """What a unit's caller learns: a damaged file or a full disk as the clear error it is
-    (`storage_error`), any other exception as it was raised."""
+    (`storage_error`), any other exception as it was raised; its frames' locals dropped
+    (`_release`: a cursor kept in one outlives the connection, and SQLite's zombie connection
+    then crashes the process when the cursor is collected)."""
+    _release(exc)
     found = storage_error(exc, getattr(conn, "path", ""))
     if found is None:
         return exc
@@ -109,8 +111,6 @@ def _clear(exc: BaseException, conn: Connection) -> BaseException:
 
 def _batch_error(exc: BaseException, conn: Connection) -> StorageError:
     """The error every job of a batch that failed as a whole learns."""
-    if isinstance(exc, StorageError):
-        return exc
     found = _clear(exc, conn)
     return found if isinstance(found, StorageError) else StorageError(f"database failed: {exc}")
 
@@ -208,6 +208,7 @@ class Database:
         try:
             migrate(self.conn)
         except BaseException as exc:
+            _release(exc)
             self.conn.close()
             if isinstance(exc, driver.Error):  # the schema itself could not be read
                 raise _batch_error(exc, self.conn) from exc
@@ -335,8 +336,8 @@ class Database:
                 outcomes = [_attempt(job, conn) for job in batch]
                 self._end()
             except Exception as exc:  # a damaged page met by SQLite itself, say
-                self._roll_back()
                 error = _batch_error(exc, conn)
+                self._roll_back()
                 return [(job, False, error) for job in batch]
             return outcomes
         if len(batch) == 1:
@@ -346,9 +347,9 @@ class Database:
                 result = job.fn(conn, *job.args)
                 self._commit()
             except BaseException as exc:
-                _release(exc)
+                failure = _clear(exc, conn)
                 self._roll_back()
-                return [(job, False, _clear(exc, conn))]
+                return [(job, False, failure)]
             return [(job, True, result)]
         try:
             self._begin()
@@ -360,8 +361,8 @@ class Database:
                 outcomes = _run_apart(batch, conn, failed, outcomes[failed], self.memo)
             self._commit()
         except Exception as exc:  # the batch itself failed: nobody's work was kept
-            self._roll_back()
             error = _batch_error(exc, conn)
+            self._roll_back()
             return [(job, False, error) for job in batch]
         return outcomes
 
