@@ -157,6 +157,25 @@ def check_database(paths: Paths) -> None:
     importlib.import_module(module).check(paths.database)
 
 
+def backup_database(paths: Paths, target: Path) -> dict[str, Any]:
+    """`nahida backup`: the whole database into one file; its manifest (docs/backup.md)."""
+    module, _ = STORES[STORE]
+    manifest: dict[str, Any] = importlib.import_module(f"{module}.backup").backup(
+        paths.database, target
+    )
+    return manifest
+
+
+def restore_database(paths: Paths, source: Path, *, replace: bool = False) -> dict[str, Any]:
+    """`nahida restore`: a backup into the data dir; what was done (docs/backup.md)."""
+    module, _ = STORES[STORE]
+    restored = importlib.import_module(f"{module}.backup").restore(
+        paths.database, source, replace=replace
+    )
+    done: dict[str, Any] = restored.to_json()
+    return done
+
+
 @dataclass(frozen=True)
 class EmbedderChoice:
     embedder: Embedder | None

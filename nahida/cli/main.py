@@ -5,8 +5,8 @@ Global options (each with an environment variable): `--config` (NAHIDA_CONFIG, d
 `--workspace` (NAHIDA_WORKSPACE, default `./workspace`), `--plugins-dir` (NAHIDA_PLUGINS_DIR). A bad
 config prints one line naming the file and key and exits with code 2; a database that cannot be
 used (damaged, the disk full) one line saying what to do, with code 3. Every read command has
-`--json`. The other command groups live beside this module: `doctor`, `session`, `memory` (with
-`search`), `profile`, `history`.
+`--json`. The other command groups live beside this module: `doctor`, `backup` and `restore`,
+`session`, `memory` (with `search`), `profile`, `history`.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import typer
 
 from nahida import __version__
 from nahida.app import App, Paths, TerminalApp, console_app, platform_adapters
+from nahida.cli.backup import backup, restore
 from nahida.cli.doctor import doctor
 from nahida.cli.history import history_app
 from nahida.cli.memory import memory_app
@@ -42,6 +43,8 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.command()(doctor)
+app.command()(backup)
+app.command()(restore)
 app.add_typer(session_app, name="session")
 app.add_typer(memory_app, name="memory")
 app.add_typer(profile_app, name="profile")
