@@ -144,6 +144,38 @@ def store_capabilities() -> StoreCapabilities:
     return caps
 
 
+def database_problems(paths: Paths) -> list[str]:
+    """What the store's integrity check finds wrong with the database ([]: sound, or none yet)."""
+    module, _ = STORES[STORE]
+    found: list[str] = importlib.import_module(module).problems(paths.database)
+    return found
+
+
+def check_database(paths: Paths) -> None:
+    """Refuse a damaged database (`DatabaseDamaged`, saying what to do): the bot's start."""
+    module, _ = STORES[STORE]
+    importlib.import_module(module).check(paths.database)
+
+
+def backup_database(paths: Paths, target: Path) -> dict[str, Any]:
+    """`nahida backup`: the whole database into one file; its manifest (docs/backup.md)."""
+    module, _ = STORES[STORE]
+    manifest: dict[str, Any] = importlib.import_module(f"{module}.backup").backup(
+        paths.database, target
+    )
+    return manifest
+
+
+def restore_database(paths: Paths, source: Path, *, replace: bool = False) -> dict[str, Any]:
+    """`nahida restore`: a backup into the data dir; what was done (docs/backup.md)."""
+    module, _ = STORES[STORE]
+    restored = importlib.import_module(f"{module}.backup").restore(
+        paths.database, source, replace=replace
+    )
+    done: dict[str, Any] = restored.to_json()
+    return done
+
+
 @dataclass(frozen=True)
 class EmbedderChoice:
     embedder: Embedder | None
@@ -296,6 +328,7 @@ class App:
         self.config = config
         self.paths = paths
         source = str(paths.config) if paths.config else "config"
+        check_database(paths)  # a damaged file: refuse to start, saying what to do
         ensure_workspace(paths.workspace)
         self.model = model or build_model_router(config, source)
         self.memory = open_memory(config, paths, self.model, process=store_in_process(config))

@@ -3,6 +3,10 @@
 NahidaError
  ├── ConfigError            a config file or value is wrong (names the file and key)
  ├── StorageError           SQLite could not be opened, migrated or written
+ │    ├── StorageFull               the disk is full: nothing was written (writes go on once
+ │    │                             there is room again)
+ │    └── DatabaseDamaged           the database file is damaged, truncated or no database
+ ├── BackupError            a backup file cannot be written or restored (names the file)
  ├── ProviderError          an LLM call failed (retryable or not)
  │    ├── ProviderAuthError         401/403: key missing or wrong
  │    ├── ProviderRateLimitError    429 after all retries
@@ -37,6 +41,18 @@ class ConfigError(NahidaError):
 
 class StorageError(NahidaError):
     pass
+
+
+class StorageFull(StorageError):
+    """A write found the disk full; the message names the file and what to do."""
+
+
+class DatabaseDamaged(StorageError):
+    """The database file cannot be read as a database; the message says what to do."""
+
+
+class BackupError(NahidaError):
+    """A backup could not be made or restored; the message names the file and why."""
 
 
 class ProviderError(NahidaError):

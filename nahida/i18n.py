@@ -17,6 +17,12 @@ MESSAGES: dict[str, dict[Language, str]] = {
         "zh": "抱歉，模型暂时没有回应，请稍后再试。",
         "en": "Sorry, the model did not answer. Please try again in a moment.",
     },
+    "storage_failed": {
+        "zh": "抱歉，我这边的存储出了问题（比如磁盘满了），这条消息没能记下，暂时没法回答。"
+        "管理员可以运行 nahida doctor 查看。",
+        "en": "Sorry, my storage failed (the disk may be full): I could not keep this message"
+        " and cannot answer it now. An admin can run `nahida doctor` to see why.",
+    },
     "empty_model_reply": {
         "zh": "（模型没有给出回答）",
         "en": "(the model gave no answer)",

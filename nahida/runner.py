@@ -31,7 +31,7 @@ from nahida.bus import take_heavy_slot
 from nahida.commands.router import CommandContext, CommandRouter
 from nahida.commands.router import parse as parse_command
 from nahida.envelope import Envelope, Reply
-from nahida.errors import ProviderError
+from nahida.errors import ProviderError, StorageError
 from nahida.hooks import ContextSource, PostTurnHook, TurnContext
 from nahida.i18n import Language, t
 from nahida.memory import (
@@ -132,9 +132,15 @@ class SessionRunner:
         probe = None  # what recall could find here besides the window, asked as it is stored
         if window:
             probe = self.memory.recall_probe(Viewer(chat=envelope.chat, user=envelope.sender.user))
-        recorded = await self.memory.sessions.record_user_turn(
-            self._user_turn(envelope, respond), window, probe
-        )
+        try:
+            recorded = await self.memory.sessions.record_user_turn(
+                self._user_turn(envelope, respond), window, probe
+            )
+        except StorageError as exc:  # a full disk: the bot goes on, and says so when asked
+            log.error("turn_not_stored", error=str(exc))
+            if respond:
+                await self._reply(envelope, t("storage_failed", self.settings.language))
+            return
         if recorded is None:
             log.info("duplicate_message_dropped")
             return
@@ -179,22 +185,22 @@ class SessionRunner:
             completion = await self._complete(ctx, hot, summary)
         except ProviderError as exc:
             log.warning("provider_failed", error=str(exc), error_type=type(exc).__name__)
-            await self.memory.sessions.mark_error(ctx.turn.id, f"{type(exc).__name__}: {exc}")
+            failure = f"{type(exc).__name__}: {exc}"
+            await _kept("provider_error", self.memory.sessions.mark_error(ctx.turn.id, failure))
             await self._reply(envelope, t("provider_failed", ctx.language))
             return None
         text = completion.text.strip() or t("empty_model_reply", ctx.language)
         sent_id, error = await self._reply(envelope, text)
-        await self.memory.sessions.add(
-            NewTurn(
-                chat=str(envelope.chat),
-                role="assistant",
-                content=text,
-                time=time.time(),
-                message_id=sent_id,
-                tool_calls=completion.tool_calls or None,
-                error=error,
-            )
+        reply = NewTurn(
+            chat=str(envelope.chat),
+            role="assistant",
+            content=text,
+            time=time.time(),
+            message_id=sent_id,
+            tool_calls=completion.tool_calls or None,
+            error=error,
         )
+        await _kept("reply", self.memory.sessions.add(reply))
         return text
 
     def _late_by(self, envelope: Envelope) -> float | None:
@@ -325,6 +331,14 @@ class SessionRunner:
             work = functools.partial(_run_hook_later, hook, ctx, reply)
             if not await self.background.submit(str(ctx.envelope.chat), hook.name, work):
                 log.warning("background_work_refused", hook=hook.name)  # shutting down
+
+
+async def _kept(what: str, write: Awaitable[object]) -> None:
+    """A record written once the reply is decided: a full disk loses the record, not the reply."""
+    try:
+        await write
+    except StorageError as exc:
+        log.error("not_stored", what=what, error=str(exc))
 
 
 _Gathered = str | Mapping[str, str] | None | BaseException

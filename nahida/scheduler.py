@@ -15,7 +15,10 @@ event loop) decides when; each run is a child task of the app's TaskGroup, and:
   the unit the store is executing completes anyway, since the store drains its queue before the
   database closes.
 
-A failing job is logged and recorded, and runs again at its next time.
+A failing job is logged and recorded, and runs again at its next time. The lease and the record
+are bookkeeping: when they cannot be written (a full disk), that is logged and the app goes on; a
+run whose lease could not be taken does not start, and a lease that could not be released
+expires by itself.
 """
 
 from __future__ import annotations
@@ -25,8 +28,9 @@ import contextlib
 import os
 import secrets
 import socket
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import structlog
 
@@ -34,6 +38,7 @@ if TYPE_CHECKING:
     from nahida.memory import JobOutcome
 
 log = structlog.get_logger(__name__)
+T = TypeVar("T")
 
 LEASE_SECONDS = 60.0
 STOP_DEADLINE = 10.0
@@ -152,12 +157,19 @@ class Scheduler:
         job = self.jobs[name]
         bound = log.bind(job=name)
         runs = self.runs
-        if runs is not None and not await runs.lease(name, self.holder, self.lease_seconds):
-            bound.info("job_leased_elsewhere")
-            return None
+        if runs is not None:
+            leased = await _booked(
+                bound, "lease", runs.lease(name, self.holder, self.lease_seconds)
+            )
+            if not leased:
+                if leased is not None:
+                    bound.info("job_leased_elsewhere")
+                return None
         ctx = JobContext(self._stop)
         quiet = bool(getattr(job, "quiet", False))  # recorded only when it did something
-        run_id = await runs.start(name, self.holder) if runs is not None and not quiet else 0
+        run_id = 0
+        if runs is not None and not quiet:
+            run_id = await _booked(bound, "start", runs.start(name, self.holder)) or 0
         renew = asyncio.create_task(self._keep_lease(runs, name)) if runs is not None else None
         outcome: JobOutcome = "ok"
         error: str | None = None
@@ -180,18 +192,19 @@ class Scheduler:
                     await renew
             if runs is not None:
                 if quiet and (ctx.counts or outcome not in ("ok", "skipped")):
-                    run_id = await runs.start(name, self.holder)
+                    run_id = await _booked(bound, "start", runs.start(name, self.holder)) or 0
                 if run_id:
-                    await runs.finish(run_id, outcome, ctx.counts, error)
-                await runs.release(name, self.holder)
+                    await _booked(bound, "finish", runs.finish(run_id, outcome, ctx.counts, error))
+                await _booked(bound, "release", runs.release(name, self.holder))
             if not quiet or ctx.counts:
                 bound.info("job_finished", outcome=outcome, **ctx.counts)
         return outcome
 
     async def _keep_lease(self, runs: RunRecords, name: str) -> None:
+        bound = log.bind(job=name)
         while True:
             await asyncio.sleep(self.lease_seconds / 3)
-            await runs.lease(name, self.holder, self.lease_seconds)
+            await _booked(bound, "renew", runs.lease(name, self.holder, self.lease_seconds))
 
     async def stop(self) -> None:
         """No new runs; running ones finish their unit of work, or are cancelled after the
@@ -208,3 +221,14 @@ class Scheduler:
             task.cancel()
         if late:
             await asyncio.wait(late)
+
+
+async def _booked(
+    bound: structlog.typing.FilteringBoundLogger, step: str, call: Awaitable[T]
+) -> T | None:
+    """A lease or run record written; None when it could not be (logged: the app goes on)."""
+    try:
+        return await call
+    except Exception as exc:  # a full disk, a damaged file: the job's books, never the app
+        bound.warning("job_record_failed", step=step, error=str(exc))
+        return None

@@ -4,7 +4,8 @@ Secrets are masked in the config it prints. Provider reachability is checked by 
 (no tokens spent). The embedder says how `memory.embedding.backend` was resolved (the local model,
 the `embed` route, or none: lexical recall only). When the database exists, the latest run of each
 background job is shown, and how many vectors are stored and pending. Dreaming: off, no model, or
-its last run and when the next scheduled one is due.
+its last run and when the next scheduled one is due. The database file is checked whole (`PRAGMA
+quick_check`); a damaged one is reported with what to do, and nothing else is read from it.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from nahida.app import (
     Paths,
     build_provider,
     choose_embedder,
+    database_problems,
     open_memory,
     store_capabilities,
     store_in_process,
@@ -82,8 +84,36 @@ async def _dreaming(config: Config, model: str | None, memory: MemoryService | N
     return report
 
 
+def _database(paths: Paths) -> dict[str, Any]:
+    """Whether the database file is sound (SQLite's quick check: every page read once)."""
+    if not paths.database.exists():
+        return {"exists": False, "ok": True, "problems": []}
+    started = time.perf_counter()
+    found = database_problems(paths)
+    return {
+        "exists": True,
+        "ok": not found,
+        "bytes": paths.database.stat().st_size,
+        "problems": found,
+        "took_ms": round((time.perf_counter() - started) * 1000, 1),
+    }
+
+
+def _database_line(database: dict[str, Any], path: str) -> str:
+    if not database["exists"]:
+        return f"ok database {path}: none yet (made at the first start)"
+    if database["ok"]:
+        return f"ok database {path}: sound (quick_check in {database['took_ms']} ms)"
+    found = database["problems"]
+    more = f" (and {len(found) - 3} more)" if len(found) > 3 else ""
+    return (
+        f"-- database {path} is DAMAGED: {'; '.join(found[:3])}{more}. Stop the bot and"
+        " restore your latest backup: `nahida restore FILE --replace` (docs/backup.md)"
+    )
+
+
 async def _memory_state(
-    config: Config, paths: Paths, dream_model: str | None
+    config: Config, paths: Paths, dream_model: str | None, *, readable: bool = True
 ) -> tuple[list[dict[str, Any]], dict[str, Any], list[dict[str, Any]], Dream, Queue]:
     """The latest run of each job, the embedder with its vectors stored and pending, the
     sessions whose last compaction failed, dreaming, and the bus queue a running bot last
@@ -102,7 +132,7 @@ async def _memory_state(
         "model": embedder.model if embedder is not None else None,
         "dimension": embedder.dimension if embedder is not None else None,
     }
-    if not paths.database.exists():
+    if not paths.database.exists() or not readable:
         return [], embedding, [], await _dreaming(config, dream_model, None), None
     memory = open_memory(config, paths, choice=choice)  # counts only: no model is loaded
     try:
@@ -143,7 +173,10 @@ async def diagnose(config: Config, paths: Paths) -> dict[str, Any]:
     providers = await _providers(config)
     dream = routes.get("dream")
     dream_model = f"{dream.provider}/{dream.model}" if dream is not None else None
-    jobs, embedding, failing, dreaming, queue = await _memory_state(config, paths, dream_model)
+    database = _database(paths)
+    jobs, embedding, failing, dreaming, queue = await _memory_state(
+        config, paths, dream_model, readable=database["ok"]
+    )
     report: dict[str, Any] = {
         "python": sys.version.split()[0],
         "platform": platform.platform(),
@@ -162,6 +195,7 @@ async def diagnose(config: Config, paths: Paths) -> dict[str, Any]:
             "workspace": str(paths.workspace),
         },
         "models": _models(config, routes, embedding) if routes else None,
+        "database": database,
         "providers": providers,
         "jobs": jobs,
         "embedding": embedding,
@@ -170,7 +204,9 @@ async def diagnose(config: Config, paths: Paths) -> dict[str, Any]:
         "queue": queue,
         "config": masked_dump(config),
     }
-    report["ok"] = caps.fts and jieba_ok and all(p["reachable"] for p in providers)
+    report["ok"] = (
+        caps.fts and jieba_ok and database["ok"] and all(p["reachable"] for p in providers)
+    )
     return report
 
 
@@ -207,6 +243,7 @@ def render(report: dict[str, Any]) -> str:
             else "not loadable (vector search falls back to numpy)"
         ),
         f"{mark(report['jieba']['loaded'])}jieba loaded in {report['jieba']['init_ms']} ms",
+        _database_line(report["database"], report["paths"]["database"]),
     ]
     if not report["providers"]:
         lines.append("-- no model configured: set OPENAI_API_KEY or ANTHROPIC_API_KEY")

@@ -74,6 +74,8 @@ def history_import(
     later = embedding and report.imported > 0
     if as_json:
         echo_json({**report.to_json(), "embedding": "left to upkeep" if later else None})
+        if report.nothing_imported:
+            raise typer.Exit(1)
         return
     for bad in report.bad:
         typer.echo(f"{file}:{bad.line}: {bad.error}", err=True)
@@ -89,3 +91,5 @@ def history_import(
             "vectors for recall by meaning are made in the background by the running bot"
             " (embedding upkeep); to make them now: nahida memory embed"
         )
+    if report.nothing_imported:
+        raise fail(f"nothing imported: every line of {file} was bad (see above)")

@@ -3,9 +3,10 @@
 Global options (each with an environment variable): `--config` (NAHIDA_CONFIG, default
 `config/nahida.yaml` when it exists), `--data-dir` (NAHIDA_DATA_DIR, default `./data`),
 `--workspace` (NAHIDA_WORKSPACE, default `./workspace`), `--plugins-dir` (NAHIDA_PLUGINS_DIR). A bad
-config prints one line naming the file and key and exits with code 2. Every read command has
-`--json`. The other command groups live beside this module: `doctor`, `session`, `memory` (with
-`search`), `profile`, `history`.
+config prints one line naming the file and key and exits with code 2; a database that cannot be
+used (damaged, the disk full) one line saying what to do, with code 3. Every read command has
+`--json`. The other command groups live beside this module: `doctor`, `backup` and `restore`,
+`session`, `memory` (with `search`), `profile`, `history`.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import typer
 
 from nahida import __version__
 from nahida.app import App, Paths, TerminalApp, console_app, platform_adapters
+from nahida.cli.backup import backup, restore
 from nahida.cli.doctor import doctor
 from nahida.cli.history import history_app
 from nahida.cli.memory import memory_app
@@ -27,7 +29,7 @@ from nahida.cli.profile import profile_app
 from nahida.cli.session import session_app
 from nahida.cli.state import State, fail, state_of
 from nahida.config import Config
-from nahida.errors import NahidaError
+from nahida.errors import BackupError, NahidaError, StorageError
 from nahida.logs import configure_logging
 
 REPO = Path(__file__).resolve().parents[2]
@@ -41,6 +43,8 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.command()(doctor)
+app.command()(backup)
+app.command()(restore)
 app.add_typer(session_app, name="session")
 app.add_typer(memory_app, name="memory")
 app.add_typer(profile_app, name="profile")
@@ -168,9 +172,17 @@ def init(
     typer.echo(f"{'created' if created else 'kept'} {directory / 'workspace'}")
 
 
+def exit_code(exc: NahidaError) -> int:
+    """1: a backup could not be made or restored; 3: the database cannot be used (damaged, the
+    disk full, a failing disk); 2: anything else (a bad config, most often)."""
+    if isinstance(exc, StorageError):
+        return 3
+    return 1 if isinstance(exc, BackupError) else 2
+
+
 def main() -> None:
     try:
         app()
     except NahidaError as exc:
         typer.echo(f"error: {exc}", err=True)
-        sys.exit(2)
+        sys.exit(exit_code(exc))

@@ -17,7 +17,9 @@ actor (`Actor.cli()`: a bot admin); `remember` is an admin edit (`candidates.adm
 are named explicitly (`global`, `chat:<ChatKey>`, `user:<UserKey>`), or `--chat`/`--user` give the
 scopes a question in that chat by that user sees; `list` with neither lists every scope. Every
 read has `--json`. Export writes one item per line (`MemoryItem.to_json()`); import keeps ids and
-is idempotent: export → import → export is lossless.
+is idempotent: export → import → export is lossless. Import lists each bad line (its number and
+what is wrong) and exits 1 when no line could be imported. Items only: profiles, episodes,
+history and the rest are in `nahida backup` (docs/backup.md).
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ from nahida.memory import (
     SecretRefused,
     Viewer,
     admin_viewer,
+    bounded_lines,
     candidates,
     export_lines,
     iso,
@@ -305,7 +308,8 @@ def export(
         Path | None, typer.Option("--output", "-o", help="File (default stdout).")
     ] = None,
 ) -> None:
-    """Every item (any status) as JSON Lines, oldest first."""
+    """Every item (any status) as JSON Lines, oldest first (items only: `nahida backup` keeps
+    everything)."""
     try:
         scopes = [validate_scope(s) for s in scope] if scope else None
     except ValueError as exc:
@@ -326,11 +330,14 @@ def import_(
     file: Annotated[Path, typer.Argument(help="JSONL written by `nahida memory export`.")],
     as_json: JsonOption = False,
 ) -> None:
-    """Import exported items as they were (same ids); items already present are skipped."""
+    """Import exported items as they were (same ids); items already present are skipped. Exits
+    1 when every line was bad."""
     if not file.is_file():
         raise fail(f"cannot read {file}", as_json=as_json)
-    lines = file.read_text(encoding="utf-8").splitlines()
-    with state_of(ctx).memory() as memory:
+    state = state_of(ctx)
+    with file.open("rb") as handle:
+        lines = list(bounded_lines(handle, state.config.limits.import_line_bytes))
+    with state.memory() as memory:
         report = asyncio.run(memory.items.import_exported(lines, Actor.cli().label))
     bad = [b.to_json() for b in report.bad]
     if as_json:
@@ -342,7 +349,11 @@ def import_(
                 "errors": bad,
             }
         )
+        if report.nothing_imported:
+            raise typer.Exit(1)
         return
     for entry in report.bad:
         typer.echo(f"{file}:{entry.line}: {entry.error}", err=True)
     typer.echo(f"imported {report.imported}, already present {report.duplicates}, bad {len(bad)}")
+    if report.nothing_imported:
+        raise fail(f"nothing imported: every line of {file} was bad (see above)")

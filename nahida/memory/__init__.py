@@ -10,7 +10,14 @@ from nahida.memory.access import Actor
 from nahida.memory.dream import DreamSettings
 from nahida.memory.dream.run import NoModel
 from nahida.memory.embedding import EmbeddingSettings, EmbedReport
-from nahida.memory.importer import ITEM_STATUSES, BadLine, ImportReport, export_lines, parse_moment
+from nahida.memory.importer import (
+    ITEM_STATUSES,
+    BadLine,
+    ImportReport,
+    bounded_lines,
+    export_lines,
+    parse_moment,
+)
 from nahida.memory.jobs import (
     CleanupEmptySessions,
     ConfidenceDecay,
@@ -124,6 +131,7 @@ __all__ = [
     "WriteResult",
     "admin_viewer",
     "answering",
+    "bounded_lines",
     "candidates",
     "export_lines",
     "has_links",

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 
 import structlog
 
-from nahida.errors import ProviderError
+from nahida.errors import ProviderError, StorageError
 from nahida.memory.store.base import Embedded, Store, Tx, Unembedded, VectorCounts, VectorSpace
 from nahida.providers.base import Embedder
 
@@ -398,7 +398,7 @@ class Embeddings:
             self._wake.clear()
             try:
                 report = await self.embed_new()
-            except (ProviderError, OSError, RuntimeError, ValueError) as exc:
+            except (ProviderError, StorageError, OSError, RuntimeError, ValueError) as exc:
                 log.warning("embedding_failed", error=str(exc))
                 continue
             if report.embedded:

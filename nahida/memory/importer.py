@@ -75,6 +75,12 @@ class ImportReport:
     memories: int = 0  # what extraction proposed from the imported turns (stored or pending)
 
     @property
+    def nothing_imported(self) -> bool:
+        """Every line given was bad: the command exits 1 (a partly bad import exits 0 and
+        lists its bad lines)."""
+        return bool(self.bad) and not self.imported and not self.duplicates
+
+    @property
     def turns_per_second(self) -> float:
         """The rate of storing, start-up left out."""
         handled = self.imported + self.duplicates
@@ -349,7 +355,10 @@ def export_lines(items: Sequence[MemoryItem]) -> list[str]:
 
 def parse_item(line: str) -> MemoryItem:
     """One exported line as an item; ValueError says what is wrong."""
-    data = json.loads(line)
+    try:
+        data = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"not JSON: {exc.msg} (column {exc.colno})") from None
     if not isinstance(data, dict):
         raise ValueError("not a JSON object")
     for key in ("id", "scope", "kind", "content"):
@@ -367,12 +376,18 @@ def parse_item(line: str) -> MemoryItem:
         raise ValueError(str(exc)) from None
 
 
-def read_items(lines: Iterable[str]) -> tuple[list[tuple[int, MemoryItem]], list[BadLine]]:
+def read_items(
+    lines: Iterable[str | BadLine],
+) -> tuple[list[tuple[int, MemoryItem]], list[BadLine]]:
     """Numbered items (1-based lines) in creation order (a superseded item before its
-    successor), and the bad lines; blank lines are skipped."""
+    successor), and the bad lines (a `BadLine`: one that could not be read); blank lines are
+    skipped."""
     items: list[tuple[int, MemoryItem]] = []
     bad: list[BadLine] = []
     for number, line in enumerate(lines, start=1):
+        if isinstance(line, BadLine):
+            bad.append(line)
+            continue
         if not line.strip():
             continue
         try:

@@ -209,7 +209,7 @@ class Items:
     async def export(self, scopes: Sequence[str] | None = None) -> list[MemoryItem]:
         return await self.store.read(lambda tx: tx.items.exported(scopes))
 
-    async def import_exported(self, lines: Iterable[str], actor: str) -> ImportReport:
+    async def import_exported(self, lines: Iterable[str | BadLine], actor: str) -> ImportReport:
         """Exported items (`importer.export_lines`) back as they were, same ids; an item already
         present counts as a duplicate, one superseding an item found nowhere is a bad line."""
         started = time.perf_counter()

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import os
+import shutil
 import sqlite3
 import threading
 import time
@@ -25,7 +26,7 @@ from typing import Any
 
 import structlog
 
-from nahida.errors import StorageError
+from nahida.errors import DatabaseDamaged, StorageError, StorageFull
 
 log = structlog.get_logger(__name__)
 Connection = sqlite3.Connection
@@ -83,6 +84,7 @@ class _PreparedConnection(driver.Connection):  # type: ignore[name-defined,misc]
     SQLite runs inside them, FTS5's shadow tables or triggers, are not counted)."""
 
     vec_version: str | None = None
+    path = ""  # the file it opened (`storage_error` names it)
     statements = 0
     timings: dict[str, list[float]] | None = None  # statement → [count, CPU seconds]
 
@@ -136,7 +138,8 @@ STATEMENT_CACHE = 512
 
 
 def connect(path: str | Path, *, vec: bool = True, trace: bool = False) -> Connection:
-    """Open and prepare a connection; `path` may be ':memory:'."""
+    """Open and prepare a connection; `path` may be ':memory:'. A file that is no database, or
+    whose first pages are damaged, raises `DatabaseDamaged` here."""
     target = str(path)
     if target != ":memory:":
         Path(target).parent.mkdir(parents=True, exist_ok=True)
@@ -150,7 +153,21 @@ def connect(path: str | Path, *, vec: bool = True, trace: bool = False) -> Conne
             cached_statements=STATEMENT_CACHE,
         )
     except driver.Error as exc:
-        raise StorageError(f"cannot open database {target}: {exc}") from exc
+        raise storage_error(exc, target) or StorageError(
+            f"cannot open database {target}: {exc}"
+        ) from exc
+    conn.path = target  # type: ignore[attr-defined]
+    try:
+        _prepare(conn, target, vec=vec, trace=trace)
+    except driver.Error as exc:
+        conn.close()
+        raise storage_error(exc, target) or StorageError(
+            f"cannot open database {target}: {exc}"
+        ) from exc
+    return conn
+
+
+def _prepare(conn: Connection, target: str, *, vec: bool, trace: bool) -> None:
     conn.row_factory = driver.Row
     conn.execute("PRAGMA foreign_keys = ON")
     conn.execute("PRAGMA busy_timeout = 5000")
@@ -163,7 +180,53 @@ def connect(path: str | Path, *, vec: bool = True, trace: bool = False) -> Conne
         conn.vec_version = _load_vec(conn)  # type: ignore[attr-defined]
     if trace or os.environ.get("NAHIDA_SQL_TRACE"):
         conn.set_trace_callback(lambda sql: log.debug("sql", sql=sql))
-    return conn
+
+
+def _no_room(path: str) -> bool:
+    """Whether the disk holding `path` is full (SQLite says "disk I/O error" when a write to
+    its shared-memory file or a file's growth fails for want of room)."""
+    try:
+        return shutil.disk_usage(Path(path).parent).free < NO_ROOM
+    except OSError:
+        return False
+
+
+def damaged(path: str, detail: str) -> DatabaseDamaged:
+    """The one-line error for a damaged database file, with what to do about it."""
+    return DatabaseDamaged(
+        f"the database {path} is damaged ({detail}): run `nahida doctor` to check it and,"
+        " with the bot stopped, restore your latest backup with `nahida restore FILE"
+        " --replace` (docs/backup.md)"
+    )
+
+
+# SQLite's primary result codes (an extended code keeps its primary one in the low byte)
+SQLITE_IOERR, SQLITE_CORRUPT, SQLITE_FULL, SQLITE_NOTADB = 10, 11, 13, 26
+NO_ROOM = 1 << 20  # bytes free on a disk SQLite could not write to: it was full
+
+
+def storage_error(exc: BaseException, path: str) -> StorageError | None:
+    """The clear error a SQLite failure stands for, naming `path` and what to do: a damaged
+    file (`DatabaseDamaged`), a full disk (`StorageFull`) or a failing disk; None for any other
+    failure (a constraint, a locked database, a bug), which stays as it is."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if not isinstance(code, int):
+        return None
+    primary = code & 0xFF
+    if primary in (SQLITE_CORRUPT, SQLITE_NOTADB):
+        return damaged(path, str(exc))
+    if primary == SQLITE_FULL or (primary == SQLITE_IOERR and _no_room(path)):
+        return StorageFull(
+            f"cannot write to {path}: the disk is full ({exc}); nothing of this change was"
+            " stored: free some space and try again (a running bot writes again by itself"
+            " once there is room)"
+        )
+    if primary == SQLITE_IOERR:
+        return StorageError(
+            f"cannot read or write {path}: disk I/O error ({exc}); check the disk and its free"
+            " space, then run `nahida doctor`"
+        )
+    return None
 
 
 def capabilities(conn: Connection) -> Capabilities:
@@ -203,7 +266,8 @@ def begin_immediate(conn: Connection, wait: float = BUSY_WAIT) -> None:
 
 @contextlib.contextmanager
 def transaction(conn: Connection) -> Iterator[Connection]:
-    """`BEGIN IMMEDIATE … COMMIT`, or a savepoint when a transaction is already open."""
+    """`BEGIN IMMEDIATE … COMMIT`, or a savepoint when a transaction is already open. A COMMIT
+    that fails (a full disk) rolls back: SQLite leaves the transaction open then."""
     if conn.in_transaction:
         name = f"sp_{threading.get_ident()}_{id(conn) % 9973}"
         conn.execute(f"SAVEPOINT {name}")
@@ -218,7 +282,8 @@ def transaction(conn: Connection) -> Iterator[Connection]:
     begin_immediate(conn)
     try:
         yield conn
+        conn.execute("COMMIT")
     except BaseException:
-        conn.execute("ROLLBACK")
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
         raise
-    conn.execute("COMMIT")

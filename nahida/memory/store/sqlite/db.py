@@ -27,7 +27,13 @@ import structlog
 from nahida.errors import StorageError
 from nahida.memory.store.base import answering
 from nahida.memory.store.sqlite.checkpoint import Checkpointer
-from nahida.memory.store.sqlite.connection import Connection, begin_immediate, connect
+from nahida.memory.store.sqlite.connection import (
+    Connection,
+    begin_immediate,
+    connect,
+    driver,
+    storage_error,
+)
 from nahida.memory.store.sqlite.memo import Memo
 
 log = structlog.get_logger(__name__)
@@ -87,8 +93,26 @@ def _attempt(job: Job, conn: Connection) -> Outcome:
     try:
         return (job, True, job.fn(conn, *job.args))
     except BaseException as exc:
-        _release(exc)
-        return (job, False, exc)
+        return (job, False, _clear(exc, conn))
+
+
+def _clear(exc: BaseException, conn: Connection) -> BaseException:
+    """What a unit's caller learns: a damaged file or a full disk as the clear error it is
+    (`storage_error`), any other exception as it was raised; its frames' locals dropped
+    (`_release`: a cursor kept in one outlives the connection, and SQLite's zombie connection
+    then crashes the process when the cursor is collected)."""
+    _release(exc)
+    found = storage_error(exc, getattr(conn, "path", ""))
+    if found is None:
+        return exc
+    found.__cause__ = exc
+    return found
+
+
+def _batch_error(exc: BaseException, conn: Connection) -> StorageError:
+    """The error every job of a batch that failed as a whole learns."""
+    found = _clear(exc, conn)
+    return found if isinstance(found, StorageError) else StorageError(f"database failed: {exc}")
 
 
 def _run_together(batch: list[Job], conn: Connection) -> tuple[list[Outcome], int | None]:
@@ -121,6 +145,8 @@ def _run_apart(
             conn.execute("SAVEPOINT job")
             outcome = _attempt(job, conn)
             if not outcome[1]:
+                if not conn.in_transaction:  # SQLite rolled back all (a full disk does)
+                    raise outcome[2]
                 conn.execute("ROLLBACK TO job")
                 memo.clear()
             conn.execute("RELEASE job")
@@ -179,7 +205,14 @@ class Database:
 
         self.path = str(path)
         self.conn = connect(self.path, vec=vec)
-        migrate(self.conn)
+        try:
+            migrate(self.conn)
+        except BaseException as exc:
+            _release(exc)
+            self.conn.close()
+            if isinstance(exc, driver.Error):  # the schema itself could not be read
+                raise _batch_error(exc, self.conn) from exc
+            raise
         self.memo = Memo(self.conn)  # recall's per-message questions, answered exactly
         self.checkpoints: Checkpointer | None = None  # the WAL's, on a thread
         if reader:
@@ -251,9 +284,14 @@ class Database:
                     break
                 batch.append(job)
             started = time.thread_time()
-            for outcomes in self.run_in_turn(batch):
-                _hand_back(outcomes)
-            self.between_batches()
+            try:
+                for outcomes in self.run_in_turn(batch):
+                    _hand_back(outcomes)
+                self.between_batches()
+            except Exception as exc:  # never reached, by design; if it is, nobody waits forever
+                log.exception("database_batch_failed")
+                error = _batch_error(exc, self.conn)
+                _hand_back([(job, False, error) for job in batch])  # the answered keep theirs
             self.stats.cpu_seconds += time.thread_time() - started
 
     def between_batches(self) -> None:
@@ -293,11 +331,15 @@ class Database:
     def _run_batch(self, batch: list[Job]) -> list[Outcome]:
         conn = self.conn
         if not any(job.write for job in batch):  # one read snapshot, no write lock
-            self._begin(write=False)
             try:
-                return [_attempt(job, conn) for job in batch]
-            finally:
+                self._begin(write=False)
+                outcomes = [_attempt(job, conn) for job in batch]
                 self._end()
+            except Exception as exc:  # a damaged page met by SQLite itself, say
+                error = _batch_error(exc, conn)
+                self._roll_back()
+                return [(job, False, error) for job in batch]
+            return outcomes
         if len(batch) == 1:
             job = batch[0]
             try:
@@ -305,9 +347,9 @@ class Database:
                 result = job.fn(conn, *job.args)
                 self._commit()
             except BaseException as exc:
-                _release(exc)
+                failure = _clear(exc, conn)
                 self._roll_back()
-                return [(job, False, exc)]
+                return [(job, False, failure)]
             return [(job, True, result)]
         try:
             self._begin()
@@ -319,8 +361,8 @@ class Database:
                 outcomes = _run_apart(batch, conn, failed, outcomes[failed], self.memo)
             self._commit()
         except Exception as exc:  # the batch itself failed: nobody's work was kept
+            error = _batch_error(exc, conn)
             self._roll_back()
-            error = StorageError(f"database write failed: {exc}")
             return [(job, False, error) for job in batch]
         return outcomes
 
@@ -340,18 +382,18 @@ class Database:
 
     def _end(self) -> None:
         """COMMIT a read batch (which may have written, too)."""
-        try:
-            self.conn.execute("COMMIT")
-        except BaseException:
-            self._roll_back()
-            raise
+        self.conn.execute("COMMIT")
 
     def _roll_back(self) -> None:
         """Roll back what is open (SQLite may have rolled back already) and forget what the
         memo read meanwhile."""
-        if self.conn.in_transaction:
-            self.conn.execute("ROLLBACK")
         self.memo.clear()
+        if not self.conn.in_transaction:
+            return
+        try:
+            self.conn.execute("ROLLBACK")
+        except driver.Error as exc:  # a damaged file: the failure the caller learns says so
+            log.warning("rollback_failed", error=str(exc))
 
     def __enter__(self) -> Database:
         return self

@@ -11,7 +11,12 @@ from dataclasses import dataclass
 
 from nahida.errors import StorageError
 from nahida.memory.safety import contains_secret, redact
-from nahida.memory.store.sqlite.connection import Connection, driver, transaction
+from nahida.memory.store.sqlite.connection import (
+    Connection,
+    driver,
+    storage_error,
+    transaction,
+)
 from nahida.memory.store.sqlite.schema import (
     CANDIDATE_VALIDITY,
     DAILY_NOTES,
@@ -142,6 +147,7 @@ def migrate(conn: Connection, steps: list[Migration] | None = None) -> list[str]
                     (step.name, time.time()),
                 )
         except Exception as exc:
-            raise StorageError(f"migration {step.name} failed: {exc}") from exc
+            found = storage_error(exc, getattr(conn, "path", ""))
+            raise found or StorageError(f"migration {step.name} failed: {exc}") from exc
         now_applied.append(step.name)
     return now_applied
