@@ -8,116 +8,20 @@ group chat (code talk, URLs, version numbers, commit hashes, order numbers), whi
 
 from __future__ import annotations
 
-import math
 import re
-from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
-# --- value checks -------------------------------------------------------------------------
-
-# `$DB_PASS`, `${DB_PASS}`, `$(cat f)`, `<your token>`, `{{ secret }}`, `os.environ[...]`, `***`
-_REFERENCE = re.compile(
-    r"\$\{?[A-Z_][A-Z0-9_]*\}?[\"'),;]*$|\$\(|<|\{\{|%\(|\*{3}"
-    r"|(?i:os\.environ|os\.getenv|process\.env|getenv\(|env\(|settings\.|config\.)"
+from nahida.memory.secret_values import (
+    base64_blob,
+    cookie_value,
+    credential_value,
+    header_value,
+    key_body,
+    password_value,
+    password_with_symbol,
+    signed_query,
 )
-
-
-# Words that follow "password:" in prose and type annotations (`password: str | None`).
-_NOT_PASSWORDS = frozenset(
-    {"str", "string", "secretstr", "bytes", "text", "any", "none", "null", "nil", "undefined"}
-    | {"required", "optional", "empty", "hidden", "masked", "redacted", "invalid", "incorrect"}
-    | {"wrong", "changed", "reset", "expired", "true", "false"}
-)
-
-
-def _not_reference(value: str) -> bool:
-    """False for placeholders and references such as `$DB_PASS` or `<your token>`."""
-    return _REFERENCE.match(value) is None
-
-
-def _password_value(value: str) -> bool:
-    word = value.lower().rstrip(",.;:)]}")
-    return (
-        len(value) >= 4
-        and _not_reference(value)
-        and word not in _NOT_PASSWORDS
-        and not word.startswith(("optional[", "str|", "secretstr"))
-    )
-
-
-def _password_with_symbol(value: str) -> bool:
-    """For loose forms ("password is x", "密码 x", "pwd: x"): the value must have a non-letter."""
-    return (
-        _password_value(value)
-        and not value.startswith(("/", "~", "."))
-        and any(not c.isalpha() for c in value)
-    )
-
-
-def _credential_value(value: str) -> bool:
-    if len(value) < 8 or not _not_reference(value):
-        return False
-    has_digit = any(c.isdigit() for c in value)
-    has_alpha = any(c.isalpha() for c in value)
-    return (has_digit and has_alpha) or (len(value) >= 20 and _mixed_case(value))
-
-
-def _header_value(value: str) -> bool:
-    """Some credential-looking run: 8+ token characters with a digit or mixed case."""
-    for run in _HEADER_RUN.findall(value):
-        if run.lower() in _AUTH_SCHEMES:
-            continue
-        if any(c.isdigit() for c in run) or _mixed_case(run):
-            return True
-    return False
-
-
-def _cookie_value(value: str) -> bool:
-    return _COOKIE_PAIR.match(value) is not None
-
-
-def _key_body(value: str) -> bool:
-    """An API key body: letters and digits, few separators (not `sk-hynix-earnings-2024`)."""
-    body = value.split("-", 2)[-1] if value.startswith(("sk-proj-", "sk-svcacct-")) else value
-    has_digit = any(c.isdigit() for c in body)
-    has_alpha = any(c.isalpha() for c in body)
-    separators = sum(c in "-_" for c in body)
-    return has_digit and has_alpha and separators <= len(body) // 10 + 1
-
-
-def _base64_blob(value: str) -> bool:
-    """A long run that looks random: mixed case, digits, few separators, high entropy."""
-    run = value.rstrip("=")
-    if len(run) < 40 or not _mixed_case(run) or not any(c.isdigit() for c in run):
-        return False
-    if sum(c in "+/_-" for c in run) > len(run) // 10 + 1:
-        return False
-    return _entropy(run) >= 4.2 and not _wordy(run)
-
-
-def _signed_query(value: str) -> bool:
-    return _SENSITIVE_PARAM.search(value) is not None
-
-
-def _mixed_case(value: str) -> bool:
-    return any(c.isupper() for c in value) and any(c.islower() for c in value)
-
-
-def _entropy(value: str) -> float:
-    counts = Counter(value)
-    total = len(value)
-    return -sum(n / total * math.log2(n / total) for n in counts.values())
-
-
-def _wordy(value: str) -> bool:
-    """True when half the run is lower-case words (`ThisIsAVeryLongIdentifier2024`).
-
-    In random base64 about 15% of characters sit in runs of three or more lower-case letters
-    (99.9th percentile about 50% at 40 characters); in identifiers it is 55% and more.
-    """
-    return sum(len(m) for m in _LOWER_WORD.findall(value)) * 2 >= len(value)
-
 
 # --- detectors ----------------------------------------------------------------------------
 #
@@ -230,15 +134,6 @@ MAYBE_LOWERED = re.compile(_SCREEN.lower())
 # maps them instead, with `casefold`, which may change a text's length: the starts tried here
 # need every character in its place.)
 ODD_CASE = "ſıİ"
-_LOWER_WORD = re.compile(r"[a-z]{3,}")
-_COOKIE_PAIR = re.compile(r"[^\s=;,]+=[^\s;,]")
-_HEADER_RUN = re.compile(r"[A-Za-z0-9+/=_.~-]{8,}")
-_AUTH_SCHEMES = frozenset({"bearer", "basic", "token", "bot", "digest", "negotiate"})
-_SENSITIVE_PARAM = re.compile(
-    r"(?:^|[?#&;])(?:[a-z0-9_.-]*(?:token|secret|password|passwd|signature|credential|api_?key)"
-    r"|sig|sign|auth|sessionid|session_id)=[^&#\s]",
-    _I,
-)
 _PEM_BEGIN = re.compile(r"-----BEGIN[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----")
 _PEM_END = re.compile(r"-----END[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----")
 _PEM_NOT_BODY = re.compile(r"[^A-Za-z0-9+/=\s:,-]")
@@ -277,14 +172,14 @@ DETECTORS: tuple[Detector, ...] = (
     ),
     Detector(
         "anthropic_key",
-        _regex(_NOT_KEY + r"sk-ant-[A-Za-z0-9_-]{20,}", accept=_key_body),
+        _regex(_NOT_KEY + r"sk-ant-[A-Za-z0-9_-]{20,}", accept=key_body),
         needles=("sk-ant-",),
         reach=0,
     ),
     Detector(
         "openai_key",
         _regex(
-            _NOT_KEY + r"sk-(?!ant-)(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}", accept=_key_body
+            _NOT_KEY + r"sk-(?!ant-)(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}", accept=key_body
         ),
         needles=("sk-",),
         reach=0,
@@ -342,7 +237,7 @@ DETECTORS: tuple[Detector, ...] = (
         _regex(
             _SCHEME + r"[^\s?#<>\"']+(?:[?#]([!#-&(-;=?-~]*[A-Za-z0-9=_%~*-]))?",
             group=1,
-            accept=_signed_query,
+            accept=signed_query,
             flags=_I,
         ),
         needles=("://",),
@@ -354,7 +249,7 @@ DETECTORS: tuple[Detector, ...] = (
             r"(?<![A-Za-z0-9_-])(?:proxy-)?authorization" + _LABEL_END + r"((?!\[REDACTED:)"
             r"(?:(?:bearer|basic|token|bot)\s+[^\s\"'<>]+|[^\r\n\"'<>]+))",
             group=1,
-            accept=_header_value,
+            accept=header_value,
             flags=_I,
         ),
         needles=("authorization",),
@@ -366,7 +261,7 @@ DETECTORS: tuple[Detector, ...] = (
         _regex(
             r"(?<![A-Za-z0-9_-])bearer\s+([A-Za-z0-9._~+/-]{16,}=*)",
             group=1,
-            accept=_key_body,
+            accept=key_body,
             flags=_I,
         ),
         needles=("bearer",),
@@ -378,7 +273,7 @@ DETECTORS: tuple[Detector, ...] = (
         _regex(
             r"(?<![A-Za-z0-9_-])(?:set-)?cookie" + _LABEL_END + r"((?!\[REDACTED:)[^\r\n\"'<>]+)",
             group=1,
-            accept=_cookie_value,
+            accept=cookie_value,
             flags=_I,
         ),
         needles=("cookie",),
@@ -405,7 +300,7 @@ DETECTORS: tuple[Detector, ...] = (
             + _LABEL_END
             + f"({_VALUE})",
             group=1,
-            accept=_password_value,
+            accept=password_value,
             flags=_I,
         ),
         needles=("pass", "密码", "密碼", "口令", "授权码"),
@@ -419,7 +314,7 @@ DETECTORS: tuple[Detector, ...] = (
             r"|(?:密码|密碼|口令|授权码)\s*(?:是|为|為)?\s*"
             r"|(?<![A-Za-z])pwd" + _LABEL_END + f")({_VALUE})",
             group=1,
-            accept=_password_with_symbol,
+            accept=password_with_symbol,
             flags=_I,
         ),
         needles=("pass", "pwd", "密码", "密碼", "口令", "授权码"),
@@ -432,7 +327,7 @@ DETECTORS: tuple[Detector, ...] = (
             r"(?:(?<![A-Za-z0-9])" + CREDENTIAL_LABEL + r"|密钥|秘钥|令牌)"
             r"""(?:["']?\s*[:=：]\s*["']?|\s*(?:是|为|為)\s*)""" + f"({_TOKEN_VALUE})",
             group=1,
-            accept=_credential_value,
+            accept=credential_value,
             flags=_I,
         ),
         needles=("key", "token", "secret", "session", "密钥", "秘钥", "令牌"),
@@ -443,7 +338,7 @@ DETECTORS: tuple[Detector, ...] = (
         "base64_blob",
         _regex(
             r"(?<![A-Za-z0-9+/=_-])[A-Za-z0-9+/_-]{40,}={0,2}(?![A-Za-z0-9+/=_-])",
-            accept=_base64_blob,
+            accept=base64_blob,
         ),
         in_url_path=False,
     ),
