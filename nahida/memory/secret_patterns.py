@@ -3,7 +3,9 @@ like, as a pattern and a check of the value it found, and the needles that tell 
 can match at all. The kinds, their order and what is replaced are listed in `safety`.
 
 The patterns are tuned against `tests/data/chat_lines_zh_en.txt`, ordinary Chinese and English
-group chat (code talk, URLs, version numbers, commit hashes, order numbers), which must stay clean.
+group chat (code talk, URLs, version numbers, commit hashes, order numbers), which must stay clean,
+and `tests/data/secrets_corpus.jsonl`, passwords said in words and on command lines beside talk
+about passwords that holds none (`scripts/eval_secrets.py` scores both; docs/secrets.md).
 """
 
 from __future__ import annotations
@@ -14,13 +16,18 @@ from dataclasses import dataclass
 
 from nahida.memory.secret_values import (
     base64_blob,
+    command_password,
     cookie_value,
     credential_value,
+    han_password,
     header_value,
     key_body,
     password_value,
     password_with_symbol,
+    quoted_password,
+    short_label_password,
     signed_query,
+    worded_password,
 )
 
 # --- detectors ----------------------------------------------------------------------------
@@ -122,8 +129,9 @@ TRY_STARTS_FROM = 200
 # a URL, a data URI, a PEM block, or a label (password, 密码, token, secret, key, cookie, bearer…).
 # A text without any of these has no secret, and skips the detectors (most chat lines).
 _SCREEN = (  # no escapes in it: lower-cased, it means the same
-    r"[A-Za-z0-9+/=_-]{16}|://|data:|-----BEGIN|pass|pwd|密码|密碼|口令|授权码|密钥|秘钥|令牌"
-    r"|token|secret|key|session|cookie|bearer|authoriz"
+    r"[A-Za-z0-9+/=_-]{16}|://|data:|-----BEGIN|pass|pwd|pw|pin[ :：=码]|密码|密碼|口令|授权码|暗号"
+    r"|提取码|密钥|秘钥|令牌|token|secret|key|session|cookie|bearer|authoriz|mysql|mariadb|redis-cli"
+    r"|curl"
 )
 MAYBE = re.compile(_SCREEN, re.IGNORECASE)
 # The same screen for a text lower-cased without `ODD_CASE` in it: a third of the time (Python's
@@ -144,6 +152,29 @@ _LABEL_END = r"""["']?\s*[:=：]\s*["']?"""  # `: `, `=`, `": "`, `='`
 _PASSWORD_CHAR = r"[!#-&(-;=?-_a-~]"  # printable ASCII without quotes, <, > and backtick
 _VALUE = rf"(?!\[REDACTED:){_PASSWORD_CHAR}+"
 _TOKEN_VALUE = r"(?!\[REDACTED:)[A-Za-z0-9_\-./+=~]+"
+# Passwords said in words: a label, a verb that links it to its value ("改成了", "was changed
+# to", "is now"), then the value: Latin (`_VALUE`), Han with a Latin tail ("芝麻开门123"), or
+# anything quoted ("「开心每一天」"). What the words around it say is left alone.
+_ZH_LABELS = ("密码", "密碼", "口令", "授权码", "暗号", "提取码")
+_ZH_PASSWORD = "(?:" + "|".join(_ZH_LABELS) + ")"
+_ZH_LINK = (
+    r"(?:也|已经?|刚刚?|都|又|就|被|先|临时|统一|还|仍然|我们?|你们?|他们?|她们?|管理员)*"
+    r"(?:(?:改|换|设|设置|重置|更新|变|修改|更改)(?:成|为|為)|设置的是|设的是|改的是|定为"
+    r"|是|为|為|[:：])了?"
+)
+_HAN_VALUE = r"[\u4e00-\u9fff]{1,12}[!#-&(-;=?-~]{2,}"
+_QUOTED = r"""\s*[“"「『'‘]((?!\[REDACTED:)[^“”"「」『』'‘’\n]{2,40})[”"」』'’]"""
+_EN_PASSWORD = r"(?:password|passwd|passphrase|passcode|pwd|pw)"
+_EN_LINK = (  # "is", "was changed to", "'s still", "for the staging box is", "to" (set it to)
+    r"(?:\s+for\s+[^\n]{1,30}?)?"
+    r"(?:'s|\s+(?:is|was|has\s+been|had\s+been|got|gets|will\s+be|becomes|became))?"
+    r"(?:\s+(?:now|still|then))?"
+    r"(?:\s+(?:changed|set|reset|updated|switched)(?:\s+back)?)?"
+    r"(?:\s+(?:to|as)|(?<=is)|(?<=was)|(?<=now)|(?<=still)|(?<='s))\s+"
+)
+# A command's arguments up to the option that takes a password (bounded: a command line)
+_ARGUMENTS = r"[^\n|;&<>]{0,200}?"
+_ARGUMENT = r"""["']?((?!\[REDACTED:)[^\s'"]+)"""
 CREDENTIAL_LABEL = (
     r"(?:api[_-]?key|apikey|api[_-]?secret|api[_-]?token|access[_-]?key[_-]?secret"
     r"|secret[_-]?key|client[_-]?secret|app[_-]?secret|access[_-]?token|refresh[_-]?token"
@@ -319,6 +350,138 @@ DETECTORS: tuple[Detector, ...] = (
         ),
         needles=("pass", "pwd", "密码", "密碼", "口令", "授权码"),
         folded=True,
+        reach=0,
+    ),
+    # passwords said in words: "密码改成了 x", "口令是 芝麻开门123", "password was changed to x",
+    # "pw: x", "密码是「…」"
+    Detector(
+        "password",
+        _regex(
+            _ZH_PASSWORD + _ZH_LINK + r"\s*(" + _VALUE + ")",
+            group=1,
+            accept=worded_password,
+        ),
+        needles=_ZH_LABELS,
+        reach=0,
+    ),
+    Detector(  # a mail app's authorisation code: 16 letters ("授权码是 abcd…")
+        "password",
+        _regex(r"授权码" + _ZH_LINK + r"\s*([A-Za-z]{12,})(?![A-Za-z0-9])", group=1),
+        needles=("授权码",),
+        reach=0,
+    ),
+    Detector(
+        "password",
+        _regex(_ZH_PASSWORD + _ZH_LINK + r"\s*(" + _HAN_VALUE + ")", group=1, accept=han_password),
+        needles=_ZH_LABELS,
+        reach=0,
+    ),
+    Detector(
+        "password",
+        _regex(
+            r"(?:"
+            + _ZH_PASSWORD
+            + _ZH_LINK
+            + r"|(?<![A-Za-z])"
+            + _EN_PASSWORD
+            + _EN_LINK
+            + r")"
+            + _QUOTED,
+            group=1,
+            accept=quoted_password,
+            flags=_I,
+        ),
+        needles=("pass", "pw", *_ZH_LABELS),
+        folded=True,
+        reach=0,
+    ),
+    Detector(
+        "password",
+        _regex(
+            r"(?<![A-Za-z])" + _EN_PASSWORD + r"(?:" + _EN_LINK + r"|\s+)" + f"({_VALUE})",
+            group=1,
+            accept=worded_password,
+            flags=_I,
+        ),
+        needles=("pass", "pw"),
+        folded=True,
+        reach=0,
+    ),
+    Detector(
+        "password",
+        _regex(
+            r"(?<![A-Za-z])(?:pw|pass)(?:'s|\s+is|\s+was|"
+            + _LABEL_END
+            + r")\s*(?:(?:now|still)\s+)?"
+            + f"({_VALUE})",
+            group=1,
+            accept=short_label_password,
+            flags=_I,
+        ),
+        needles=("pass", "pw"),
+        folded=True,
+        reach=0,
+    ),
+    Detector(  # a PIN: "my PIN is 4096", "I set my pin to 4096", "PIN码：0926"
+        "password",
+        _regex(
+            r"(?<![A-Za-z])pin(?:\s+code|\s+number|码)?(?:"
+            + _EN_LINK
+            + r"|"
+            + _LABEL_END
+            + r"|"
+            + _ZH_LINK
+            + r"\s*)(\d{4,8})(?!\d)",
+            group=1,
+            flags=_I,
+        ),
+        needles=("pin",),
+        folded=True,
+        reach=0,
+    ),
+    # passwords on a command line: `mysql -uroot -pPASS`, `sshpass -p x`, `PGPASSWORD=x psql`,
+    # `curl -u user:x`, `redis-cli -a x`, `--password x`
+    Detector(
+        "password",
+        _regex(
+            r"(?<![\w-])(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlsh|mariadb(?:-dump)?)"
+            r"(?![\w-])" + _ARGUMENTS + r"\s-p" + _ARGUMENT,
+            group=1,
+            accept=command_password,
+        ),
+        needles=("mysql", "mariadb"),
+        reach=0,
+    ),
+    Detector(
+        "password",
+        _regex(
+            r"(?<![\w-])redis-cli(?![\w-])" + _ARGUMENTS + r"\s-a\s+" + _ARGUMENT,
+            group=1,
+            accept=command_password,
+        ),
+        needles=("redis-cli",),
+        reach=0,
+    ),
+    Detector(
+        "password",
+        _regex(
+            r"(?<![\w-])curl(?![\w-])" + _ARGUMENTS + r"\s(?:-u|--user)(?:\s+|=)?[\"']?"
+            r"[^\s:'\"@/]+:((?!\[REDACTED:)[^\s'\"@]+)",
+            group=1,
+            accept=command_password,
+        ),
+        needles=("curl",),
+        reach=0,
+    ),
+    Detector(
+        "password",
+        _regex(
+            r"(?:(?<![\w-])sshpass\s+-p\s*|(?<![\w-])--(?:password|passwd|pass)\s+"
+            r"|(?<![A-Za-z0-9_])(?:PGPASSWORD|MYSQL_PWD|SSHPASS|REDISCLI_AUTH)=)" + _ARGUMENT,
+            group=1,
+            accept=command_password,
+        ),
+        needles=("sshpass", "--pass", "PGPASSWORD", "MYSQL_PWD", "SSHPASS", "REDISCLI_AUTH"),
         reach=0,
     ),
     Detector(

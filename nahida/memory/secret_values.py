@@ -48,6 +48,48 @@ def password_with_symbol(value: str) -> bool:
     )
 
 
+_TRAILING = ",.;:!?)]}"
+_HAN = "\u4e00-\u9fff"
+_HAN_RUN = re.compile(f"[{_HAN}]+")
+_QUESTION = re.compile("什么|多少|啥|哪|吗|么|？|\\?")
+
+
+def worded_password(value: str) -> bool:
+    """For a password said in words ("密码改成了 x", "password was changed to x"): a digit or
+    symbol inside the value, not only at its end ("updated." is a word)."""
+    word = value.rstrip(_TRAILING)
+    return password_with_symbol(value) and len(word) >= 4 and any(not c.isalpha() for c in word)
+
+
+def short_label_password(value: str) -> bool:
+    """After the short labels `pw` and `pass`: letters with a digit or symbol, and not a path
+    or a test's name ("PASS: tests/test_a1.py")."""
+    word = value.rstrip(_TRAILING)
+    return (
+        worded_password(value)
+        and any(c.isalpha() for c in word)
+        and "/" not in word
+        and not word.lower().startswith("test")
+    )
+
+
+def han_password(value: str) -> bool:
+    """A passphrase that starts in Han characters ("芝麻开门123"): the rest holds a digit or
+    symbol, so words ("什么意思", "我的生日") are not taken for one."""
+    tail = _HAN_RUN.sub("", value).rstrip(_TRAILING)
+    return len(tail) >= 2 and not_reference(tail) and any(not c.isalpha() for c in tail)
+
+
+def quoted_password(value: str) -> bool:
+    """A quoted passphrase after a password label ("密码是「开心每一天」"), not a question."""
+    return len(value.strip()) >= 2 and not_reference(value) and not _QUESTION.search(value)
+
+
+def command_password(value: str) -> bool:
+    """A password given to a command (`mysql -pPASS`, `sshpass -p x`), not a variable."""
+    return len(value) >= 2 and not_reference(value)
+
+
 def credential_value(value: str) -> bool:
     if len(value) < 8 or not not_reference(value):
         return False
