@@ -90,12 +90,16 @@ class Rule:
 
 @dataclass(frozen=True, slots=True)
 class Statement:
+    """`triggered`: said after a trigger ("记住…", "提醒我…", "remind me to…"), which `content`
+    leaves out."""
+
     kind: str
     content: str
     slot: str | None
     confidence: float
     about: Literal["speaker", "chat"]
     quote: str = ""
+    triggered: bool = False
 
 
 @functools.cache
@@ -324,7 +328,10 @@ def _build(rule: Rule, match: re.Match[str], depth: int) -> Statement | None:
     if rule.wrap and depth == 0:
         inner = _read_all(values["v"], depth + 1)
         if inner is not None:
-            return replace(inner, confidence=max(inner.confidence, rule.confidence))
+            triggered = inner.triggered or rule.wrap == "explicit"
+            return replace(
+                inner, confidence=max(inner.confidence, rule.confidence), triggered=triggered
+            )
     whole = trim(match.group(0))
     template = rule.content
     content = trim(
@@ -338,7 +345,8 @@ def _build(rule: Rule, match: re.Match[str], depth: int) -> Statement | None:
     about = rule.about
     if about == "said":
         about = "speaker" if _FIRST_PERSON.search(content) else "chat"
-    return Statement(rule.kind, content, slot, rule.confidence, about)
+    triggered = rule.wrap == "explicit" or rule.kind == "task"  # every task rule has a trigger
+    return Statement(rule.kind, content, slot, rule.confidence, about, triggered=triggered)
 
 
 @functools.cache
