@@ -10,8 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from nahida.memory import Viewer
+from nahida.envelope import ChatKey, UserKey
+from nahida.memory import Viewer, write
+from nahida.memory.extract import extract
 from nahida.memory.statements import statements
+from nahida.memory.store.sqlite import SqliteStore
 from nahida.prompt import LANGUAGE_LINE
 from tests.fakes.llm_server import FakeOpenAIServer
 from tests.helpers import History, chat_through_console, config, openai_provider, system_of
@@ -90,3 +93,26 @@ async def test_without_a_language_rule_the_default_line_stays(
     await chat_through_console(tmp_path, ["以后回答简短一点", "你好"], cfg)
     system = system_of(openai_server.chat_requests[-1].body)
     assert LANGUAGE_LINE["zh"] in system and "回答简短一点" in system
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "now"),
+    [
+        ("from now on answer me in English", "以后还是用中文回答我吧", "希望用中文回答"),
+        ("以后回答我都用英文", "换回中文吧", "用中文回答"),
+        ("以后回答简短一点", "always give me detailed answers", "keep answers detailed"),
+        ("别用 emoji", "from now on, use more emoji", "use more emoji"),
+    ],
+)
+def test_a_members_newer_rule_replaces_their_older_one_in_a_group(
+    store: SqliteStore, first: str, second: str, now: str
+) -> None:
+    group, member = ChatKey.parse("qq:group:100"), UserKey.parse("qq:alice")
+    for text in (first, second):
+        for candidate in extract(text, chat=group, user=member):
+            store.write_sync(write.propose, write.prepare(candidate), "auto_safe", "rule_extract")
+    visibility = Viewer(scopes=("user:qq:alice", "chat:qq:group:100")).visibility()
+    rules = store.read_sync(
+        lambda tx: tx.items.listed(visibility, kind="procedure", status="active", limit=10)
+    )
+    assert [(r.scope, r.content) for r in rules] == [("user:qq:alice", now)]
