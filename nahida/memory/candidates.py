@@ -92,18 +92,15 @@ def remembered(
 ) -> Candidate:
     """`/memory remember`, where it was said (`explicit_scope`), read as `_kept` reads it."""
     at = _now(at)
-    scope, sensitivity, subject = explicit_scope(chat, user)
     evidence = Evidence(chat=str(chat), message_id=message_id, time=at)
-    return _kept(text, kind, "user_explicit", scope, sensitivity, subject, user, evidence, tz)
+    return _kept(text, kind, "user_explicit", explicit_scope(chat, user), user, evidence, tz)
 
 
 def _kept(
     text: str,
     kind: str,
     source: str,
-    scope: str,
-    sensitivity: str,
-    subject: str | None,
+    where: tuple[str, str, str | None],
     speaker: UserKey | None,
     evidence: Evidence,
     tz: tzinfo | None,
@@ -112,8 +109,23 @@ def _kept(
     extraction reads them, the trigger ("记住…", "提醒我…") left out, and when it happens
     (`with_due`), relative to the evidence's time."""
     kind, slot, content = _asked(text, kind)
+    candidate = _candidate(content, kind, slot, source, where, speaker, evidence)
     at = evidence.time if evidence.time is not None else time.time()
-    candidate = Candidate(
+    return with_due(candidate, text, at, tz)
+
+
+def _candidate(
+    content: str,
+    kind: str,
+    slot: str | None,
+    source: str,
+    where: tuple[str, str, str | None],
+    speaker: UserKey | None,
+    evidence: Evidence,
+) -> Candidate:
+    """A candidate someone asked for, `where` (scope, sensitivity, subject) it goes."""
+    scope, sensitivity, subject = where
+    return Candidate(
         scope=scope,
         kind=kind,
         slot=slot,
@@ -126,7 +138,6 @@ def _kept(
         speaker_user=str(speaker) if speaker is not None else None,
         evidence=(evidence,),
     )
-    return with_due(candidate, text, at, tz)
 
 
 def _asked(text: str, kind: str) -> tuple[str, str | None, str]:
@@ -152,22 +163,10 @@ def _said_here(
     at: float,
 ) -> Candidate:
     """What the speaker asked to keep, where they said it (`explicit_scope`), read for its kind
-    and slot."""
-    scope, sensitivity, subject = explicit_scope(chat, user)
+    and slot, in its words as given."""
     kind, slot = _read(text, kind)
-    return Candidate(
-        scope=scope,
-        kind=kind,
-        slot=slot,
-        content=text.strip(),
-        source=source,
-        confidence=ASKED_CONFIDENCE,
-        importance=0.7,
-        sensitivity=sensitivity,
-        subject_user=subject,
-        speaker_user=str(user),
-        evidence=(Evidence(chat=str(chat), message_id=message_id, time=at),),
-    )
+    evidence = Evidence(chat=str(chat), message_id=message_id, time=at)
+    return _candidate(text.strip(), kind, slot, source, explicit_scope(chat, user), user, evidence)
 
 
 def _read(text: str, kind: str) -> tuple[str, str | None]:
@@ -236,7 +235,7 @@ def admin_remember(
     where, default, subject = _admin_scope(kind, scope, chat, user)
     sensitivity = sensitivity if sensitivity != "default" else default
     evidence = Evidence(ref="cli", time=_now(at))
-    return _kept(text, kind, "human_edit", where, sensitivity, subject, None, evidence, tz)
+    return _kept(text, kind, "human_edit", (where, sensitivity, subject), None, evidence, tz)
 
 
 def _admin_scope(
