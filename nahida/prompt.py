@@ -2,6 +2,8 @@
 window and the current message.
 
     system     persona · language · now · the speaker's profile · <behavioral_guidelines>
+               (the language line defers to the rules when one of them names the language:
+               the `language` slot is then `LANGUAGE_BY_RULES`)
     user       [长期记忆] recalled long-term memory          assistant  好的。
     user       [对话摘要] the session's warm summary        assistant  好的。
     …          the hot rounds, verbatim
@@ -35,6 +37,13 @@ CONTEXT_LABELS: dict[Language, dict[str, str]] = {
 LANGUAGE_LINE: dict[Language, str] = {
     "zh": "默认用简体中文回答，除非对方使用其他语言。",
     "en": "Answer in English unless the person writes in another language.",
+}
+# The `language` slot's value when a behavioural rule in force names the language to answer in
+# (or one not to): the default line would contradict it, so this one stands in its place.
+LANGUAGE_BY_RULES = "rules"
+LANGUAGE_RULE_LINE: dict[Language, str] = {
+    "zh": "回答用哪种语言，以下面行为规则里的为准（较新的优先）。",
+    "en": "Answer in the language the rules below ask for (newer ones win).",
 }
 
 
@@ -71,8 +80,10 @@ def build_prompt(
     is_group: bool,
     budget: int,
 ) -> Prompt:
-    parts = [persona.strip(), LANGUAGE_LINE[language], f"Now: {now:%Y-%m-%d %H:%M %Z}"]
     profile, rules = slots.get("profile", "").strip(), slots.get("rules", "").strip()
+    by_rules = rules and slots.get("language") == LANGUAGE_BY_RULES
+    language_line = (LANGUAGE_RULE_LINE if by_rules else LANGUAGE_LINE)[language]
+    parts = [persona.strip(), language_line, f"Now: {now:%Y-%m-%d %H:%M %Z}"]
     if profile:
         parts.append(f"{PROFILE_TITLE}\n{profile}")
     if rules:

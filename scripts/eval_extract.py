@@ -2,7 +2,9 @@
 
 Each corpus line is `{"text": ..., "expect": [{"kind": ..., "content": ..., "slot": ...}, ...]}`:
 what a careful person would store from that message (an empty list: nothing). `content` may be a
-list of equally good wordings; `slot` is optional. Every text is read by
+list of equally good wordings; `slot` is optional. A line may name a `family` ("rules": how to
+answer — language, length, emoji, tone — and the ordinary lines that must not become rules); each
+family is also scored on its own. Every text is read by
 `nahida.memory.statements.statements` (the rules behind extraction) and the statements found are
 matched one to one against the expected items of the same line.
 
@@ -54,6 +56,7 @@ class Line:
     number: int
     text: str
     expect: tuple[Item, ...]
+    family: str | None = None
 
     @property
     def lang(self) -> str:
@@ -115,7 +118,7 @@ def load(path: Path = CORPUS) -> list[Line]:
         for e in data["expect"]:
             contents = e["content"] if isinstance(e["content"], list) else [e["content"]]
             items.append(Item(e["kind"], tuple(contents), e.get("slot")))
-        lines.append(Line(number, data["text"], tuple(items)))
+        lines.append(Line(number, data["text"], tuple(items), data.get("family")))
     return lines
 
 
@@ -146,7 +149,7 @@ def score(line: Line, predicted: Sequence[Item]) -> Outcome:
 def evaluate(
     lines: Iterable[Line], read: Callable[[str], list[Item]] = rules
 ) -> tuple[list[Outcome], dict[str, Tally], dict[str, Tally]]:
-    """Outcomes per line, tallies per group ("all", "zh", "en") and per kind."""
+    """Outcomes per line, tallies per group ("all", "zh", "en", then each family) and per kind."""
     outcomes = [score(line, read(line.text)) for line in lines]
     groups: dict[str, Tally] = {"all": Tally(), "zh": Tally(), "en": Tally()}
     kinds: dict[str, Tally] = {}
@@ -163,7 +166,13 @@ def evaluate(
             kinds.setdefault(item.kind, Tally()).fp += 1
         groups["all"].add(tally)
         groups[o.line.lang].add(tally)
+        if o.line.family:
+            groups.setdefault(o.line.family, Tally()).add(tally)
     return outcomes, groups, dict(sorted(kinds.items()))
+
+
+def _groups(line: Line) -> tuple[str, ...]:
+    return (line.lang, line.family) if line.family else (line.lang,)
 
 
 def _row(name: str, t: Tally, extra: Sequence[str] = ()) -> str:
@@ -173,13 +182,15 @@ def _row(name: str, t: Tally, extra: Sequence[str] = ()) -> str:
 
 
 def report(outcomes: list[Outcome], groups: dict[str, Tally], kinds: dict[str, Tally]) -> str:
-    lines = Counter(o.line.lang for o in outcomes)
-    empty = Counter(o.line.lang for o in outcomes if not o.line.expect)
-    quiet = Counter(o.line.lang for o in outcomes if not o.line.expect and not o.predicted)
+    lines = Counter(g for o in outcomes for g in _groups(o.line))
+    empty = Counter(g for o in outcomes if not o.line.expect for g in _groups(o.line))
+    quiet = Counter(
+        g for o in outcomes if not o.line.expect and not o.predicted for g in _groups(o.line)
+    )
     lines["all"], empty["all"], quiet["all"] = (
         len(outcomes),
-        sum(empty.values()),
-        sum(quiet.values()),
+        empty["zh"] + empty["en"],
+        quiet["zh"] + quiet["en"],
     )
     out = [
         "| set | lines | expect nothing (quiet) | TP | FP | FN | precision | recall | F1 |",

@@ -13,7 +13,8 @@
     nahida memory sync [--json]               (nahida.cli.sync)
 
 The same operations as the chat's `/memory` commands, through `MemoryService`, with the CLI as the
-actor (`Actor.cli()`: a bot admin); `remember` is an admin edit (`candidates.admin_edit`). Scopes
+actor (`Actor.cli()`: a bot admin); `remember` is an admin edit read as `/memory remember` reads
+it (`candidates.admin_remember`: the trigger left out, dates resolved in `bot.timezone`). Scopes
 are named explicitly (`global`, `chat:<ChatKey>`, `user:<UserKey>`), or `--chat`/`--user` give the
 scopes a question in that chat by that user sees; `list` with neither lists every scope. Every
 read has `--json`. Export writes one item per line (`MemoryItem.to_json()`); import keeps ids and
@@ -134,9 +135,10 @@ def remember(
             2,
             as_json=as_json,
         )
+    tz = state_of(ctx).config.bot.zone()
     try:
-        candidate = candidates.admin_edit(
-            text, kind=kind, scope=scope, chat=chat, user=user, sensitivity=sensitivity
+        candidate = candidates.admin_remember(
+            text, kind=kind, scope=scope, chat=chat, user=user, sensitivity=sensitivity, tz=tz
         )
     except ValueError as exc:
         raise fail(str(exc), 2, as_json=as_json) from None
@@ -146,7 +148,7 @@ def remember(
         except SecretRefused as exc:
             raise fail(f"not remembered: {exc}", as_json=as_json) from None
     if as_json:
-        echo_json({"scope": candidate.scope, **asdict(result)})
+        echo_json({"scope": candidate.scope, "title": candidate.title, **asdict(result)})
     elif result.reason == TOO_LONG:
         limit = state_of(ctx).config.limits.item_chars
         raise fail(
@@ -157,8 +159,9 @@ def remember(
         raise fail(f"not remembered: {result.reason}", as_json=as_json)
     else:
         ident = result.item_id or result.candidate_id
+        when = f" ({candidate.title})" if candidate.title else ""  # the day, or how often
         extra = f" (replaces {result.replaced})" if result.replaced else ""
-        typer.echo(f"{result.outcome} {ident} in {candidate.scope}{extra}")
+        typer.echo(f"{result.outcome} {ident} in {candidate.scope}{when}{extra}")
 
 
 # list / forget / why ------------------------------------------------------------------------

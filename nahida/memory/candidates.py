@@ -3,9 +3,13 @@
 - `remembered` (`user_explicit`, `/memory remember`): in a private chat about the person
   (private); in a group, the group's memory (public) — but a behavioural rule goes where
   `rule_scope` puts it.
+- `admin_remember` (`human_edit`, `nahida memory remember`): the scope named, or where
+  `--chat`/`--user` would say it. It reads the text as `remembered` does (`_kept`): the kind and
+  slot extraction gives it, without the trigger ("提醒我…", "记住…") when it was said after one, so
+  the memory is the one the same words said in chat keep; and when it happens (`with_due`).
 - `extracted` (`rule_extract`, after each turn): in a private chat about the person; in a group
   about the speaker (public), or the group's for group decisions.
-- `admin_edit` (`human_edit`, the CLI): the scope named, or where `--chat`/`--user` would say it.
+- `admin_edit` (`human_edit`, a bullet edited in MEMORY.md): the scope named, the words as written.
 - `from_plugin` (`plugin:<name>`, `memory_store`): the person, the chat or global, as it says.
 - `compressed` (`compress`, a warm summary's cold facts): in a private chat about the person
   (private); in a group, the group's memory (public: it was said there).
@@ -37,6 +41,7 @@ from nahida.envelope import ChatKey, UserKey
 from nahida.errors import MemoryPermissionError
 from nahida.memory import access, dates
 from nahida.memory.access import Actor
+from nahida.memory.clauses import plain, sentences
 from nahida.memory.models import KINDS, Candidate, Evidence, MemoryItem, Turn
 from nahida.memory.safety import contains_secret, redact
 from nahida.memory.scopes import GLOBAL, chat_scope, user_scope, validate_scope, viewer_for
@@ -81,9 +86,28 @@ def _name(actor: Actor | None) -> str | None:
     return (actor.name or None) if actor is not None else None
 
 
+def _placed(
+    text: str, kind: str, chat: ChatKey, user: UserKey, actor: Actor | None
+) -> tuple[str, str | None, tuple[str, str, str | None]]:
+    """(kind, slot, where) of a text someone asked to keep where they are: a behavioural rule
+    (whatever kind was asked for) where `rule_scope` puts it, anything else where
+    `explicit_scope` does."""
+    stated = _statement(text)
+    if stated is not None and stated.kind == "procedure":
+        where = rule_scope(chat, user, actor, for_chat=stated.about == "chat")
+        return "procedure", stated.slot, where
+    kind, slot = _read(text, kind, stated)
+    return kind, slot, explicit_scope(chat, user)
+
+
 def with_due(candidate: Candidate, text: str, at: float, tz: tzinfo | None) -> Candidate:
-    """The candidate with the future day its words name (`dates.due`), resolved now: the date as
-    its title, and as its validity (a task: due then; a plan: that day). The words stay."""
+    """The candidate with when its words say it happens, resolved now. A habit
+    ("本群周五下午发周报", "每天早上8点提醒我喝水") gets its recurrence as its title
+    ("每周五", "每天 08:00": `dates.recurrence`) and no one day; a future day (`dates.due`)
+    becomes the title and the validity (a task: due then; a plan: that day). The words stay."""
+    recurs = dates.recurrence(text)
+    if recurs is not None:
+        return replace(candidate, title=recurs)
     now = datetime.fromtimestamp(at, tz).astimezone(tz)
     found = dates.due(text, now)
     if found is None:
@@ -106,11 +130,68 @@ def remembered(
     tz: tzinfo | None = None,
     actor: Actor | None = None,
 ) -> Candidate:
-    """`/memory remember`: read with the same rules as extraction, so slots supersede alike.
-    `actor`: who asks (their name, and whether a rule of theirs may be the group's)."""
-    at = _now(at)
-    candidate = _said_here(text, kind, "user_explicit", chat, user, message_id, at, actor)
+    """`/memory remember`, where it was said (`_placed`), read as `_kept` reads it. `actor`: who
+    asks (their name, and whether a rule of theirs may be the group's)."""
+    evidence = Evidence(chat=str(chat), message_id=message_id, time=_now(at), name=_name(actor))
+    kind, _, where = _placed(text, kind, chat, user, actor)
+    return _kept(text, kind, "user_explicit", where, user, evidence, tz)
+
+
+def _kept(
+    text: str,
+    kind: str,
+    source: str,
+    where: tuple[str, str, str | None],
+    speaker: UserKey | None,
+    evidence: Evidence,
+    tz: tzinfo | None,
+) -> Candidate:
+    """What someone asked to keep, as the same words said in chat are kept: kind and slot as
+    extraction reads them, the trigger ("记住…", "提醒我…") left out, and when it happens
+    (`with_due`), relative to the evidence's time."""
+    kind, slot, content = _asked(text, kind)
+    candidate = _candidate(content, kind, slot, source, where, speaker, evidence)
+    at = evidence.time if evidence.time is not None else time.time()
     return with_due(candidate, text, at, tz)
+
+
+def _candidate(
+    content: str,
+    kind: str,
+    slot: str | None,
+    source: str,
+    where: tuple[str, str, str | None],
+    speaker: UserKey | None,
+    evidence: Evidence,
+) -> Candidate:
+    """A candidate someone asked for, `where` (scope, sensitivity, subject) it goes."""
+    scope, sensitivity, subject = where
+    return Candidate(
+        scope=scope,
+        kind=kind,
+        slot=slot,
+        content=content,
+        source=source,
+        confidence=ASKED_CONFIDENCE,
+        importance=0.7,
+        sensitivity=sensitivity,
+        subject_user=subject,
+        speaker_user=str(speaker) if speaker is not None else None,
+        evidence=(evidence,),
+    )
+
+
+def _asked(text: str, kind: str) -> tuple[str, str | None, str]:
+    """(kind, slot, content) of a text someone asked to keep. One statement in one sentence
+    gives its kind (unless one was asked for) and slot, and, said after a trigger, its content
+    (what extraction keeps: "提醒我明天开会" → "明天开会", "记住我叫小明" → "名字是小明"); else the
+    words as said."""
+    read = statements(text)
+    if len(read) != 1 or len(sentences(plain(text))) != 1:
+        return kind, None, text.strip()
+    one = read[0]
+    content = one.content if one.triggered else text.strip()
+    return (one.kind if kind == "fact" else kind), one.slot, content
 
 
 def _said_here(
@@ -123,29 +204,11 @@ def _said_here(
     at: float,
     actor: Actor | None,
 ) -> Candidate:
-    """What the speaker asked to keep, where they said it (`explicit_scope`), read for its kind
-    and slot; a behavioural rule (whatever kind was asked for) where `rule_scope` puts it."""
-    stated = _statement(text)
-    if stated is not None and stated.kind == "procedure":
-        kind, slot = "procedure", stated.slot
-        for_chat = stated.about == "chat"
-        scope, sensitivity, subject = rule_scope(chat, user, actor, for_chat=for_chat)
-    else:
-        kind, slot = _read(text, kind, stated)
-        scope, sensitivity, subject = explicit_scope(chat, user)
-    return Candidate(
-        scope=scope,
-        kind=kind,
-        slot=slot,
-        content=text.strip(),
-        source=source,
-        confidence=ASKED_CONFIDENCE,
-        importance=0.7,
-        sensitivity=sensitivity,
-        subject_user=subject,
-        speaker_user=str(user),
-        evidence=(Evidence(chat=str(chat), message_id=message_id, time=at, name=_name(actor)),),
-    )
+    """What the speaker asked to keep, where they said it (`_placed`), read for its kind and
+    slot, in its words as given."""
+    kind, slot, where = _placed(text, kind, chat, user, actor)
+    evidence = Evidence(chat=str(chat), message_id=message_id, time=at, name=_name(actor))
+    return _candidate(text.strip(), kind, slot, source, where, user, evidence)
 
 
 def _statement(text: str) -> Statement | None:
@@ -209,6 +272,46 @@ def extracted(
     return with_due(candidate, statement.quote or statement.content, at, tz)
 
 
+def admin_remember(
+    text: str,
+    *,
+    kind: str = "fact",
+    scope: str | None = None,
+    chat: str | None = None,
+    user: str | None = None,
+    sensitivity: str = "default",
+    at: float | None = None,
+    tz: tzinfo | None = None,
+) -> Candidate:
+    """`nahida memory remember`: an admin's edit, in the scope named or where `chat`/`user` would
+    say it (`_admin_scope`), read as `/memory remember` reads it (`_kept`): the trigger left out,
+    the day or the recurrence resolved, and a new value supersedes and a repeat merges alike."""
+    where, default, subject = _admin_scope(kind, scope, chat, user)
+    sensitivity = sensitivity if sensitivity != "default" else default
+    evidence = Evidence(ref="cli", time=_now(at))
+    return _kept(text, kind, "human_edit", (where, sensitivity, subject), None, evidence, tz)
+
+
+def _admin_scope(
+    kind: str, scope: str | None, chat: str | None, user: str | None
+) -> tuple[str, str, str | None]:
+    """(scope, default sensitivity, subject) of an admin's edit: the scope named, or where a
+    person in `chat` would ask (a private chat names its person); private for a person, public
+    otherwise. Raises ValueError for what does not parse or fit."""
+    if kind not in KINDS:
+        raise ValueError(f"kind is one of {', '.join(KINDS)}, not {kind!r}")
+    if scope is not None:
+        person = validate_scope(scope).startswith("user:")
+        return (scope, "private", scope[5:]) if person else (scope, "public", None)
+    if chat is None:
+        raise ValueError("give --scope, or --chat (with --user for a person's memory)")
+    viewer = viewer_for(chat, user)
+    assert viewer.chat is not None
+    if viewer.user is not None:
+        return explicit_scope(viewer.chat, viewer.user)
+    return chat_scope(viewer.chat), "public", None
+
+
 def admin_edit(
     text: str,
     *,
@@ -218,24 +321,12 @@ def admin_edit(
     user: str | None = None,
     sensitivity: str = "default",
 ) -> Candidate:
-    """`nahida memory remember`: an admin's edit, in the scope named or where `chat`/`user` would
-    say it. `sensitivity` "default": private for a person, public otherwise. Read with the same
-    rules as `/memory remember`, so a new value supersedes and a repeat merges alike."""
-    if kind not in KINDS:
-        raise ValueError(f"kind is one of {', '.join(KINDS)}, not {kind!r}")
+    """A bullet an admin edited in MEMORY.md: in the scope named (or where `chat`/`user` would
+    say it), its words as written, which the file shows again. `sensitivity` "default": private
+    for a person, public otherwise. Read for kind and slot as `/memory remember` reads it, so a
+    new value supersedes and a repeat merges alike."""
+    scope, default, subject = _admin_scope(kind, scope, chat, user)
     kind, slot = _read(text, kind)
-    subject = None
-    if scope is not None:
-        person = validate_scope(scope).startswith("user:")
-        default, subject = ("private", scope[5:]) if person else ("public", None)
-    elif chat is not None and user is not None:
-        viewer = viewer_for(chat, user)
-        assert viewer.chat is not None and viewer.user is not None
-        scope, default, subject = explicit_scope(viewer.chat, viewer.user)
-    elif chat is not None:
-        scope, default = chat_scope(ChatKey.parse(chat)), "public"
-    else:
-        raise ValueError("give --scope, or --chat (with --user for a person's memory)")
     return Candidate(
         scope=scope,
         kind=kind,

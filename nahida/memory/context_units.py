@@ -69,4 +69,12 @@ def probe_unit(viewer: Viewer) -> Probe:
 
 def pin(raw: Raw, profile_tokens: int) -> Pinned:
     entries, rules = raw
-    return Pinned(card_text(entries, profile_tokens), guidelines(rules))
+    text = guidelines(rules)
+    shown = [rule for rule in rules if text is not None and f"[{rule.id}]" in text]
+    return Pinned(card_text(entries, profile_tokens), text, any(map(sets_language, shown)))
+
+
+def sets_language(rule: MemoryItem) -> bool:
+    """Whether a rule says which language to answer in, or which not to."""
+    slot = rule.slot or ""
+    return slot == "reply:language" or slot.startswith("reply:avoid:")

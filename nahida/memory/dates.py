@@ -9,7 +9,8 @@ Day: 今天 今晚 明天 明早 明晚 后天 大后天 · N天后 · 下周三
 下个月5号 · 5月8日 · 8号 · today, tonight, tomorrow, the day after tomorrow, in 3 days,
 (next) Monday, on Friday. Time: 早上/上午/中午/下午/晚上 + 3点 / 3点半 / 3点15 / 15:30 · at 3pm,
 3:30 pm, 15:00. A time alone ("下午三点") is today's, or tomorrow's once it has passed. What
-recurs (每周五, every Friday) names no one day, and gets none.
+recurs (每周五, every Friday, 周五交周报, on Saturdays) names no one day, and gets none: it gets
+its recurrence in words instead ("每周五", "每天 08:00", "every Monday 10:00", `recurrence`).
 """
 
 from __future__ import annotations
@@ -160,12 +161,77 @@ def _time_en(match: re.Match[str]) -> time | None:
 _RECURRING = re.compile(
     r"每(?:天|日|周|星期|礼拜|个?月|年|晚|早)|\b(?:every|each)\b|\bdaily\b", re.I
 )
+# What recurs, and how the memory shows it ("每周五", "every Monday"): a period with 每/every, a
+# weekday said plainly of a habit ("周五交周报", "本群周五下午发周报": a weekly thing, "周五都…",
+# "平时周六…"), a plural weekday ("on Saturdays"). A weekday with 这/下/本/上 is one day.
+_PERIOD_CN = re.compile(
+    r"(?:每逢?|逢)(?:个)?(?:周|星期|礼拜)(?P<wd>[一二三四五六日天])"
+    rf"|每个?月(?P<md>{_NUM})[号日]"
+    r"|(?P<unit>每天|每日|天天|每晚|每早|每个?工作日|工作日|每周|每星期|每礼拜|每个?月|每年)"
+)
+_WEEKLY_CN = r"周报|周会|例会|晨会|站会|组会|双周会|值班|轮值|周例会"
+_HABIT_CN = re.compile(
+    r"(?<![这下本上每逢])(?:周|星期|礼拜)(?P<wd>[一二三四五六日天])(?=[^，。！？；\n]*(?:"
+    + _WEEKLY_CN
+    + r"))"
+    r"|(?<![这下本上每逢])(?:周|星期|礼拜)(?P<wd2>[一二三四五六日天])(?:早上|上午|中午|下午|晚上)?都"
+    r"|(?:通常|一般|平时|固定|总是|向来|照例|习惯)[^，。！？；\n]{0,6}?(?<![这下本上每逢])"
+    r"(?:周|星期|礼拜)(?P<wd3>[一二三四五六日天])"
+)
+_PERIOD_EN = re.compile(
+    r"\b(?:every|each)\s+(?P<wd>monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b"
+    r"|\b(?:on\s+)?(?P<wds>monday|tuesday|wednesday|thursday|friday|saturday|sunday)s\b"
+    r"|\b(?P<day>daily|every\s+(?:day|morning|evening|night|weekday)|each\s+day)\b"
+    r"|\b(?P<week>weekly|every\s+week)\b|\b(?P<month>monthly|every\s+month)\b",
+    re.I,
+)
+_UNITS_CN = {"每天": "每天", "每日": "每天", "天天": "每天", "每晚": "每天", "每早": "每天"}
+_UNITS_CN |= {"每星期": "每周", "每礼拜": "每周", "每个月": "每月", "每个工作日": "工作日"}
+_UNITS_CN |= {"每工作日": "工作日"}
+
+
+def recurrence(text: str) -> str | None:
+    """How often `text` says something recurs, as the memory shows it: "每周五", "每天 08:00",
+    "每月5号", "every Monday 10:00"; None for what happens once (or recurs in words not read)."""
+    clock = None
+    if (label := _recurs_cn(text)) is not None:
+        found = _TIME_CN.search(text)
+        if found is not None and (found["part"] or found["h"].isdigit()):  # not "快一点"
+            clock = _time_cn(found)
+    elif (label := _recurs_en(text)) is not None:
+        found_en = _TIME_EN.search(text)
+        clock = _time_en(found_en) if found_en is not None else None
+    if label is None:
+        return None
+    return f"{label} {clock:%H:%M}" if clock is not None else label
+
+
+def _recurs_cn(text: str) -> str | None:
+    if (found := _PERIOD_CN.search(text)) is not None:
+        if found["wd"]:
+            return "每周" + found["wd"].replace("天", "日")
+        if found["md"]:
+            return f"每月{cn_number(found['md'])}号"
+        return _UNITS_CN.get(found["unit"], found["unit"])
+    if (habit := _HABIT_CN.search(text)) is not None:
+        return "每周" + (habit["wd"] or habit["wd2"] or habit["wd3"]).replace("天", "日")
+    return None
+
+
+def _recurs_en(text: str) -> str | None:
+    found = _PERIOD_EN.search(text)
+    if found is None:
+        return None
+    weekday = found["wd"] or found["wds"]
+    if weekday:
+        return f"every {weekday.capitalize()}"
+    return "every day" if found["day"] else "every week" if found["week"] else "every month"
 
 
 def due(text: str, now: datetime) -> Due | None:
     """The future day (and time) `text` names relative to `now`, or None (also for what recurs:
-    "每周五", "every morning" name no one day)."""
-    if _RECURRING.search(text):
+    "每周五", "周五交周报", "every morning" name no one day: `recurrence`)."""
+    if _RECURRING.search(text) or recurrence(text) is not None:
         return None
     today = now.date()
     day: date | None = None

@@ -436,10 +436,12 @@ class ProfileEntry:
 @dataclass(frozen=True, slots=True)
 class Pinned:
     """What every prompt of a viewer carries: the profile card and the rules in force (each
-    None when there is nothing)."""
+    None when there is nothing), and whether one of those rules says which language to answer
+    in (then the prompt's default-language line gives way to it)."""
 
     profile: str | None
     rules: str | None
+    language: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,7 +24,11 @@ Kinds, most specific first (a `*` marks labelled kinds, where only the value is 
     authorization *    `Authorization:` header values, `Bearer xxx`
     cookie *           `Cookie:` / `Set-Cookie:` header values
     aws_secret_key *   `aws_secret_access_key = ...` (40 characters)
-    password *         password / passwd / pwd / 密码 / 口令 / 授权码 followed by a value
+    password *         password / passwd / pwd / pw / pass / 密码 / 口令 / 授权码 / 暗号 followed
+                       by a value, also in words ("密码改成了 x", "password was changed to x",
+                       "口令是 芝麻开门123", "密码是「…」"), and on command lines (`mysql -pPASS`,
+                       `sshpass -p`, `PGPASSWORD=`, `curl -u user:x`, `redis-cli -a`,
+                       `--password x`)
     credential *       api_key / token / secret / app_secret / 密钥 / 令牌 ... assignments
     base64_blob        40+ characters of base64 that look random (not in a URL's path)
 

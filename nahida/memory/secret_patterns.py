@@ -3,121 +3,32 @@ like, as a pattern and a check of the value it found, and the needles that tell 
 can match at all. The kinds, their order and what is replaced are listed in `safety`.
 
 The patterns are tuned against `tests/data/chat_lines_zh_en.txt`, ordinary Chinese and English
-group chat (code talk, URLs, version numbers, commit hashes, order numbers), which must stay clean.
+group chat (code talk, URLs, version numbers, commit hashes, order numbers), which must stay clean,
+and `tests/data/secrets_corpus.jsonl`, passwords said in words and on command lines beside talk
+about passwords that holds none (`scripts/eval_secrets.py` scores both; docs/secrets.md).
 """
 
 from __future__ import annotations
 
-import math
 import re
-from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
-# --- value checks -------------------------------------------------------------------------
-
-# `$DB_PASS`, `${DB_PASS}`, `$(cat f)`, `<your token>`, `{{ secret }}`, `os.environ[...]`, `***`
-_REFERENCE = re.compile(
-    r"\$\{?[A-Z_][A-Z0-9_]*\}?[\"'),;]*$|\$\(|<|\{\{|%\(|\*{3}"
-    r"|(?i:os\.environ|os\.getenv|process\.env|getenv\(|env\(|settings\.|config\.)"
+from nahida.memory.secret_values import (
+    base64_blob,
+    command_password,
+    cookie_value,
+    credential_value,
+    han_password,
+    header_value,
+    key_body,
+    password_value,
+    password_with_symbol,
+    quoted_password,
+    short_label_password,
+    signed_query,
+    worded_password,
 )
-
-
-# Words that follow "password:" in prose and type annotations (`password: str | None`).
-_NOT_PASSWORDS = frozenset(
-    {"str", "string", "secretstr", "bytes", "text", "any", "none", "null", "nil", "undefined"}
-    | {"required", "optional", "empty", "hidden", "masked", "redacted", "invalid", "incorrect"}
-    | {"wrong", "changed", "reset", "expired", "true", "false"}
-)
-
-
-def _not_reference(value: str) -> bool:
-    """False for placeholders and references such as `$DB_PASS` or `<your token>`."""
-    return _REFERENCE.match(value) is None
-
-
-def _password_value(value: str) -> bool:
-    word = value.lower().rstrip(",.;:)]}")
-    return (
-        len(value) >= 4
-        and _not_reference(value)
-        and word not in _NOT_PASSWORDS
-        and not word.startswith(("optional[", "str|", "secretstr"))
-    )
-
-
-def _password_with_symbol(value: str) -> bool:
-    """For loose forms ("password is x", "密码 x", "pwd: x"): the value must have a non-letter."""
-    return (
-        _password_value(value)
-        and not value.startswith(("/", "~", "."))
-        and any(not c.isalpha() for c in value)
-    )
-
-
-def _credential_value(value: str) -> bool:
-    if len(value) < 8 or not _not_reference(value):
-        return False
-    has_digit = any(c.isdigit() for c in value)
-    has_alpha = any(c.isalpha() for c in value)
-    return (has_digit and has_alpha) or (len(value) >= 20 and _mixed_case(value))
-
-
-def _header_value(value: str) -> bool:
-    """Some credential-looking run: 8+ token characters with a digit or mixed case."""
-    for run in _HEADER_RUN.findall(value):
-        if run.lower() in _AUTH_SCHEMES:
-            continue
-        if any(c.isdigit() for c in run) or _mixed_case(run):
-            return True
-    return False
-
-
-def _cookie_value(value: str) -> bool:
-    return _COOKIE_PAIR.match(value) is not None
-
-
-def _key_body(value: str) -> bool:
-    """An API key body: letters and digits, few separators (not `sk-hynix-earnings-2024`)."""
-    body = value.split("-", 2)[-1] if value.startswith(("sk-proj-", "sk-svcacct-")) else value
-    has_digit = any(c.isdigit() for c in body)
-    has_alpha = any(c.isalpha() for c in body)
-    separators = sum(c in "-_" for c in body)
-    return has_digit and has_alpha and separators <= len(body) // 10 + 1
-
-
-def _base64_blob(value: str) -> bool:
-    """A long run that looks random: mixed case, digits, few separators, high entropy."""
-    run = value.rstrip("=")
-    if len(run) < 40 or not _mixed_case(run) or not any(c.isdigit() for c in run):
-        return False
-    if sum(c in "+/_-" for c in run) > len(run) // 10 + 1:
-        return False
-    return _entropy(run) >= 4.2 and not _wordy(run)
-
-
-def _signed_query(value: str) -> bool:
-    return _SENSITIVE_PARAM.search(value) is not None
-
-
-def _mixed_case(value: str) -> bool:
-    return any(c.isupper() for c in value) and any(c.islower() for c in value)
-
-
-def _entropy(value: str) -> float:
-    counts = Counter(value)
-    total = len(value)
-    return -sum(n / total * math.log2(n / total) for n in counts.values())
-
-
-def _wordy(value: str) -> bool:
-    """True when half the run is lower-case words (`ThisIsAVeryLongIdentifier2024`).
-
-    In random base64 about 15% of characters sit in runs of three or more lower-case letters
-    (99.9th percentile about 50% at 40 characters); in identifiers it is 55% and more.
-    """
-    return sum(len(m) for m in _LOWER_WORD.findall(value)) * 2 >= len(value)
-
 
 # --- detectors ----------------------------------------------------------------------------
 #
@@ -218,8 +129,9 @@ TRY_STARTS_FROM = 200
 # a URL, a data URI, a PEM block, or a label (password, 密码, token, secret, key, cookie, bearer…).
 # A text without any of these has no secret, and skips the detectors (most chat lines).
 _SCREEN = (  # no escapes in it: lower-cased, it means the same
-    r"[A-Za-z0-9+/=_-]{16}|://|data:|-----BEGIN|pass|pwd|密码|密碼|口令|授权码|密钥|秘钥|令牌"
-    r"|token|secret|key|session|cookie|bearer|authoriz"
+    r"[A-Za-z0-9+/=_-]{16}|://|data:|-----BEGIN|pass|pwd|pw|pin[ :：=码]|密码|密碼|口令|授权码|暗号"
+    r"|提取码|密钥|秘钥|令牌|token|secret|key|session|cookie|bearer|authoriz|mysql|mariadb|redis-cli"
+    r"|curl"
 )
 MAYBE = re.compile(_SCREEN, re.IGNORECASE)
 # The same screen for a text lower-cased without `ODD_CASE` in it: a third of the time (Python's
@@ -230,15 +142,6 @@ MAYBE_LOWERED = re.compile(_SCREEN.lower())
 # maps them instead, with `casefold`, which may change a text's length: the starts tried here
 # need every character in its place.)
 ODD_CASE = "ſıİ"
-_LOWER_WORD = re.compile(r"[a-z]{3,}")
-_COOKIE_PAIR = re.compile(r"[^\s=;,]+=[^\s;,]")
-_HEADER_RUN = re.compile(r"[A-Za-z0-9+/=_.~-]{8,}")
-_AUTH_SCHEMES = frozenset({"bearer", "basic", "token", "bot", "digest", "negotiate"})
-_SENSITIVE_PARAM = re.compile(
-    r"(?:^|[?#&;])(?:[a-z0-9_.-]*(?:token|secret|password|passwd|signature|credential|api_?key)"
-    r"|sig|sign|auth|sessionid|session_id)=[^&#\s]",
-    _I,
-)
 _PEM_BEGIN = re.compile(r"-----BEGIN[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----")
 _PEM_END = re.compile(r"-----END[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----")
 _PEM_NOT_BODY = re.compile(r"[^A-Za-z0-9+/=\s:,-]")
@@ -249,6 +152,29 @@ _LABEL_END = r"""["']?\s*[:=：]\s*["']?"""  # `: `, `=`, `": "`, `='`
 _PASSWORD_CHAR = r"[!#-&(-;=?-_a-~]"  # printable ASCII without quotes, <, > and backtick
 _VALUE = rf"(?!\[REDACTED:){_PASSWORD_CHAR}+"
 _TOKEN_VALUE = r"(?!\[REDACTED:)[A-Za-z0-9_\-./+=~]+"
+# Passwords said in words: a label, a verb that links it to its value ("改成了", "was changed
+# to", "is now"), then the value: Latin (`_VALUE`), Han with a Latin tail ("芝麻开门123"), or
+# anything quoted ("「开心每一天」"). What the words around it say is left alone.
+_ZH_LABELS = ("密码", "密碼", "口令", "授权码", "暗号", "提取码")
+_ZH_PASSWORD = "(?:" + "|".join(_ZH_LABELS) + ")"
+_ZH_LINK = (
+    r"(?:也|已经?|刚刚?|都|又|就|被|先|临时|统一|还|仍然|我们?|你们?|他们?|她们?|管理员)*"
+    r"(?:(?:改|换|设|设置|重置|更新|变|修改|更改)(?:成|为|為)|设置的是|设的是|改的是|定为"
+    r"|是|为|為|[:：])了?"
+)
+_HAN_VALUE = r"[\u4e00-\u9fff]{1,12}[!#-&(-;=?-~]{2,}"
+_QUOTED = r"""\s*[“"「『'‘]((?!\[REDACTED:)[^“”"「」『』'‘’\n]{2,40})[”"」』'’]"""
+_EN_PASSWORD = r"(?:password|passwd|passphrase|passcode|pwd|pw)"
+_EN_LINK = (  # "is", "was changed to", "'s still", "for the staging box is", "to" (set it to)
+    r"(?:\s+for\s+[^\n]{1,30}?)?"
+    r"(?:'s|\s+(?:is|was|has\s+been|had\s+been|got|gets|will\s+be|becomes|became))?"
+    r"(?:\s+(?:now|still|then))?"
+    r"(?:\s+(?:changed|set|reset|updated|switched)(?:\s+back)?)?"
+    r"(?:\s+(?:to|as)|(?<=is)|(?<=was)|(?<=now)|(?<=still)|(?<='s))\s+"
+)
+# A command's arguments up to the option that takes a password (bounded: a command line)
+_ARGUMENTS = r"[^\n|;&<>]{0,200}?"
+_ARGUMENT = r"""["']?((?!\[REDACTED:)[^\s'"]+)"""
 CREDENTIAL_LABEL = (
     r"(?:api[_-]?key|apikey|api[_-]?secret|api[_-]?token|access[_-]?key[_-]?secret"
     r"|secret[_-]?key|client[_-]?secret|app[_-]?secret|access[_-]?token|refresh[_-]?token"
@@ -277,14 +203,14 @@ DETECTORS: tuple[Detector, ...] = (
     ),
     Detector(
         "anthropic_key",
-        _regex(_NOT_KEY + r"sk-ant-[A-Za-z0-9_-]{20,}", accept=_key_body),
+        _regex(_NOT_KEY + r"sk-ant-[A-Za-z0-9_-]{20,}", accept=key_body),
         needles=("sk-ant-",),
         reach=0,
     ),
     Detector(
         "openai_key",
         _regex(
-            _NOT_KEY + r"sk-(?!ant-)(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}", accept=_key_body
+            _NOT_KEY + r"sk-(?!ant-)(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}", accept=key_body
         ),
         needles=("sk-",),
         reach=0,
@@ -342,7 +268,7 @@ DETECTORS: tuple[Detector, ...] = (
         _regex(
             _SCHEME + r"[^\s?#<>\"']+(?:[?#]([!#-&(-;=?-~]*[A-Za-z0-9=_%~*-]))?",
             group=1,
-            accept=_signed_query,
+            accept=signed_query,
             flags=_I,
         ),
         needles=("://",),
@@ -354,7 +280,7 @@ DETECTORS: tuple[Detector, ...] = (
             r"(?<![A-Za-z0-9_-])(?:proxy-)?authorization" + _LABEL_END + r"((?!\[REDACTED:)"
             r"(?:(?:bearer|basic|token|bot)\s+[^\s\"'<>]+|[^\r\n\"'<>]+))",
             group=1,
-            accept=_header_value,
+            accept=header_value,
             flags=_I,
         ),
         needles=("authorization",),
@@ -366,7 +292,7 @@ DETECTORS: tuple[Detector, ...] = (
         _regex(
             r"(?<![A-Za-z0-9_-])bearer\s+([A-Za-z0-9._~+/-]{16,}=*)",
             group=1,
-            accept=_key_body,
+            accept=key_body,
             flags=_I,
         ),
         needles=("bearer",),
@@ -378,7 +304,7 @@ DETECTORS: tuple[Detector, ...] = (
         _regex(
             r"(?<![A-Za-z0-9_-])(?:set-)?cookie" + _LABEL_END + r"((?!\[REDACTED:)[^\r\n\"'<>]+)",
             group=1,
-            accept=_cookie_value,
+            accept=cookie_value,
             flags=_I,
         ),
         needles=("cookie",),
@@ -405,7 +331,7 @@ DETECTORS: tuple[Detector, ...] = (
             + _LABEL_END
             + f"({_VALUE})",
             group=1,
-            accept=_password_value,
+            accept=password_value,
             flags=_I,
         ),
         needles=("pass", "密码", "密碼", "口令", "授权码"),
@@ -419,11 +345,143 @@ DETECTORS: tuple[Detector, ...] = (
             r"|(?:密码|密碼|口令|授权码)\s*(?:是|为|為)?\s*"
             r"|(?<![A-Za-z])pwd" + _LABEL_END + f")({_VALUE})",
             group=1,
-            accept=_password_with_symbol,
+            accept=password_with_symbol,
             flags=_I,
         ),
         needles=("pass", "pwd", "密码", "密碼", "口令", "授权码"),
         folded=True,
+        reach=0,
+    ),
+    # passwords said in words: "密码改成了 x", "口令是 芝麻开门123", "password was changed to x",
+    # "pw: x", "密码是「…」"
+    Detector(
+        "password",
+        _regex(
+            _ZH_PASSWORD + _ZH_LINK + r"\s*(" + _VALUE + ")",
+            group=1,
+            accept=worded_password,
+        ),
+        needles=_ZH_LABELS,
+        reach=0,
+    ),
+    Detector(  # a mail app's authorisation code: 16 letters ("授权码是 abcd…")
+        "password",
+        _regex(r"授权码" + _ZH_LINK + r"\s*([A-Za-z]{12,})(?![A-Za-z0-9])", group=1),
+        needles=("授权码",),
+        reach=0,
+    ),
+    Detector(
+        "password",
+        _regex(_ZH_PASSWORD + _ZH_LINK + r"\s*(" + _HAN_VALUE + ")", group=1, accept=han_password),
+        needles=_ZH_LABELS,
+        reach=0,
+    ),
+    Detector(
+        "password",
+        _regex(
+            r"(?:"
+            + _ZH_PASSWORD
+            + _ZH_LINK
+            + r"|(?<![A-Za-z])"
+            + _EN_PASSWORD
+            + _EN_LINK
+            + r")"
+            + _QUOTED,
+            group=1,
+            accept=quoted_password,
+            flags=_I,
+        ),
+        needles=("pass", "pw", *_ZH_LABELS),
+        folded=True,
+        reach=0,
+    ),
+    Detector(
+        "password",
+        _regex(
+            r"(?<![A-Za-z])" + _EN_PASSWORD + r"(?:" + _EN_LINK + r"|\s+)" + f"({_VALUE})",
+            group=1,
+            accept=worded_password,
+            flags=_I,
+        ),
+        needles=("pass", "pw"),
+        folded=True,
+        reach=0,
+    ),
+    Detector(
+        "password",
+        _regex(
+            r"(?<![A-Za-z])(?:pw|pass)(?:'s|\s+is|\s+was|"
+            + _LABEL_END
+            + r")\s*(?:(?:now|still)\s+)?"
+            + f"({_VALUE})",
+            group=1,
+            accept=short_label_password,
+            flags=_I,
+        ),
+        needles=("pass", "pw"),
+        folded=True,
+        reach=0,
+    ),
+    Detector(  # a PIN: "my PIN is 4096", "I set my pin to 4096", "PIN码：0926"
+        "password",
+        _regex(
+            r"(?<![A-Za-z])pin(?:\s+code|\s+number|码)?(?:"
+            + _EN_LINK
+            + r"|"
+            + _LABEL_END
+            + r"|"
+            + _ZH_LINK
+            + r"\s*)(\d{4,8})(?!\d)",
+            group=1,
+            flags=_I,
+        ),
+        needles=("pin",),
+        folded=True,
+        reach=0,
+    ),
+    # passwords on a command line: `mysql -uroot -pPASS`, `sshpass -p x`, `PGPASSWORD=x psql`,
+    # `curl -u user:x`, `redis-cli -a x`, `--password x`
+    Detector(
+        "password",
+        _regex(
+            r"(?<![\w-])(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlsh|mariadb(?:-dump)?)"
+            r"(?![\w-])" + _ARGUMENTS + r"\s-p" + _ARGUMENT,
+            group=1,
+            accept=command_password,
+        ),
+        needles=("mysql", "mariadb"),
+        reach=0,
+    ),
+    Detector(
+        "password",
+        _regex(
+            r"(?<![\w-])redis-cli(?![\w-])" + _ARGUMENTS + r"\s-a\s+" + _ARGUMENT,
+            group=1,
+            accept=command_password,
+        ),
+        needles=("redis-cli",),
+        reach=0,
+    ),
+    Detector(
+        "password",
+        _regex(
+            r"(?<![\w-])curl(?![\w-])" + _ARGUMENTS + r"\s(?:-u|--user)(?:\s+|=)?[\"']?"
+            r"[^\s:'\"@/]+:((?!\[REDACTED:)[^\s'\"@]+)",
+            group=1,
+            accept=command_password,
+        ),
+        needles=("curl",),
+        reach=0,
+    ),
+    Detector(
+        "password",
+        _regex(
+            r"(?:(?<![\w-])sshpass\s+-p\s*|(?<![\w-])--(?:password|passwd|pass)\s+"
+            r"|(?<![A-Za-z0-9_])(?:PGPASSWORD|MYSQL_PWD|SSHPASS|REDISCLI_AUTH)=)" + _ARGUMENT,
+            group=1,
+            accept=command_password,
+        ),
+        needles=("sshpass", "--pass", "PGPASSWORD", "MYSQL_PWD", "SSHPASS", "REDISCLI_AUTH"),
         reach=0,
     ),
     Detector(
@@ -432,7 +490,7 @@ DETECTORS: tuple[Detector, ...] = (
             r"(?:(?<![A-Za-z0-9])" + CREDENTIAL_LABEL + r"|密钥|秘钥|令牌)"
             r"""(?:["']?\s*[:=：]\s*["']?|\s*(?:是|为|為)\s*)""" + f"({_TOKEN_VALUE})",
             group=1,
-            accept=_credential_value,
+            accept=credential_value,
             flags=_I,
         ),
         needles=("key", "token", "secret", "session", "密钥", "秘钥", "令牌"),
@@ -443,7 +501,7 @@ DETECTORS: tuple[Detector, ...] = (
         "base64_blob",
         _regex(
             r"(?<![A-Za-z0-9+/=_-])[A-Za-z0-9+/_-]{40,}={0,2}(?![A-Za-z0-9+/=_-])",
-            accept=_base64_blob,
+            accept=base64_blob,
         ),
         in_url_path=False,
     ),

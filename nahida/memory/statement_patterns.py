@@ -12,56 +12,6 @@ REMEMBER_EN = (
     r"(?:please\s+)?(?:remember|keep in mind)(?:\s+that)?\s*[:,]?\s+"
     r"(?!(?:when|how|what|who|where|why|the time|to|me|you)\b)(?P<v>.+)"
 )
-# How I want to be answered: lasting ("以后", "我都", "always", "from now on") and about me. A
-# one-off "用英文回答我：…" is not, and "从现在起，用英文回答我" stays the chat's decision.
-LASTING_ZH = r"(?=.*(?:以后|今后|往后|从此|一律|统一|一直|总是|永远|始终|每次|我都|时候都|时都))"
-LATER_ZH = r"(?:(?:以后|今后|往后|从此)[，,\s]*)?(?:你|请|麻烦|就)*"
-TO_ME_ZH = (
-    r"(?:(?:回答|回复|答复|回)我(?:的(?:问题|消息))?"
-    r"|(?:跟|和|对|给)我(?:回复|回答|说话|讲话|聊天|交流)?)"
-)
-ALWAYS_ZH = r"(?:都|就|一律|统一|一直|总是|永远|始终|只|全|全部|尽量)*"
-LANGS_ZH = (
-    r"中文|汉语|普通话|英文|英语|日语|日文|韩语|韩文|法语|德语|俄语|西班牙语|粤语|繁体中文|简体中文"
-    r"|繁体字|简体字|繁体|简体|文言文|english|chinese|japanese"
-)
-REPLY_ZH = (
-    rf"{LASTING_ZH}(?=.*我){LATER_ZH}(?:{TO_ME_ZH}(?:的时候|时)?[，,\s]*(?:请|你)*)?"
-    rf"{ALWAYS_ZH}(?:用|说|讲)(?P<v>{LANGS_ZH})(?:来?(?:{TO_ME_ZH}|回答|回复|回|说|讲))?"
-    r"(?:就行|就好|就可以|好吗|可以吗|谢谢)?"
-)
-REPLY_STYLE_ZH = (
-    rf"{LASTING_ZH}{LATER_ZH}(?:回答|回复|答复|回)我(?:的(?:问题|消息))?(?:的时候|时)?[，,\s]*"
-    rf"(?:请|你)*{ALWAYS_ZH}(?P<v>(?:简短|简洁|简单|精简|详细|具体|短|长)(?:一?点|一些|些)?)"
-)
-LASTING_EN = r"(?:from now on|going forward|from today on|from here on|always|in (?:the )?future)"
-REPLY_EN = (
-    rf"(?=.*\b{LASTING_EN}\b)(?:(?:from now on|going forward|from today on|from here on)[,\s]+)?"
-    r"(?:please\s+)?(?:(?:always|only)\s+)?(?:answer|reply|respond|talk|speak|write|text|chat)"
-    r"(?:\s+(?:to|with))?\s+me\s+(?:only\s+)?in\s+(?P<v>english|chinese|mandarin|japanese|korean"
-    rf"|french|german|spanish|cantonese)(?:\s+(?:{LASTING_EN}|please))*"
-)
-REPLY_RULE_ZH = (  # "以后回复都用英文", "以后都用中文回答" (no "我": the chat's)
-    rf"{LASTING_ZH}{LATER_ZH}(?:你的?)?(?:回复|回答|答复|说话|聊天|交流)?{ALWAYS_ZH}(?:要|请|得)?"
-    rf"(?:用|说|讲)(?P<v>{LANGS_ZH})(?:来?(?:回答|回复|回|说|讲|交流|聊天|说话))?"
-    r"(?:吧|就行|就好|就可以|谢谢)?"
-)
-AVOID_ZH = (  # "不要用韩语", "以后别再用日语回复了"
-    rf"{LATER_ZH}(?:不要|别|不准|不许|禁止|不能)(?:再)?(?:用|说|讲)(?P<v>{LANGS_ZH})"
-    r"(?:来?(?:回答|回复|回|说话|讲话|交流|聊天))?了?"
-)
-_LANGS_EN = r"english|chinese|mandarin|japanese|korean|french|german|spanish|cantonese"
-REPLY_RULE_EN = (  # "From now on, answer in English", "always reply in Chinese"
-    rf"(?=.*\b{LASTING_EN}\b)(?:(?:from now on|going forward|from today on|from here on)[,\s]+)?"
-    r"(?:please\s+)?(?:(?:always|only)\s+)?(?:answer|reply|respond|talk|speak|write)"
-    rf"\s+(?:only\s+)?in\s+(?P<v>{_LANGS_EN})(?:\s+(?:{LASTING_EN}|please))*"
-)
-AVOID_EN = (  # "don't answer in Korean", "never reply to me in Japanese again"
-    r"(?:please\s+)?(?:don'?t|do not|never|stop)\s+(?:answer|repl(?:y|ying)|respond|speak|write"
-    r"|talk|us(?:e|ing)|answering|responding|speaking|writing|talking)"
-    rf"(?:\s+(?:to|with)\s+me)?\s+(?:in\s+)?(?P<v>{_LANGS_EN})"
-    r"(?:\s+(?:anymore|any more|again|please))*"
-)
 NICK_ZH = (  # "叫我小北就行", "你可以叫我阿杰", "以后叫我老王" (not "叫我起床")
     r"(?=.*(?:以后|今后|可以|就好|就行|就可以|好了))(?:(?:以后|今后)[，,\s]*)?(?:你们?|大家)?都?"
     r"(?:可以|就)?(?:直接)?(?:叫|喊|称呼)我\s*(?!起床|吃饭|一声|一下|过去|回来|出去|起来|出来)"

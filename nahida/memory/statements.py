@@ -27,12 +27,14 @@ Slots say what a later statement replaces: `pref:<object>` for likes, dislikes a
 drops a leading 吃/喝… before two or more characters, so "我不吃香菜" and "我喜欢吃香菜" share
 `pref:香菜`, "我不能吃辣" and "我喜欢吃辣" `pref:吃辣`), `allergy:<object>`, `fav:<what>`,
 `pet:<animal>`, `petname:<animal>`, `learning:<subject>`, and one value each for name, nickname,
-home, hometown, birthday, age, job, workplace, diet, `reply:language`, `reply:style` and
-`reply:avoid:<language>`. How the speaker wants to be answered ("以后回答我都用英文", "from now on
+home, hometown, birthday, age, job, workplace, diet, `reply:language`, `reply:style`,
+`reply:tone`, `reply:emoji` and `reply:avoid:<language>`. How the speaker wants to be answered
+("以后回答我都用英文", "以后还是用中文回答我吧", "以后回答简短一点", "别用 emoji", "from now on
 answer me in English") is a behavioural rule (kind `procedure`) of the speaker; said without "me"
-("以后回复都用英文", "不要用韩语", "From now on, answer in English") a rule of the chat, which
-extraction keeps with the speaker unless a group's owner or admin said it. "从现在起，用英文回答我"
-(no lasting word after the trigger) stays a decision of the chat.
+("以后回复都用英文", "换回中文吧", "不要用韩语", "From now on, answer in English") a rule of the
+chat, which extraction keeps with the speaker unless a group's owner or admin said it.
+"从现在起，用英文回答我" (no lasting word after the trigger) stays a decision of the chat. Those
+patterns, and what each one says, are in `answer_patterns`.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Literal
 
+from nahida.memory import answer_patterns as a
 from nahida.memory import statement_patterns as p
 from nahida.memory.clauses import LEAD, clause_spans, is_question, plain, sentences, trim
 from nahida.memory.needles import Prefilter, ones
@@ -57,6 +60,7 @@ Values = dict[str, str]
 Content = str | Callable[[Values, str], str]  # a template, or (values, whole match) → content
 Slot = str | Callable[[Values], str] | None  # a template over slot_key of the groups, or a function
 SENTENCE: Reach = "sentence"
+LANGUAGE = "reply:language"  # the slot of the language to answer in
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,12 +90,16 @@ class Rule:
 
 @dataclass(frozen=True, slots=True)
 class Statement:
+    """`triggered`: said after a trigger ("记住…", "提醒我…", "remind me to…"), which `content`
+    leaves out."""
+
     kind: str
     content: str
     slot: str | None
     confidence: float
     about: Literal["speaker", "chat"]
     quote: str = ""
+    triggered: bool = False
 
 
 @functools.cache
@@ -158,18 +166,6 @@ def _learning(values: Values, whole: str) -> str:
     return ("开始学" if values["verb"].startswith("开始") else "在学") + values["o"]
 
 
-def _reply_en(values: Values, whole: str) -> str:
-    return f"wants answers in {values['v'].capitalize()}"
-
-
-def _answer_en(values: Values, whole: str) -> str:
-    return f"answer in {values['v'].capitalize()}"
-
-
-def _avoid_en(values: Values, whole: str) -> str:
-    return f"do not answer in {values['v'].capitalize()}"
-
-
 # Tried in this order; the first rule that reads a clause wins. `carry=True`: the speaker's, so
 # a following clause without a subject is the speaker's too.
 RULES: tuple[Rule, ...] = (
@@ -178,13 +174,26 @@ RULES: tuple[Rule, ...] = (
     Rule(p.REMEMBER_EN, "fact", 0.95, None, "{v}", SENTENCE, "said", "explicit"),
     # how to answer: behavioural rules (procedures) of the speaker ("…我…", also when asked for)
     # or, said without "me", of the chat; before "以后…" reads them as a decision of the chat
-    Rule(p.REPLY_ZH, "procedure", 0.8, "reply:language", "希望用{v}回答", asked=True),
-    Rule(p.REPLY_STYLE_ZH, "procedure", 0.8, "reply:style", "希望回答{v}", asked=True),
-    Rule(p.REPLY_EN, "procedure", 0.8, "reply:language", _reply_en, asked=True),
-    Rule(p.REPLY_RULE_ZH, "procedure", 0.8, "reply:language", "用{v}回答", about="chat"),
-    Rule(p.AVOID_ZH, "procedure", 0.8, "reply:avoid:{v}", "不要用{v}回答", about="chat"),
-    Rule(p.REPLY_RULE_EN, "procedure", 0.8, "reply:language", _answer_en, about="chat"),
-    Rule(p.AVOID_EN, "procedure", 0.8, "reply:avoid:{v}", _avoid_en, about="chat"),
+    Rule(a.REPLY_ZH, "procedure", 0.8, LANGUAGE, "希望用{v}回答", asked=True),
+    Rule(a.SWITCH_ME_ZH, "procedure", 0.8, LANGUAGE, "希望用{v}回答", asked=True),
+    Rule(a.REPLY_STYLE_ZH, "procedure", 0.8, "reply:style", "希望回答{v}", asked=True),
+    Rule(a.TONE_ME_ZH, "procedure", 0.8, "reply:tone", "希望回答{v}", asked=True),
+    Rule(a.REPLY_EN, "procedure", 0.8, LANGUAGE, a.reply_en, asked=True),
+    Rule(a.REPLY_ME_EN, "procedure", 0.8, LANGUAGE, a.reply_en, asked=True),
+    Rule(a.REPLY_RULE_ZH, "procedure", 0.8, LANGUAGE, "用{v}回答", about="chat", asked=True),
+    Rule(a.SWITCH_ZH, "procedure", 0.8, LANGUAGE, "用{v}回答", about="chat", asked=True),
+    Rule(a.AVOID_ZH, "procedure", 0.8, "reply:avoid:{v}", "不要用{v}回答", about="chat"),
+    Rule(a.STYLE_RULE_ZH, "procedure", 0.8, "reply:style", "回答{v}", about="chat", asked=True),
+    Rule(a.TONE_ZH, "procedure", 0.8, "reply:tone", "回答{v}", about="chat", asked=True),
+    Rule(a.EMOJI_ZH, "procedure", 0.8, "reply:emoji", a.emoji_zh, about="chat", asked=True),
+    Rule(a.EMOJI_MORE_ZH, "procedure", 0.8, "reply:emoji", "多用{v}", about="chat"),
+    Rule(a.REPLY_RULE_EN, "procedure", 0.8, LANGUAGE, a.answer_en, about="chat", asked=True),
+    Rule(a.SWITCH_EN, "procedure", 0.8, LANGUAGE, a.answer_en, about="chat", asked=True),
+    Rule(a.AVOID_EN, "procedure", 0.8, "reply:avoid:{v}", a.avoid_en, about="chat"),
+    Rule(a.STYLE_EN, "procedure", 0.8, "reply:style", a.style_en, about="chat", asked=True),
+    Rule(a.TONE_EN, "procedure", 0.8, "reply:tone", a.tone_en, about="chat", asked=True),
+    Rule(a.EMOJI_EN, "procedure", 0.8, "reply:emoji", a.emoji_en, about="chat", asked=True),
+    Rule(a.EMOJI_MORE_EN, "procedure", 0.8, "reply:emoji", a.more_emoji_en, about="chat"),
     Rule(p.NICK_ZH, "preference", 0.8, "nickname", "希望被叫作{v}", asked=True),
     Rule(p.NICK_EN, "preference", 0.8, "nickname", "wants to be called {v}", asked=True),
     # decisions: the words as said, trigger included; "I decided" stays with the speaker
@@ -319,7 +328,10 @@ def _build(rule: Rule, match: re.Match[str], depth: int) -> Statement | None:
     if rule.wrap and depth == 0:
         inner = _read_all(values["v"], depth + 1)
         if inner is not None:
-            return replace(inner, confidence=max(inner.confidence, rule.confidence))
+            triggered = inner.triggered or rule.wrap == "explicit"
+            return replace(
+                inner, confidence=max(inner.confidence, rule.confidence), triggered=triggered
+            )
     whole = trim(match.group(0))
     template = rule.content
     content = trim(
@@ -333,7 +345,8 @@ def _build(rule: Rule, match: re.Match[str], depth: int) -> Statement | None:
     about = rule.about
     if about == "said":
         about = "speaker" if _FIRST_PERSON.search(content) else "chat"
-    return Statement(rule.kind, content, slot, rule.confidence, about)
+    triggered = rule.wrap == "explicit" or rule.kind == "task"  # every task rule has a trigger
+    return Statement(rule.kind, content, slot, rule.confidence, about, triggered=triggered)
 
 
 @functools.cache

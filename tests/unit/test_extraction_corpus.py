@@ -16,9 +16,9 @@ from nahida.memory.statements import slot_for, statements
 
 ROOT = Path(__file__).resolve().parents[2]
 
-# Measured when the corpus was written: precision 0.993 / recall 0.913 overall, zh 0.990 / 0.899,
-# en 1.000 / 0.942. The floors sit a little below, so a few new misses or false ones fail.
-FLOORS = {"all": (0.97, 0.89), "zh": (0.97, 0.87), "en": (0.97, 0.92)}
+# The floors sit a little below what the corpus measured when each part was written (the
+# figures are in docs/rules.md), so a few new misses or false ones fail.
+FLOORS = {"all": (0.97, 0.91), "zh": (0.97, 0.89), "en": (0.97, 0.95), "rules": (0.97, 0.95)}
 
 
 def _eval_module() -> ModuleType:

@@ -96,8 +96,12 @@ def _every_rule(text: str) -> list[statements.Statement]:
 
 
 def _texts() -> list[str]:
-    corpus = ROOT / "tests" / "data" / "extraction_corpus.jsonl"
-    lines = [json.loads(line)["text"] for line in corpus.read_text("utf-8").splitlines() if line]
+    lines = [
+        json.loads(line)["text"]
+        for name in ("extraction_corpus.jsonl", "extraction_heldout.jsonl")
+        for line in (ROOT / "tests" / "data" / name).read_text("utf-8").splitlines()
+        if line
+    ]
     chat = (ROOT / "tests" / "data" / "chat_lines_zh_en.txt").read_text("utf-8").splitlines()
     own = ["本人女", "本人女，95年的", "其实本人男"]  # self-introductions without a rule's literal
     return lines + chat + own

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import json
 import re
 import time
 from pathlib import Path
@@ -15,6 +16,12 @@ from hypothesis import strategies as st
 from nahida.memory.safety import SecretFinding, contains_secret, find_secrets, redact
 
 CORPUS = Path(__file__).parent.parent / "data" / "chat_lines_zh_en.txt"
+# passwords said in words and on command lines, and talk about passwords without one
+WORDED = [
+    json.loads(line)["text"]
+    for name in ("secrets_corpus.jsonl", "secrets_heldout.jsonl")
+    for line in (CORPUS.parent / name).read_text("utf-8").splitlines()
+]
 
 # Fake secrets in real formats. The prefixes are split off so secret scanners leave this file alone.
 OPENAI = "sk-" + "proj-4fR9xKq2LmN8vB3cT7yW1zA6dE0gH5jU2pQ"
@@ -127,6 +134,7 @@ POSITIVES: list[tuple[str, str, str, str]] = [
     ("credential", "飞书 encrypt_key=Ek7Hs9Jq2Lw4Xz6Cv8Bn 配好了", "Ek7Hs9Jq2Lw4", "配好了"),
     ("credential", "token=tkn_8Hq2ZpL0xY7w 这个先别删", "tkn_8Hq2ZpL0xY7w", "这个先别删"),
     ("credential", "密钥是 A1b2C3d4E5f6G7h8", "A1b2C3d4E5f6G7h8", "密钥是 "),
+    ("credential", "秘钥：Ab12cd34ef", "Ab12cd34ef", "秘钥："),
     (
         "signed_url",
         "https://bucket.s3.amazonaws.com/report.pdf?X-Amz-Algorithm=AWS4-HMAC-SHA256"
@@ -337,6 +345,12 @@ def test_redact_is_idempotent_and_total(text: str) -> None:
         "-----BEGIN PRIVATE KEY-----!",
         "-----BEGIN PRIVATE KEY-----\nAbC1+/\n-----END PRIVATE KEY-----",
         "aB3dE9/+",
+        "mysql -p",
+        "curl -u a:",
+        "password for ",
+        "密码改成",
+        "密码是「",
+        "pw: ",
     ],
 )
 def test_hostile_input_is_scanned_in_linear_time(unit: str) -> None:
@@ -354,7 +368,7 @@ def test_the_quick_screen_never_hides_a_secret(monkeypatch: pytest.MonkeyPatch) 
     from nahida.memory import safety
 
     corpus = Path(__file__).resolve().parents[1] / "data" / "chat_lines_zh_en.txt"
-    texts = [text for _, text, _, _ in POSITIVES] + NEGATIVES
+    texts = [text for _, text, _, _ in POSITIVES] + NEGATIVES + WORDED
     texts += corpus.read_text(encoding="utf-8").splitlines()
     # as written, upper-cased, and with letters an ignore-case pattern reads as s, i and k
     odd = str.maketrans({"s": "ſ", "i": "ı", "I": "İ", "k": "\u212a"})
@@ -381,7 +395,7 @@ def test_needles_never_hide_a_secret(monkeypatch: pytest.MonkeyPatch) -> None:
     labels = (
         re.sub(r"\(\?:|\)|\[_-\]\?", "_", secret_patterns.CREDENTIAL_LABEL).strip("_").split("|")
     )
-    samples = [text for _, text, _, _ in POSITIVES] + NEGATIVES
+    samples = [text for _, text, _, _ in POSITIVES] + NEGATIVES + WORDED
     samples += [f"配置里 {label.replace('__', '_').strip('_')}: Ab3dEf9hIj2k" for label in labels]
     samples += [f"x{text}" for text in samples]
     samples += [

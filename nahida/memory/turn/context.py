@@ -30,6 +30,7 @@ from nahida.hooks import TurnContext
 from nahida.memory.recall import Mode
 from nahida.memory.scopes import Viewer
 from nahida.memory.service import MemoryService
+from nahida.prompt import LANGUAGE_BY_RULES
 
 log = structlog.get_logger(__name__)
 
@@ -102,4 +103,6 @@ class MemoryInjection:
             lines=0 if block is None else block.count("\n"),
         )
         slots = {"memory": block, "profile": pinned.profile, "rules": pinned.rules}
+        if pinned.language:  # a rule names the language: the prompt's default gives way
+            slots["language"] = LANGUAGE_BY_RULES
         return {slot: value for slot, value in slots.items() if value}
