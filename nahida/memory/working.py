@@ -154,7 +154,7 @@ class WorkingMemory:
             return None
         if state.rounds >= self.settings.warm_capacity:
             try:
-                state = await self._roll(state)
+                state = await self._roll(state, outside[-1].time.timestamp())
             except (NahidaError, _Unusable) as exc:  # the new summary stays; the roll is retried
                 await self.store.write(lambda tx: tx.summaries.put(state))
                 await self._failed(state, exc)
@@ -198,8 +198,10 @@ class WorkingMemory:
         while len(self._resting) > PENDING_SESSIONS:
             self._resting.pop(next(iter(self._resting)))  # the longest known
 
-    async def _roll(self, state: WarmSummary) -> WarmSummary:
-        """Cold facts and profile bullets out of a full summary, and a shorter one instead."""
+    async def _roll(self, state: WarmSummary, said: float) -> WarmSummary:
+        """Cold facts and profile bullets out of a full summary, and a shorter one instead. The
+        facts are dated `said`, the time of the newest turn the summary covers: what they tell
+        was said by then, not when the compaction ran (a later turn may still replace them)."""
         chat = ChatKey.parse(state.chat)
         person = None if chat.is_group else chat.person
         sections = [
@@ -224,7 +226,7 @@ class WorkingMemory:
                 explicit=fact.explicit,
                 chat=chat,
                 session_id=state.session_id,
-                at=state.updated_at,
+                at=said,
             )
             result = await self.propose(candidate, SOURCE)
             bound.info("cold_fact_proposed", kind=fact.kind, outcome=result.outcome)
