@@ -45,6 +45,7 @@ from nahida.memory import (
     DreamSettings,
     EmbeddingSettings,
     EmbeddingUpkeep,
+    EpisodeRetry,
     LLMReranker,
     MarkdownSyncJob,
     MemoryService,
@@ -364,6 +365,7 @@ class App:
         self.scheduler.add(CleanupEmptySessions(self.memory))
         self.scheduler.add(EmbeddingUpkeep(self.memory))
         self.scheduler.add(ConfidenceDecay(self.memory))
+        self.scheduler.add(EpisodeRetry(self.memory))
         self.scheduler.add(
             QueueDepthJob(self.memory, lambda: dataclasses.asdict(self.bus.backlog()))
         )

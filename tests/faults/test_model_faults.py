@@ -1,0 +1,48 @@
+"""What the bot survives from a model endpoint that misbehaves: a 200 answer whose body is not JSON,
+an answer of millions of characters, an episode answer that is not the JSON it was asked for.
+
+Both SDKs talk over real HTTP to the fake servers (`tests/fakes/llm_server.py`); the chat goes
+through the real console app and SQLite.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from nahida.app import Paths, build_model_router, open_memory
+from nahida.cli.doctor import diagnose, render
+from tests.fakes.llm_server import FakeOpenAIServer
+from tests.helpers import History, chat_through_console, config, openai_provider
+
+# -- an episode answer that is not JSON ---------------------------------------------------------
+
+
+async def test_an_episode_answer_without_json_is_not_stored_and_is_retried(
+    tmp_path: Path, openai_server: FakeOpenAIServer
+) -> None:
+    cfg = config(**openai_provider(openai_server.url))
+    paths = Paths(None, tmp_path / "data", tmp_path / "workspace")
+    openai_server.episode_script.append("Sorry, I cannot summarise this conversation.")
+    await chat_through_console(tmp_path, ["我们去京都旅行吧", "好，下个月出发"], cfg)
+    assert len(openai_server.memory_requests("episode")) == 1  # the console ended the session
+    with History(tmp_path / "data" / "nahida.db") as db:
+        assert db.sql("SELECT summary FROM episodes") == []
+        (session,) = db.sessions()
+        assert len(db.turns(session.id)) == 4  # every turn kept
+        ((failures, error),) = db.sql("SELECT failures, last_error FROM session_summaries")
+    assert failures == 1 and error.startswith("episode: ") and "no JSON object" in error
+    report = await diagnose(cfg, paths)
+    assert "no JSON object" in render(report)  # `nahida doctor` shows the failure
+
+    router = build_model_router(cfg)
+    memory = open_memory(cfg, paths, router)
+    try:
+        assert await memory.working.retry_episodes() == (0, 0)  # not before its pause
+        assert await memory.working.retry_episodes(now=time.time() + 3600) == (1, 0)
+        (episode,) = await memory.episodes.of_chat("console:private:local")
+        assert episode.session_id == session.id and episode.summary.startswith("上次聊了：")
+        assert await memory.working.failing() == []
+    finally:
+        memory.close()
+        await router.aclose()
