@@ -8,12 +8,55 @@ through the real console app and SQLite.
 from __future__ import annotations
 
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from nahida.app import Paths, build_model_router, open_memory
 from nahida.cli.doctor import diagnose, render
-from tests.fakes.llm_server import FakeOpenAIServer
+from nahida.config import Config
+from nahida.i18n import t
+from nahida.memory import Turn
+from tests.fakes.llm_server import FakeAnthropicServer, FakeLLMServer, FakeOpenAIServer
 from tests.helpers import History, chat_through_console, config, openai_provider
+
+
+@pytest.fixture(params=["openai", "anthropic"])
+async def server(request: pytest.FixtureRequest) -> AsyncIterator[FakeLLMServer]:
+    cls = FakeOpenAIServer if request.param == "openai" else FakeAnthropicServer
+    async with cls() as running:
+        yield running
+
+
+def bot_config(server: FakeLLMServer, **more: Any) -> Config:
+    kind = "anthropic" if isinstance(server, FakeAnthropicServer) else "openai"
+    main = {"type": kind, "base_url": server.url, "api_key": "k-test", "model": "m1"}
+    return config(providers={"main": main}, **more)
+
+
+def turns(tmp_path: Path) -> list[Turn]:
+    with History(tmp_path / "data" / "nahida.db") as db:
+        (session,) = db.sessions()
+        return db.turns(session.id)
+
+
+# -- a 200 answer that is not JSON ------------------------------------------------------------
+
+
+async def test_a_200_answer_that_is_not_json_gets_the_apology_and_the_bot_goes_on(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    server.reply_raw("<html><body>502 Bad Gateway</body></html>")  # as application/json
+    out, _ = await chat_through_console(tmp_path, ["你好", "还在吗"], bot_config(server))
+    sorry, answer = out.splitlines()
+    assert sorry == t("provider_failed", "zh")
+    assert answer.startswith("echo: ") and answer.endswith("还在吗")  # Anthropic: both turns
+    first, *_ = turns(tmp_path)
+    assert first.content == "你好" and first.error is not None
+    assert "ProviderResponseError" in first.error and "could not be read" in first.error
+
 
 # -- an episode answer that is not JSON ---------------------------------------------------------
 
