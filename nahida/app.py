@@ -337,6 +337,7 @@ class App:
                 hot_size=config.session.hot_size,
                 context_tokens=config.session.context_tokens,
                 max_message_chars=config.limits.message_chars,
+                max_reply_chars=config.limits.reply_chars,
                 tz=config.bot.zone(),
                 max_tool_rounds=config.bot.max_tool_rounds,
                 max_reply_delay=config.bot.max_reply_delay,

@@ -182,6 +182,7 @@ class LimitsConfig(_Model):
     """What one input may weigh; beyond it the sender gets a clear answer and nothing grows."""
 
     message_chars: int = Field(4000, ge=100)  # a longer chat message is not sent to the model
+    reply_chars: int = Field(4000, ge=100, le=100_000)  # a longer answer is cut, and says so
     item_chars: int = Field(1000, ge=20)  # a longer memory (remember, CLI, plugins) is refused
     import_line_bytes: int = Field(1 << 20, ge=1024)  # a longer history-import line is skipped
 
