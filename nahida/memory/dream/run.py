@@ -344,7 +344,10 @@ class Dreaming:
             try:
                 return proposals.read(again, finish), None
             except Malformed as second:
-                return None, f"unusable answer ({first}); again ({second}): rule extraction"
+                return None, (
+                    f"unusable answer ({first}); again ({second}): rule extraction of the turns"
+                    " it had not read"
+                )
 
     async def _call(self, messages: tuple[Message, ...], tally: _Tally) -> tuple[str, str]:
         assert self.model is not None
