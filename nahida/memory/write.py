@@ -10,7 +10,8 @@ newer value for the same slot supersedes the old item, which stays, linked, neve
 Nothing replaces, rewrites or archives an item on evidence older than the item's own (a turn
 read again, an old history import, a late review); and what people stated or edited
 (`user_explicit`, `human_edit`) is only ever replaced by newer evidence, never rewritten or
-archived by a model or a rule (`objection`, checked in `commit`, which every write passes).
+archived by a model or a rule (`objection`, checked in `commit`, which every write passes; a
+person's own write is the newest word and exempt).
 
 `prepare()` does the filtering and tokenising before the store call; `propose()`, `decide()` and
 the audited item changes below are units of work (`tx` first), run in one transaction. Every
@@ -149,19 +150,28 @@ def _run_ref(evidence: Evidence) -> bool:
     return evidence.ref is not None and evidence.ref.startswith(RUN_REF)
 
 
+def known_at(item: MemoryItem) -> float:
+    """When the newest evidence of an item was said: never later than its last change, which
+    is the bot's own clock (a platform whose clock runs ahead dates its turns in the future)."""
+    said = said_at(item.evidence)
+    return item.updated_at if said is None else min(said, item.updated_at or said)
+
+
 def objection(candidate: Candidate, target: MemoryItem, now: float) -> str | None:
     """Why `candidate` may not replace, rewrite or archive `target`, or None when it may.
 
     A turn older than an item is never evidence against it; what people stated or edited is
-    only ever replaced by newer evidence (a person's own edit apart), never rewritten or
-    archived. Evidence without a time counts as said `now`; an item's, as said when created."""
-    known = said_at(target.evidence)
-    known = target.created_at if known is None else known
-    said = said_at(candidate.evidence)
-    said = now if said is None else said
-    guarded = target.source in EXPLICIT_SOURCES and not is_explicit(candidate.source)
+    only ever replaced by newer evidence, never rewritten or archived. A person's own write
+    (`is_explicit`) is exempt from both: it is the newest word by being made now. Evidence
+    without a time counts as said `now`."""
+    if is_explicit(candidate.source):
+        return None
+    guarded = target.source in EXPLICIT_SOURCES
     if guarded and candidate.op in ("update", "archive"):
         return f"{target.id} is {target.source}: only newer evidence may replace it"
+    said = said_at(candidate.evidence)
+    said = now if said is None else said
+    known = known_at(target)
     if said < known or (guarded and said == known):
         return f"{target.id} is newer than this evidence"
     return None

@@ -23,7 +23,8 @@ from typer.testing import CliRunner, Result
 
 from nahida.cli import app
 from nahida.envelope import ChatKey, UserKey
-from nahida.memory import MemoryItem, Turn, Viewer, candidates, write
+from nahida.memory import Candidate, MemoryItem, Turn, Viewer, candidates, write
+from nahida.memory.extract import extract
 from nahida.memory.models import moment
 from nahida.memory.store.sqlite import SqliteStore
 from tests.fakes.llm_server import FakeOpenAIServer
@@ -186,3 +187,25 @@ async def test_a_cold_fact_is_dated_by_the_turns_it_sums_up_not_by_the_compactio
         )
     (evidence,) = cold.evidence
     assert through and evidence.time == pytest.approx(said, abs=1e-5)  # a turn's time: µs
+
+
+def test_a_platform_clock_running_ahead_does_not_block_a_correction(tmp_path: Path) -> None:
+    """Turns carry the platform's time, corrections made now the bot's: a turn dated five
+    minutes ahead is still older than what is corrected after it was received."""
+    store = SqliteStore(tmp_path / "nahida.db")
+    chat, person = ChatKey.parse(CHAT), UserKey.parse(PERSON)
+
+    def propose(candidate: Candidate) -> str:
+        result = store.write_sync(write.propose, write.prepare(candidate), "auto_safe", "x")
+        return result.outcome
+
+    ahead = time.time() + 300
+    (said,) = extract("我住在北京", chat=chat, user=person, message_id="m1", turn_id=1, time=ahead)
+    assert propose(said) == "created"
+    fixed = candidates.proactive("我住在上海", "correction", chat=chat, user=person)
+    assert propose(fixed) == "superseded"  # the model's memory_write, a moment later
+    (again,) = extract("我住在广州", chat=chat, user=person, message_id="m2", turn_id=2, time=ahead)
+    assert propose(again) == "superseded"
+    edit = candidates.admin_edit("我住在深圳", chat=CHAT, user=PERSON)
+    assert propose(edit) == "superseded"  # `nahida memory remember`
+    store.close()

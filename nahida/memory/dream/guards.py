@@ -162,10 +162,8 @@ def _protected(op: ProposedOp, target: MemoryItem | None, turns: Sequence[Turn])
         raise Rejected(
             "protected", f"{target.id} is {target.source}: only a supersede may replace it"
         )
-    known = write.said_at(target.evidence)
-    known = target.created_at if known is None else known
     newest = max(t.time.timestamp() for t in turns)
-    if newest <= known:
+    if newest <= write.known_at(target):
         raise Rejected("protected", f"{target.id} is {target.source}: no newer evidence cited")
 
 
