@@ -161,9 +161,9 @@ def objection(candidate: Candidate, target: MemoryItem, now: float) -> str | Non
     """Why `candidate` may not replace, rewrite or archive `target`, or None when it may.
 
     A turn older than an item is never evidence against it; what people stated or edited is
-    only ever replaced by newer evidence, never rewritten or archived. A person's own write
-    (`is_explicit`) is exempt from both: it is the newest word by being made now. Evidence
-    without a time counts as said `now`."""
+    only ever replaced by newer evidence, never rewritten or archived. An explicit write (a
+    person's, or a plugin's `memory_store`, which only adds) is exempt from both: it is the
+    newest word by being made now. Evidence without a time counts as said `now`."""
     if is_explicit(candidate.source):
         return None
     guarded = target.source in EXPLICIT_SOURCES
