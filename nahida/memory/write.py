@@ -171,6 +171,10 @@ def objection(candidate: Candidate, target: MemoryItem, now: float) -> str | Non
         return f"{target.id} is {target.source}: only newer evidence may replace it"
     said = said_at(candidate.evidence)
     said = now if said is None else said
+    cited = {(e.chat, e.message_id) for e in candidate.evidence if e.chat and e.message_id}
+    for e in target.evidence:  # the same message, dated by another clock, is no older
+        if e.time is not None and (e.chat, e.message_id) in cited:
+            said = max(said, e.time)
     known = known_at(target)
     if said < known or (guarded and said == known):
         return f"{target.id} is newer than this evidence"

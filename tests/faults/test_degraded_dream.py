@@ -15,12 +15,14 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 from typer.testing import CliRunner, Result
 
+from nahida.app import App, Paths, build_model_router
 from nahida.cli import app
 from nahida.envelope import ChatKey, UserKey
 from nahida.memory import Candidate, MemoryItem, Turn, Viewer, candidates, write
@@ -28,7 +30,7 @@ from nahida.memory.extract import extract
 from nahida.memory.models import moment
 from nahida.memory.store.sqlite import SqliteStore
 from tests.fakes.llm_server import FakeOpenAIServer
-from tests.helpers import History, chat_through_console, config, openai_provider
+from tests.helpers import History, Silent, chat_through_console, config, envelope, openai_provider
 
 CHAT = "console:private:local"
 PERSON = "console:local"
@@ -209,3 +211,31 @@ def test_a_platform_clock_running_ahead_does_not_block_a_correction(tmp_path: Pa
     edit = candidates.admin_edit("我住在深圳", chat=CHAT, user=PERSON)
     assert propose(edit) == "superseded"  # `nahida memory remember`
     store.close()
+
+
+async def test_a_platform_clock_lagging_behind_does_not_block_a_correction(
+    tmp_path: Path, openai_server: FakeOpenAIServer
+) -> None:
+    """The model's `memory_write` is dated by the message it answers, as the turns are: a
+    correction said after it is newer however far the platform's clock lags the bot's."""
+    openai_server.reply_tool_call(
+        "memory_write", {"content": "我住在北京", "category": "knowledge"}
+    )
+    openai_server.reply_text("记下了。")
+    router = build_model_router(config(**openai_provider(openai_server.url)))
+    cfg = config(bot={"max_reply_delay": 0})  # the lag is not this test's business
+    paths = Paths(None, tmp_path / "data", tmp_path / "workspace")
+    app = App(cfg, paths, adapters=[Silent()], model=router)
+    app.memory.working.schedule = None
+    lag = datetime.now(UTC) - timedelta(minutes=5)
+    try:
+        for n, text in enumerate(["我在北京住了十年", "不对，我住在上海"]):  # the model writes
+            said = envelope(text, time=lag + timedelta(seconds=n))  # test:private:u1
+            await app.runner.handle(said)
+    finally:
+        app.memory.close()
+        await router.aclose()
+    assert homes(tmp_path) == [
+        ("住在上海", "active", "rule_extract"),
+        ("我住在北京", "superseded", "agent_proactive"),
+    ]
