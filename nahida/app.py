@@ -45,6 +45,7 @@ from nahida.memory import (
     DreamSettings,
     EmbeddingSettings,
     EmbeddingUpkeep,
+    EpisodeRetry,
     LLMReranker,
     MarkdownSyncJob,
     MemoryService,
@@ -369,6 +370,7 @@ class App:
                 hot_size=config.session.hot_size,
                 context_tokens=config.session.context_tokens,
                 max_message_chars=config.limits.message_chars,
+                max_reply_chars=config.limits.reply_chars,
                 tz=config.bot.zone(),
                 max_tool_rounds=config.bot.max_tool_rounds,
                 max_reply_delay=config.bot.max_reply_delay,
@@ -397,6 +399,7 @@ class App:
         self.scheduler.add(CleanupEmptySessions(self.memory))
         self.scheduler.add(EmbeddingUpkeep(self.memory))
         self.scheduler.add(ConfidenceDecay(self.memory))
+        self.scheduler.add(EpisodeRetry(self.memory))
         self.scheduler.add(
             QueueDepthJob(self.memory, lambda: dataclasses.asdict(self.bus.backlog()))
         )

@@ -187,15 +187,13 @@ class MemoryConfig(_Model):
 class LimitsConfig(_Model):
     """What one input may weigh; beyond it the sender gets a clear answer and nothing grows."""
 
-    message_chars: int = Field(
-        4000, ge=100, le=1_000_000
-    )  # a longer chat message is not sent to the model
-    item_chars: int = Field(
-        1000, ge=20, le=100_000
-    )  # a longer memory (remember, CLI, plugins) is refused
-    import_line_bytes: int = Field(
-        1 << 20, ge=1024, le=64 << 20
-    )  # a longer history-import line is skipped
+    # a longer chat message is not sent to the model
+    message_chars: int = Field(4000, ge=100, le=1_000_000)
+    reply_chars: int = Field(4000, ge=100, le=100_000)  # a longer answer is cut, and says so
+    # a longer memory (remember, CLI, plugins) is refused
+    item_chars: int = Field(1000, ge=20, le=100_000)
+    # a longer history-import line is skipped
+    import_line_bytes: int = Field(1 << 20, ge=1024, le=64 << 20)
 
 
 class LoggingConfig(_Model):

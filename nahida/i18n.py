@@ -27,6 +27,10 @@ MESSAGES: dict[str, dict[Language, str]] = {
         "zh": "（模型没有给出回答）",
         "en": "(the model gave no answer)",
     },
+    "reply_cut": {
+        "zh": "（回答有 {n} 个字，太长了：只发了前 {limit} 个字）",
+        "en": "(the answer had {n} characters, too many: only the first {limit} are shown)",
+    },
     "help": {
         "zh": "可用命令：\n{commands}",
         "en": "Commands:\n{commands}",

@@ -62,6 +62,7 @@ class RunnerSettings:
     context_tokens: int = 6000
     max_tool_rounds: int = 4
     max_message_chars: int = 4000  # longer: a notice, not a model call; stored cut to this
+    max_reply_chars: int = 4000  # a longer answer is sent and stored cut to this, with a note
     tz: tzinfo | None = None  # the bot's zone (`bot.timezone`) for "Now:" and command times
     max_reply_delay: float = 60.0  # seconds; an older message gets an apology (0: off)
 
@@ -189,7 +190,7 @@ class SessionRunner:
             await _kept("provider_error", self.memory.sessions.mark_error(ctx.turn.id, failure))
             await self._reply(envelope, t("provider_failed", ctx.language))
             return None
-        text = completion.text.strip() or t("empty_model_reply", ctx.language)
+        text = self._bounded(completion.text.strip() or t("empty_model_reply", ctx.language), ctx)
         sent_id, error = await self._reply(envelope, text)
         reply = NewTurn(
             chat=str(envelope.chat),
@@ -202,6 +203,16 @@ class SessionRunner:
         )
         await _kept("reply", self.memory.sessions.add(reply))
         return text
+
+    def _bounded(self, text: str, ctx: TurnContext) -> str:
+        """The answer as sent and stored: cut to `max_reply_chars`, saying so, when longer (a
+        runaway model must not flood the chat, nor the history)."""
+        limit = self.settings.max_reply_chars
+        if len(text) <= limit:
+            return text
+        log.warning("reply_cut", chars=len(text), limit=limit)
+        note = t("reply_cut", ctx.language, n=len(text), limit=limit)
+        return f"{text[:limit].rstrip()}…\n{note}"
 
     def _late_by(self, envelope: Envelope) -> float | None:
         """How long the message waited, when that is longer than `max_reply_delay`."""

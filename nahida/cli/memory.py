@@ -296,7 +296,9 @@ def review(
         echo_json(asdict(result))
     else:
         typer.echo(
-            f"{result.outcome} {candidate_id}" + (f" → {result.item_id}" if result.item_id else "")
+            f"{result.outcome} {candidate_id}"
+            + (f" → {result.item_id}" if result.item_id else "")
+            + (f": {result.reason}" if result.outcome == "rejected" and result.reason else "")
         )
 
 

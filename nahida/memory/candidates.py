@@ -42,7 +42,7 @@ from nahida.errors import MemoryPermissionError
 from nahida.memory import access, dates
 from nahida.memory.access import Actor
 from nahida.memory.clauses import plain, sentences
-from nahida.memory.models import KINDS, Candidate, Evidence, MemoryItem, Turn
+from nahida.memory.models import KINDS, RUN_REF, Candidate, Evidence, MemoryItem, Turn
 from nahida.memory.safety import contains_secret, redact
 from nahida.memory.scopes import GLOBAL, chat_scope, user_scope, validate_scope, viewer_for
 from nahida.memory.statements import Statement, statements
@@ -537,7 +537,7 @@ def dreamed(
         subject_user=subject,
         speaker_user=speaker,
         slot=slot,
-        evidence=(*cited, Evidence(ref=f"dream:{run_id}", time=at)),
+        evidence=(*cited, Evidence(ref=f"{RUN_REF}{run_id}", time=at)),
         valid_from=max((t.time.timestamp() for t in turns), default=at),
         op=op,
         target=target.id if target is not None else None,

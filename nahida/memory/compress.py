@@ -197,12 +197,12 @@ def read_roll(text: str, sections: Sequence[str] = PROFILE_SECTIONS) -> Parsed:
 
 
 def read_episode(text: str) -> Parsed:
-    """An episode answer; a plain-text answer is taken as the summary itself."""
+    """An episode answer. One without a JSON object gives no summary: its text may be anything
+    (a refusal, an error page, the start of a cut-off answer), not a summary to keep."""
     parsed = Parsed()
     data = json_object(text)
     if data is None:
-        parsed.problems.append("the answer holds no JSON object: its text is the summary")
-        parsed.summary = bounded(text, EPISODE_CHARS)
+        parsed.problems.append("the answer holds no JSON object")
         return parsed
     summary = data.get("summary")
     if isinstance(summary, str) and summary.strip():

@@ -1,6 +1,6 @@
 """Memory's background jobs (run by `nahida.scheduler`): the cleanup of empty sessions, the
-upkeep of embeddings, the slow decay of unused memories' confidence, dreaming, and the daily
-notes."""
+upkeep of embeddings, the slow decay of unused memories' confidence, the retry of failed
+episodes, dreaming, and the daily notes."""
 
 from __future__ import annotations
 
@@ -77,6 +77,30 @@ class ConfidenceDecay:
 
     async def run(self, ctx: JobContext) -> None:
         ctx.count("decayed", await self.memory.items.decay(self.idle, self.step, self.floor))
+
+
+class EpisodeRetry:
+    """The episodes the compress model failed to write (an error, or an answer without its JSON),
+    tried again once the pause after each failure has passed; the sessions' turns were kept.
+    Quiet: a tick with nothing to retry leaves no run record. Skipped without a model."""
+
+    name = "episode_retry"
+    quiet = True
+
+    def __init__(self, memory: MemoryService, *, every: float = 600.0, first: float = 60.0):
+        self.memory = memory
+        self.schedule: Schedule = Schedule(every=every, first=first)
+
+    async def run(self, ctx: JobContext) -> None:
+        working = self.memory.working
+        if not working.enabled:
+            ctx.skip("no model")
+            return
+        written, failed = await working.retry_episodes()
+        if written:
+            ctx.count("written", written)
+        if failed:
+            ctx.count("failed", failed)
 
 
 class DreamJob:

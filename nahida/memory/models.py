@@ -35,9 +35,14 @@ def iso(epoch: float | None) -> str | None:
     return None if epoch is None else datetime.fromtimestamp(epoch, UTC).isoformat()
 
 
+RUN_REF = "dream:"  # an evidence ref naming the dream run that read the cited turns
+
+
 @dataclass(frozen=True, slots=True)
 class Evidence:
-    """Where a memory came from: a message (chat + message id), a turn, or a file."""
+    """Where a memory came from: a message (chat + message id), a turn, or a file. `time` is when
+    it was said or written, except for a dream run's reference (`RUN_REF`), whose time is when
+    the run read the turns it cites."""
 
     chat: str | None = None
     message_id: str | None = None

@@ -7,7 +7,9 @@ summary; once the summary covers `warm_capacity` rounds, the model also names th
 (proposed as candidates, source `compress`) and profile bullets (merged into the person's
 profile), and gives a shorter summary that replaces it (a roll). When a session ends (idle split,
 `/new`, `/resume` of another, the console exiting) with at least two rounds, `finish` writes its
-episode.
+episode; one the model failed to write (an error, an answer without its JSON) is counted on the
+session's row like a failed compaction and written by `retry_episodes` (the `episode_retry` job)
+once the pause after the failure has passed.
 
 All of this is background work (`schedule`, the app's work queue, keyed by chat so a chat's
 compactions run in order and never delay its next message); without a queue (CLI, tests) it runs
@@ -38,7 +40,7 @@ from nahida.memory.models import (
     WriteResult,
 )
 from nahida.memory.profiles import Profiles
-from nahida.memory.store.base import Store
+from nahida.memory.store.base import Store, Tx
 from nahida.providers.base import ChatModel, Message
 
 log = structlog.get_logger(__name__)
@@ -51,6 +53,8 @@ MAX_BACKOFF = 3600.0
 EPISODE_TURNS = 60  # the last turns an episode request shows (the summary covers the rest)
 SINCE_LIMIT = 400  # unsummarised turns read at once
 PENDING_SESSIONS = 10_000  # sessions whose unsummarised rounds are counted in memory
+EPISODE_FAILED = "episode: "  # how a failed episode's error starts on its session's row
+RETRY_READ = 200  # failing sessions looked at per retry of episodes
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,7 +158,7 @@ class WorkingMemory:
             return None
         if state.rounds >= self.settings.warm_capacity:
             try:
-                state = await self._roll(state)
+                state = await self._roll(state, outside[-1].time.timestamp())
             except (NahidaError, _Unusable) as exc:  # the new summary stays; the roll is retried
                 await self.store.write(lambda tx: tx.summaries.put(state))
                 await self._failed(state, exc)
@@ -198,8 +202,10 @@ class WorkingMemory:
         while len(self._resting) > PENDING_SESSIONS:
             self._resting.pop(next(iter(self._resting)))  # the longest known
 
-    async def _roll(self, state: WarmSummary) -> WarmSummary:
-        """Cold facts and profile bullets out of a full summary, and a shorter one instead."""
+    async def _roll(self, state: WarmSummary, said: float) -> WarmSummary:
+        """Cold facts and profile bullets out of a full summary, and a shorter one instead. The
+        facts are dated `said`, the time of the newest turn the summary covers: what they tell
+        was said by then, not when the compaction ran (a later turn may still replace them)."""
         chat = ChatKey.parse(state.chat)
         person = None if chat.is_group else chat.person
         sections = [
@@ -224,7 +230,7 @@ class WorkingMemory:
                 explicit=fact.explicit,
                 chat=chat,
                 session_id=state.session_id,
-                at=state.updated_at,
+                at=said,
             )
             result = await self.propose(candidate, SOURCE)
             bound.info("cold_fact_proposed", kind=fact.kind, outcome=result.outcome)
@@ -285,7 +291,8 @@ class WorkingMemory:
 
     async def episode(self, session_id: str) -> Episode | None:
         """The episode of a finished session with enough rounds; None when it has too few or the
-        model gave nothing usable (logged)."""
+        model failed or gave nothing usable: then the failure is counted on the session's row
+        (`doctor` shows it) and `retry_episodes` tries again later."""
         if not self.enabled:
             return None
         turns = await self.store.read(lambda tx: tx.turns.after(session_id, 0, 100_000))
@@ -294,12 +301,16 @@ class WorkingMemory:
         state = await self.summary(session_id)
         warm = state.summary if state else ""
         shown = [t for t in turns if state is None or t.id > state.through_turn][-EPISODE_TURNS:]
-        answer = await self._ask(compress.episode_request(warm, shown, self.tz))
-        parsed = compress.read_episode(answer)
-        bound = log.bind(session=session_id, chat=turns[0].chat)
-        if not parsed.summary:
-            bound.warning("episode_unusable", problems=parsed.problems)
+        chat = turns[0].chat
+        try:
+            answer = await self._ask(compress.episode_request(warm, shown, self.tz))
+            parsed = compress.read_episode(answer)
+            if not parsed.summary:
+                raise _Unusable(f"the episode answer was unusable: {'; '.join(parsed.problems)}")
+        except (NahidaError, _Unusable) as exc:
+            await self._episode_failed(session_id, chat, exc)
             return None
+        bound = log.bind(session=session_id, chat=chat)
         if parsed.problems:
             bound.info("episode_answer_partly_unusable", problems=parsed.problems)
         episode = await self.episodes.add(
@@ -311,12 +322,53 @@ class WorkingMemory:
             ended_at=turns[-1].time.timestamp(),
             turn_count=len(turns),
         )
+        await self.store.write(_episode_written, session_id)
         bound.info("episode_written", episode=episode.id, turns=len(turns))
         return episode
+
+    async def retry_episodes(self, now: float | None = None) -> tuple[int, int]:
+        """Write again the episodes that failed, once the pause after their last failure has
+        passed (`now`: the time to judge it by); (written, failed again)."""
+        if not self.enabled:
+            return 0, 0
+        now = time.time() if now is None else now
+        failing = await self.failing(RETRY_READ)
+        due = [
+            f.session_id
+            for f in failing
+            if (f.last_error or "").startswith(EPISODE_FAILED)
+            and f.updated_at + _backoff(f.failures) <= now
+        ]
+        written = 0
+        for session_id in due:
+            written += await self.episode(session_id) is not None
+        return written, len(due) - written
+
+    async def _episode_failed(self, session_id: str, chat: str, exc: Exception) -> None:
+        error = f"{EPISODE_FAILED}{type(exc).__name__}: {exc}"
+        now = time.time()
+        failures = await self.store.write(
+            lambda tx: tx.summaries.failed(session_id, chat, error, now)
+        )
+        log.warning(
+            "episode_failed",
+            session=session_id,
+            chat=chat,
+            failures=failures,
+            error=error,
+            retry_in=round(_backoff(failures)),
+        )
 
 
 class _Unusable(Exception):
     """The compress model answered, but with nothing usable."""
+
+
+def _episode_written(tx: Tx, session_id: str) -> None:
+    """A failed episode written at last: its session's row no longer counts the failure."""
+    state = tx.summaries.get(session_id)
+    if state is not None and (state.last_error or "").startswith(EPISODE_FAILED):
+        tx.summaries.put(replace(state, failures=0, last_error=None))
 
 
 def _backoff(failures: int) -> float:

@@ -7,6 +7,12 @@ commit mode decides whether it becomes an item now or waits for `/memory review`
 duplicate merges into the existing item (confidence and access count rise, evidence joins); a
 newer value for the same slot supersedes the old item, which stays, linked, never deleted.
 
+Nothing replaces, rewrites or archives an item on evidence older than the item's own (a turn
+read again, an old history import, a late review); and what people stated or edited
+(`user_explicit`, `human_edit`) is only ever replaced by newer evidence, never rewritten or
+archived by a model or a rule (`objection`, checked in `commit`, which every write passes; a
+person's own write is the newest word and exempt).
+
 `prepare()` does the filtering and tokenising before the store call; `propose()`, `decide()` and
 the audited item changes below are units of work (`tx` first), run in one transaction. Every
 change to an item appends a `memory_events` row (who, what, before, after, why).
@@ -20,7 +26,15 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from nahida.errors import SecretRefused
-from nahida.memory.models import Candidate, CommitMode, Evidence, MemoryItem, WriteResult, new_id
+from nahida.memory.models import (
+    RUN_REF,
+    Candidate,
+    CommitMode,
+    Evidence,
+    MemoryItem,
+    WriteResult,
+    new_id,
+)
 from nahida.memory.safety import contains_secret, redact
 from nahida.memory.scopes import Visibility
 from nahida.memory.store.base import TextSearch, Tx
@@ -123,6 +137,48 @@ def find_duplicate(tx: Tx, prepared: Prepared) -> MemoryItem | None:
         if score >= NEAR_DUPLICATE and (best is None or score > best[0]):
             best = (score, item)
     return best[1] if best else None
+
+
+def said_at(evidence: Sequence[Evidence]) -> float | None:
+    """When the newest of this evidence was said or written; None when none says. A dream run's
+    reference is left out: its time is when the run read the turns it cites."""
+    times = [e.time for e in evidence if e.time is not None and not _run_ref(e)]
+    return max(times, default=None)
+
+
+def _run_ref(evidence: Evidence) -> bool:
+    return evidence.ref is not None and evidence.ref.startswith(RUN_REF)
+
+
+def known_at(item: MemoryItem) -> float:
+    """When the newest evidence of an item was said: never later than its last change, which
+    is the bot's own clock (a platform whose clock runs ahead dates its turns in the future)."""
+    said = said_at(item.evidence)
+    return item.updated_at if said is None else min(said, item.updated_at or said)
+
+
+def objection(candidate: Candidate, target: MemoryItem, now: float) -> str | None:
+    """Why `candidate` may not replace, rewrite or archive `target`, or None when it may.
+
+    A turn older than an item is never evidence against it; what people stated or edited is
+    only ever replaced by newer evidence, never rewritten or archived. An explicit write (a
+    person's, or a plugin's `memory_store`, which only adds) is exempt from both: it is the
+    newest word by being made now. Evidence without a time counts as said `now`."""
+    if is_explicit(candidate.source):
+        return None
+    guarded = target.source in EXPLICIT_SOURCES
+    if guarded and candidate.op in ("update", "archive"):
+        return f"{target.id} is {target.source}: only newer evidence may replace it"
+    said = said_at(candidate.evidence)
+    said = now if said is None else said
+    cited = {(e.chat, e.message_id) for e in candidate.evidence if e.chat and e.message_id}
+    for e in target.evidence:  # the same message, dated by another clock, is no older
+        if e.time is not None and (e.chat, e.message_id) in cited:
+            said = max(said, e.time)
+    known = known_at(target)
+    if said < known or (guarded and said == known):
+        return f"{target.id} is newer than this evidence"
+    return None
 
 
 # audited item changes ------------------------------------------------------------------------
@@ -274,6 +330,8 @@ def commit(tx: Tx, prepared: Prepared, actor: str) -> WriteResult:
             if old.subject_user == candidate.subject_user:
                 replaced = old
                 break
+    if replaced is not None and (no := objection(candidate, replaced, time.time())):
+        return WriteResult("rejected", reason=no)
     item = create_item(
         tx,
         prepared,
@@ -312,6 +370,8 @@ def act_on(tx: Tx, prepared: Prepared, actor: str) -> WriteResult:
     target = tx.items.get(candidate.target) if candidate.target else None
     if target is None or target.status != "active":
         return WriteResult("rejected", reason=f"{candidate.target} is no longer active")
+    if no := objection(candidate, target, time.time()):
+        return WriteResult("rejected", reason=no)
     reason = candidate.note or f"{candidate.op} by {candidate.source}"
     evidence = tuple(dict.fromkeys((*target.evidence, *candidate.evidence)))[-MAX_EVIDENCE:]
     if candidate.op == "archive":

@@ -32,6 +32,7 @@ from nahida.providers.client import (
     from_sdk_error,
     http_client,
     read_answer,
+    unreadable,
     with_retries,
 )
 
@@ -67,6 +68,8 @@ class AnthropicProvider:
             await self._client.models.list(limit=1)
         except anthropic.AnthropicError as exc:
             raise from_sdk_error(exc, anthropic, self.name, self._settings.api_key) from exc
+        except ValueError as exc:  # a 200 whose body is not JSON
+            raise unreadable(exc, self.name, self._settings.api_key) from exc
 
     async def aclose(self) -> None:
         await self._client.close()
@@ -81,6 +84,8 @@ class AnthropicProvider:
             return await self._client.post("/v1/messages", body=body, cast_to=object)
         except anthropic.AnthropicError as exc:
             raise from_sdk_error(exc, anthropic, self.name, self._settings.api_key) from exc
+        except ValueError as exc:  # a 200 whose body is not JSON
+            raise unreadable(exc, self.name, self._settings.api_key) from exc
 
 
 def message_body(request: ChatRequest) -> dict[str, Any]:

@@ -5,7 +5,8 @@ open. Each provider builds one SDK client over one HTTP client (`http_client`: k
 pool as large as the model calls the bot can make at once; aiohttp underneath where the SDK
 offers it), with the SDK's own retries switched off, so that `with_retries` is the one place
 that retries, the same way for every provider. SDK exceptions become the typed errors of
-`nahida.errors`, with the HTTP status kept and the API key scrubbed from every message.
+`nahida.errors`, with the HTTP status kept and the API key scrubbed from every message; so does
+the decoder's error for an answer that is not JSON (`unreadable`), which the SDKs let through.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ log = structlog.get_logger(__name__)
 # A Retry-After hint longer than this is not waited for; our own backoff is used instead.
 MAX_RETRY_AFTER = 60.0
 _MAX_CONNECTIONS = 1000  # open at once, kept alive or not (the SDKs' httpx default)
+DETAIL_CHARS = 300  # of a decoder's message, which may quote the body it could not read
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,6 +176,19 @@ def from_sdk_error(exc: Exception, sdk: ModuleType, provider: str, api_key: str)
             status=exc.status_code,
         )
     return ProviderError(f"{provider}: {_detail(exc, api_key)}", provider=provider)
+
+
+def unreadable(exc: ValueError, provider: str, api_key: str) -> ProviderResponseError:
+    """The error for an answer the SDK could not read. A 200 whose body is not JSON (a proxy's
+    error page, a body cut short) reaches us as the JSON decoder's ValueError, or pydantic's for
+    a typed answer, not as an SDK error."""
+    detail = _detail(exc, api_key)
+    if len(detail) > DETAIL_CHARS:
+        detail = detail[: DETAIL_CHARS - 1] + "…"
+    return ProviderResponseError(
+        f"{provider}: the answer could not be read ({type(exc).__name__}: {detail})",
+        provider=provider,
+    )
 
 
 def error_for_status(status: int, detail: str, provider: str) -> ProviderError:

@@ -28,6 +28,7 @@ from nahida.providers.client import (
     from_sdk_error,
     http_client,
     read_answer,
+    unreadable,
     with_retries,
 )
 
@@ -59,6 +60,8 @@ class OpenAIProvider:
             await self._client.models.list()
         except openai.OpenAIError as exc:
             raise from_sdk_error(exc, openai, self.name, self._settings.api_key) from exc
+        except ValueError as exc:  # a 200 whose body is not JSON
+            raise unreadable(exc, self.name, self._settings.api_key) from exc
 
     async def aclose(self) -> None:
         await self._client.close()
@@ -73,6 +76,8 @@ class OpenAIProvider:
                 )
             except openai.OpenAIError as exc:
                 raise from_sdk_error(exc, openai, self.name, self._settings.api_key) from exc
+            except ValueError as exc:  # a 200 whose body is not JSON
+                raise unreadable(exc, self.name, self._settings.api_key) from exc
             data = sorted(answer.data, key=lambda d: d.index)
             if len(data) != len(texts):
                 raise ProviderResponseError(
@@ -90,6 +95,8 @@ class OpenAIProvider:
             )
         except openai.OpenAIError as exc:
             raise from_sdk_error(exc, openai, self.name, self._settings.api_key) from exc
+        except ValueError as exc:  # a 200 whose body is not JSON
+            raise unreadable(exc, self.name, self._settings.api_key) from exc
 
 
 def completion_body(request: ChatRequest) -> dict[str, Any]:

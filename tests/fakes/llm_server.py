@@ -100,9 +100,10 @@ class FakeLLMServer(LoopbackServer, abc.ABC):
         self.requests: list[RecordedRequest] = []
         self._script: list[Behaviour] = []
         self.memory_failures = 0  # the next memory requests that answer 500
-        # the next dream requests' answers (text, or a behaviour: Fail, Hang, Raw); when empty,
-        # `memory_model` answers them from their input
+        # the next dream (episode) requests' answers (text, or a behaviour: Fail, Hang, Raw);
+        # when empty, `memory_model` answers them from their input
         self.dream_script: list[str | Behaviour] = []
+        self.episode_script: list[str | Behaviour] = []
         self._ids = itertools.count(1)
         self._closing = asyncio.Event()
         app = web.Application()
@@ -172,15 +173,16 @@ class FakeLLMServer(LoopbackServer, abc.ABC):
         body = await request.json()
         headers = {name.lower(): value for name, value in request.headers.items()}
         self.requests.append(RecordedRequest(request.path, headers, body, _peer(request)))
-        dreamed = memory_model.memory_task(body) == "dream" and bool(self.dream_script)
-        memory_answer = None if dreamed else memory_model.answer(body)
+        task = memory_model.memory_task(body)
+        script = {"dream": self.dream_script, "episode": self.episode_script}.get(task or "")
+        memory_answer = None if script else memory_model.answer(body)
         if memory_answer is not None and self.memory_failures > 0:
             self.memory_failures -= 1
             return web.json_response(self.error_body(500, "scripted memory failure"), status=500)
         if memory_answer is not None:
             return web.json_response(self.reply_body(Text(memory_answer), body, next(self._ids)))
-        if dreamed:
-            scripted = self.dream_script.pop(0)
+        if script:
+            scripted = script.pop(0)
             behaviour: Behaviour | None = Text(scripted) if isinstance(scripted, str) else scripted
         else:
             behaviour = self._script.pop(0) if self._script else None

@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from nahida.app import App, Paths
+from nahida.app import App, Paths, build_model_router
 from nahida.config import Config
 from nahida.envelope import ChatKey, Role, UserKey
 from nahida.hooks import TurnContext
@@ -208,9 +208,16 @@ async def test_unused_memories_decay_and_the_unsure_are_not_injected(tmp_path: P
         memory.close()
 
 
-async def test_a_long_gap_and_new_end_a_session_with_an_episode(tmp_path: Path) -> None:
-    # messages of a day in May, answered now: no apology for being late
-    app = echo_app(tmp_path, session={"idle_split_minutes": 60}, bot={"max_reply_delay": 0})
+async def test_a_long_gap_and_new_end_a_session_with_an_episode(
+    tmp_path: Path, openai_server: FakeOpenAIServer
+) -> None:
+    # messages of a day in May, answered now: no apology for being late; the fake server writes
+    # the episode (an echo is not the JSON an episode is asked for)
+    tree = {"session": {"idle_split_minutes": 60}, "bot": {"max_reply_delay": 0}}
+    router = build_model_router(config(**openai_provider(openai_server.url)))
+    cfg = Config.model_validate(tree)
+    app = App(cfg, Paths(None, tmp_path / "d", tmp_path / "w"), adapters=[Silent()], model=router)
+    app.memory.working.schedule = None  # the app is not running: background work runs in place
     start = datetime(2026, 5, 1, 9, tzinfo=UTC)
     try:
         for n, text in enumerate(["我们聊聊旅行计划", "去京都怎么样", "三月去"]):
@@ -226,3 +233,4 @@ async def test_a_long_gap_and_new_end_a_session_with_an_episode(tmp_path: Path) 
         assert found and found[0].kind == "episode" and found[0].id == episode.id
     finally:
         app.memory.close()
+        await router.aclose()

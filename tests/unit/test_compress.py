@@ -91,14 +91,16 @@ def test_only_the_sections_offered_are_kept() -> None:
     assert "心理与情绪" not in request[0].content.split("sections only:", 1)[1].split("\n")[0]
 
 
-def test_an_episode_answer_as_json_or_as_plain_text() -> None:
+def test_an_episode_answer_as_json_and_one_without_it() -> None:
     parsed = compress.read_episode(
-        json.dumps({"summary": "聊了京都旅行。", "keywords": ["京都", "旅行", "京都", 3, ""]})
+        json.dumps(
+            {"summary": f"聊了京都旅行，token={KEY}", "keywords": ["京都", "旅行", "京都", 3, ""]}
+        )
     )
-    assert parsed.summary == "聊了京都旅行。" and parsed.keywords == ["京都", "旅行"]
-    plain = compress.read_episode(f"我们聊了旅行，token={KEY}")
-    assert plain.summary.startswith("我们聊了旅行") and KEY not in plain.summary
-    assert plain.problems
+    assert parsed.summary.startswith("聊了京都旅行") and KEY not in parsed.summary
+    assert parsed.keywords == ["京都", "旅行"]
+    plain = compress.read_episode("我们聊了旅行")  # a refusal or an error page reads the same
+    assert plain.summary == "" and plain.problems == ["the answer holds no JSON object"]
 
 
 def test_a_summary_is_bounded_and_redacted() -> None:

@@ -8,7 +8,8 @@ name, recorded with every op it rejects (`dream_runs.report`, DREAMS.md):
   an item keeps the item's scope;
 - `speaker`: a person's memory (`user:U`) cites something U said;
 - `protected`: what people stated or edited (`user_explicit`, `human_edit`) is never rewritten
-  or archived by a dream, only superseded by newer evidence;
+  or archived by a dream, only superseded by newer evidence (the write path holds this, and
+  that no older turn counts against any item, for every other source too: `write.objection`);
 - `secret`: the safety filter (a secret, or a redaction placeholder copied from history);
 - `prompt`: a prompt fragment, or an instruction to the bot (`quotes.reads_as_instruction`);
 - `bot_words`: the bot's own words presented as a person's (no person's turn cited, or the text
@@ -154,9 +155,8 @@ def _protected(op: ProposedOp, target: MemoryItem | None, turns: Sequence[Turn])
         raise Rejected(
             "protected", f"{target.id} is {target.source}: only a supersede may replace it"
         )
-    known = max((e.time for e in target.evidence if e.time is not None), default=target.created_at)
     newest = max(t.time.timestamp() for t in turns)
-    if newest <= known:
+    if newest <= write.known_at(target):
         raise Rejected("protected", f"{target.id} is {target.source}: no newer evidence cited")
 
 

@@ -7,7 +7,8 @@ candidates (source `llm_dream`, the run id in their evidence); the commit mode d
 Each call's changes, the run's counts and the cursor move in one transaction: a crash or a
 failed call loses nothing and applies nothing twice (the next run starts where the last
 recorded one stopped). A malformed answer is shown to the model once with what was wrong; a
-second one falls back to rule extraction over the same turns, and the run is `degraded`. A
+second one falls back to rule extraction over the same turns that rule extraction has not read
+yet (live or in an import), and the run is `degraded`. A
 model error or timeout ends the run `failed` with the cursor where it was.
 
 One run per chat at a time, across processes: the chat's lease (`dream:<chat>`, in the job
@@ -29,7 +30,7 @@ import structlog
 
 from nahida.envelope import ChatKey
 from nahida.errors import ProviderError
-from nahida.memory import write
+from nahida.memory import extract, write
 from nahida.memory.dream import guards, prompt, proposals
 from nahida.memory.dream.guards import Batch
 from nahida.memory.dream.proposals import Malformed, ProposedOp
@@ -57,6 +58,7 @@ ANSWER_TOKENS = 4096
 TOUCHED_ITEMS = 30  # memories shown per call
 QUERY_CHARS = 4000  # of the turns' text, for finding the memories they touch
 REPORT_LIMIT = 300  # proposals kept in a run's report (`fates` counts them all)
+CLOCK_SKEW = 86400.0  # a turn's time (the platform's clock) may run ahead of the bot's this much
 
 
 @dataclass(frozen=True, slots=True)
@@ -289,7 +291,8 @@ class Dreaming:
         ops, problem = await self._ask(messages, tally)
         if ops is None:
             bound.warning("dream_answer_unusable", error=problem)
-            checked = await asyncio.to_thread(proposals.from_rules, key, turns, self.tz)
+            unread = await self._unextracted(chat, turns)
+            checked = await asyncio.to_thread(proposals.from_rules, key, unread, self.tz)
         else:
             named = {op.item for op in ops if op.item}
             items = await self.store.read(lambda tx: _named(tx, named, sees))
@@ -313,6 +316,21 @@ class Dreaming:
         self.changed()
         return done, problem
 
+    async def _unextracted(self, chat: str, turns: Sequence[Turn]) -> list[Turn]:
+        """The people's turns rule extraction has not read yet. It leaves a candidate for every
+        statement it finds (whatever became of it), live or in an import, and finds nothing
+        again in a turn where it found nothing; read again, an old turn only churns what is
+        known since."""
+        said = [t for t in turns if t.role == "user" and t.speaker]
+        if not said:
+            return []
+        ids = [t.id for t in said]
+        since = min(t.time.timestamp() for t in said) - CLOCK_SKEW
+        read = await self.store.read(
+            lambda tx: tx.candidates.cited_turns(extract.SOURCE, chat, ids, since)
+        )
+        return [t for t in said if t.id not in read]
+
     async def _ask(
         self, messages: tuple[Message, ...], tally: _Tally
     ) -> tuple[list[ProposedOp] | None, str | None]:
@@ -326,7 +344,10 @@ class Dreaming:
             try:
                 return proposals.read(again, finish), None
             except Malformed as second:
-                return None, f"unusable answer ({first}); again ({second}): rule extraction"
+                return None, (
+                    f"unusable answer ({first}); again ({second}): rule extraction of the turns"
+                    " it had not read"
+                )
 
     async def _call(self, messages: tuple[Message, ...], tally: _Tally) -> tuple[str, str]:
         assert self.model is not None

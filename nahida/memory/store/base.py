@@ -372,6 +372,12 @@ class CandidateRows(Protocol):
     def proposed(self, after: tuple[float, str], before: float, limit: int) -> list[CandidateNote]:
         """Candidates by (created_at, id) after `after`, created before `before`, oldest first."""
 
+    def cited_turns(
+        self, source: str, chat: str, turn_ids: Sequence[int], since: float
+    ) -> set[int]:
+        """The turns among `turn_ids` (of `chat`) that a candidate of `source` created at or
+        after `since` cites as evidence."""
+
     def decided(self, after: tuple[float, str], before: float, limit: int) -> list[CandidateNote]:
         """Candidates decided after they were proposed (a review), by (decided_at, id) after
         `after`, decided before `before`, oldest decision first."""

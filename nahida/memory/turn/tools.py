@@ -132,6 +132,7 @@ class MemoryTools:
             candidate = candidates.proactive(
                 _text(args, "content"),
                 _text(args, "category"),
+                at=envelope.time.timestamp(),  # when it was said, as the turns are dated
                 chat=envelope.chat,
                 user=envelope.sender.user,
                 message_id=envelope.message_id,

@@ -340,6 +340,20 @@ class CandidateTable:
         )
         return [_note(r) for r in found]
 
+    def cited_turns(
+        self, source: str, chat: str, turn_ids: Sequence[int], since: float
+    ) -> set[int]:
+        if not turn_ids:
+            return set()
+        found = self.conn.execute(
+            "SELECT DISTINCT json_extract(e.value, '$.turn_id') FROM memory_candidates AS c,"
+            " json_each(c.evidence) AS e WHERE c.created_at >= ? AND c.source = ?"
+            " AND json_extract(e.value, '$.chat') = ?"
+            f" AND json_extract(e.value, '$.turn_id') IN ({', '.join('?' * len(turn_ids))})",
+            (since, source, chat, *turn_ids),
+        )
+        return {int(r[0]) for r in found}
+
     def decided(self, after: tuple[float, str], before: float, limit: int) -> list[CandidateNote]:
         found = self.conn.execute(
             "SELECT * FROM memory_candidates WHERE decided_at > created_at"
