@@ -3,7 +3,6 @@ review answer says what accepting really did (an archive is no new memory)."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from nahida.app import App, Paths
@@ -66,7 +65,9 @@ async def test_accepting_a_reviewed_archive_says_the_memory_was_archived(
 
     scope = f"chat:{GROUP}"
     for lang, text in (("zh", "周五交周报"), ("en", "Standup is at ten")):
-        (item_id,) = re.findall(r"m_[0-9a-f]{6}", await say(f"/memory remember {text}"))
+        extracted = Candidate(scope, "fact", text, "rule_extract", confidence=0.9)
+        item_id = (await memory.items.propose(extracted, "test")).item_id
+        assert item_id is not None
         archive = Candidate(
             scope=scope, kind="fact", content=text, source="llm_dream", op="archive", target=item_id
         )
