@@ -1,7 +1,8 @@
 """Hostile OneBot frames, sent raw over the wire by every way events come in (reverse WS, forward
 WS, HTTP POST): a frame nested too deeply for the JSON parser is skipped with a log line and the
 link stays up; lone surrogates, NUL and other control characters are cleaned out of a message
-that is then answered and stored."""
+that is then answered and stored; a CQ string built to make the parser backtrack does not stall
+the bot."""
 
 from __future__ import annotations
 
@@ -143,4 +144,16 @@ async def test_invalid_utf8_in_a_posted_event_is_replaced_not_refused(tmp_path: 
         body = frame(link.impl.private_message(USER, "bad byte: XX"))
         await link.send(body.replace(b"XX", b"\xff\xfe"))
         assert await answers(link, 1) == ["echo: bad byte: \ufffd\ufffd"]
+        assert link.up()
+
+
+async def test_a_cq_string_made_to_backtrack_does_not_stall_the_bot(tmp_path: Path) -> None:
+    # every `[CQ:` opens a code that never closes: a backtracking parser tries each one to the
+    # end of the text (minutes for this one), and the bot's one event loop waits with it
+    async with linked(tmp_path, "reverse_ws") as link:
+        hostile = "[CQ:a,b=c" * 20_000
+        await link.send(frame(link.impl.private_message(USER, hostile)))
+        await link.send(frame(link.impl.private_message(USER, "after it")))
+        replies = await answers(link, 2)
+        assert replies[1] == "echo: after it"
         assert link.up()
