@@ -3,8 +3,9 @@
     implementation ──reverse WS / forward WS / HTTP POST──▶ inbound queue ──▶ _handle ──▶ submit
                    ◀──────── WS action / HTTP API ────────── send(reply)
 
-Every transport (see `reverse.py`, `forward.py`) hands raw event objects to one inbound queue;
-a single task parses them in arrival order, drops duplicates (`events.dedup_key`, bounded), the
+Every transport (see `reverse.py`, `forward.py`) hands raw event objects to one inbound queue,
+which stamps their arrival (`Envelope.received`: the platform's clock may be off); a single task
+parses them in arrival order, drops duplicates (`events.dedup_key`, bounded), the
 bot's own messages and malformed events, and turns messages into `Envelope`s: addressing
 (`addressing.py`), the sender's group role (`roles.py`), mentions and the reply target. Notices
 (recall, poke, member changes) are logged, not submitted: they carry no words to answer, and a
@@ -173,13 +174,13 @@ class OneBotAdapter:
 
     async def _process(self, submit: Submit) -> None:
         while True:
-            data = await self.inbound.get()
+            received, data = await self.inbound.get()
             try:
-                await self._handle(data, submit)
+                await self._handle(data, submit, received)
             except Exception:
                 log.exception("onebot_event_failed", post_type=data.get("post_type"))
 
-    async def _handle(self, data: dict[str, Any], submit: Submit) -> None:
+    async def _handle(self, data: dict[str, Any], submit: Submit, received: float) -> None:
         try:
             event = parse_event(data)
         except EventError as exc:
@@ -196,7 +197,7 @@ class OneBotAdapter:
             if event.from_self:
                 self.counters.own_messages += 1
                 return
-            envelope = await self.envelope(event)
+            envelope = await self.envelope(event, received)
             self._route(str(envelope.chat), event.self_id)
             await submit(envelope)
         elif isinstance(event, NoticeEvent):
@@ -220,8 +221,9 @@ class OneBotAdapter:
             user=event.user_id,
         )
 
-    async def envelope(self, event: MessageEvent) -> Envelope:
-        """The envelope for one message event (addressing may ask the implementation)."""
+    async def envelope(self, event: MessageEvent, received: float | None = None) -> Envelope:
+        """The envelope for one message event that arrived at `received` (seconds since the
+        epoch; None: now); addressing may ask the implementation."""
 
         async def reply_sender(message_id: str) -> str | None:
             return await self._reply_sender(event.self_id, message_id)
@@ -241,20 +243,21 @@ class OneBotAdapter:
             role = await self.roles.role(
                 event.self_id, event.group_id, event.user_id, event.sender.role
             )
-        when = _when(event.time)
+        arrived = datetime.now(UTC) if received is None else datetime.fromtimestamp(received, UTC)
         return Envelope(
             platform=PLATFORM,
             self_id=event.self_id,
             chat=chat,
             sender=Sender(UserKey(PLATFORM, event.user_id), name, role),
             message_id=event.message_id,
-            time=when,
+            time=_when(event.time, arrived),
             segments=to_segments(found.segments),
             text=found.text,
             to_me=found.to_me,
             reply_to=found.reply_to,
             mentions=tuple(str(UserKey(PLATFORM, m)) for m in found.mentions),
             raw=event.raw,
+            received=arrived,
         )
 
     async def _reply_sender(self, self_id: str, message_id: str) -> str | None:
@@ -326,12 +329,9 @@ EARLIEST = datetime(2010, 1, 1, tzinfo=UTC)  # before this an event time is nons
 FUTURE = timedelta(minutes=5)  # clock skew tolerated; later than this is nonsense too
 
 
-def _when(epoch: float | None) -> datetime:
-    """The event's time; now (when it was accepted) when it is missing or nonsense.
-
-    `bot.max_reply_delay` measures a message's wait from this, so a wrong clock must not make
-    every message look hours old (or ms taken for s, far in the future)."""
-    now = datetime.now(UTC)
+def _when(epoch: float | None, now: datetime) -> datetime:
+    """The event's time, which history records; `now` (when it arrived) when it is missing or
+    nonsense (before 2010, or ms taken for s: far in the future)."""
     if epoch:
         try:
             when = datetime.fromtimestamp(epoch, UTC)
