@@ -4,7 +4,9 @@ Secrets are masked in the config it prints. Provider reachability is checked by 
 (no tokens spent). The embedder says how `memory.embedding.backend` was resolved (the local model,
 the `embed` route, or none: lexical recall only). When the database exists, the latest run of each
 background job is shown, and how many vectors are stored and pending. Dreaming: off, no model, or
-its last run and when the next scheduled one is due.
+its last run and when the next scheduled one is due. Each enabled channel that has a check says
+whether it may start: OneBot without `access_token` fails it when reachable beyond this machine
+(`nahida run` refuses it) and warns on loopback.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import typer
 from nahida.app import (
     Paths,
     build_provider,
+    channel_checks,
     choose_embedder,
     open_memory,
     store_capabilities,
@@ -171,9 +174,15 @@ async def diagnose(config: Config, paths: Paths) -> dict[str, Any]:
         "compaction_failing": failing,
         "dreaming": dreaming,
         "queue": queue,
+        "channels": _channels(config),
         "config": masked_dump(config),
     }
-    report["ok"] = caps.fts and jieba_ok and all(p["reachable"] for p in providers)
+    report["ok"] = (
+        caps.fts
+        and jieba_ok
+        and all(p["reachable"] for p in providers)
+        and all(c["level"] != "error" for c in report["channels"])
+    )
     return report
 
 
@@ -209,6 +218,9 @@ def render(report: dict[str, Any]) -> str:
             f" {f['failures']}× (last at {f['at']}: {f['last_error']}); its turns are kept and"
             " it is retried"
         )
+    for c in report["channels"]:
+        refused = "; `nahida run` refuses to start" if c["level"] == "error" else ""
+        lines.append(f"{mark(c['level'] == 'ok')}{c['channel']}: {c['line']}{refused}")
     lines.append(_dreaming_line(report["dreaming"]))
     lines.append(queue_line(report["queue"]))
     lines.append("paths: " + ", ".join(f"{k}={v}" for k, v in report["paths"].items()))
@@ -229,6 +241,15 @@ def render(report: dict[str, Any]) -> str:
     dumped = yaml.safe_dump(report["config"], allow_unicode=True, sort_keys=False)
     lines.extend("  " + line for line in dumped.splitlines())
     return "\n".join(lines)
+
+
+def _channels(config: Config) -> list[dict[str, str]]:
+    """Each enabled channel's own check (OneBot: whether a token guards it, and where it
+    listens): ok, warn, or error (`nahida run` refuses such a channel)."""
+    return [
+        {"channel": name, "level": level, "line": line}
+        for name, level, line in channel_checks(config)
+    ]
 
 
 def queue_line(queue: Queue) -> str:

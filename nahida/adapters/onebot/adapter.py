@@ -59,11 +59,12 @@ from nahida.adapters.onebot.reverse import ReverseEndpoints
 from nahida.adapters.onebot.roles import MemberRoles
 from nahida.config import Config
 from nahida.envelope import ChatKey, Envelope, Reply, Role, Sender, UserKey
-from nahida.errors import AdapterError
+from nahida.errors import AdapterError, ConfigError
 
 log = structlog.get_logger(__name__)
 
 PLATFORM = "onebot"
+TOKEN_KEY = "channels.onebot.access_token"
 ROUTES = 10_000  # chats whose answering account is remembered
 MAX_PAUSE = 10.0  # seconds a reader may stop reading its socket at a time
 
@@ -72,8 +73,16 @@ class OneBotAdapter:
     platform = PLATFORM
 
     def __init__(
-        self, settings: OneBotConfig, *, nicknames: tuple[str, ...] = (), bot_name: str = ""
+        self,
+        settings: OneBotConfig,
+        *,
+        nicknames: tuple[str, ...] = (),
+        bot_name: str = "",
+        server_host: str = "127.0.0.1",
     ) -> None:
+        self.access = onebot_config.access(settings, server_host)
+        if self.access.level == "error":  # anyone who reaches it would speak for the account
+            raise ConfigError(self.access.reason, key=TOKEN_KEY)
         self.settings = settings
         self.bot_name = bot_name
         self.counters = Counters()
@@ -102,6 +111,8 @@ class OneBotAdapter:
         await self.registry.close_all("server shutting down")
 
     async def run(self, submit: Submit) -> None:
+        if self.access.level == "warn":
+            log.warning("onebot_access_token_empty", key=TOKEN_KEY, reason=self.access.reason)
         session: aiohttp.ClientSession | None = None
         try:
             async with asyncio.TaskGroup() as group:
@@ -345,4 +356,16 @@ def _when(epoch: float | None, now: datetime) -> datetime:
 def build(section: dict[str, Any], config: Config) -> OneBotAdapter:
     """The adapter for `channels.onebot` (called by `nahida.app`)."""
     settings = onebot_config.load(section)
-    return OneBotAdapter(settings, nicknames=tuple(config.bot.nicknames), bot_name=config.bot.name)
+    return OneBotAdapter(
+        settings,
+        nicknames=tuple(config.bot.nicknames),
+        bot_name=config.bot.name,
+        server_host=config.server.host,
+    )
+
+
+def check(section: dict[str, Any], config: Config) -> tuple[str, str]:
+    """For `nahida doctor`: the level (ok, warn, error) of the channel's access check, and a
+    line saying why."""
+    found = onebot_config.access(onebot_config.load(section), config.server.host)
+    return found.level, f"{TOKEN_KEY}: {found.reason}"
