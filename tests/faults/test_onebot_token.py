@@ -73,6 +73,7 @@ def test_a_channel_open_beyond_loopback_without_a_token_does_not_start(
         ("::1", {"mode": "reverse_ws"}),
         ("0.0.0.0", {"mode": "forward_ws", "url": "ws://127.0.0.1:3001/"}),  # we only dial out
         ("0.0.0.0", {"mode": "forward_ws", "url": f"ws://{ELSEWHERE}:3001/", "access_token": "t"}),
+        ("127.0.0.1", {"mode": "forward_ws", "url": f"ws://{ELSEWHERE}:3001/?access_token=t"}),
     ],
 )
 def test_a_token_or_loopback_lets_the_channel_start(host: str, channel: dict[str, Any]) -> None:

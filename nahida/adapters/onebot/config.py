@@ -27,7 +27,7 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass
 from typing import Any, Literal
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
 
@@ -133,15 +133,19 @@ def access(settings: OneBotConfig, server_host: str) -> Access:
             f"required while server.host {server_host!r} lets other machines connect ({fix},"
             " or bind server.host to 127.0.0.1)",
         )
-    # forward_ws and the HTTP API: we connect to the implementation, with the token
+    # forward_ws and the HTTP API: we connect to the implementation, with the token (a forward
+    # URL may carry it in its query instead)
     urls = [url for url, _ in settings.forward_urls()] if settings.mode != "reverse_ws" else []
+    carried = bool(urls) and all(parse_qs(urlsplit(url).query).get("access_token") for url in urls)
     for url in urls:
         parts = urlsplit(url)
-        if not token and not is_loopback(parts.hostname):
+        if not (token or carried) and not is_loopback(parts.hostname):
             shown = parts._replace(query="").geturl()
             return Access("error", f"required while {shown} is on another machine ({fix})")
-    if token or signed:
-        return Access("ok", "set" if token else "empty, but events must be signed with `secret`")
+    if token or carried:
+        return Access("ok", "set" if token else "empty, but the URL carries one")
+    if signed:
+        return Access("ok", "empty, but events must be signed with `secret`")
     return Access(
         "warn",
         f"empty: any program on this machine can act as the QQ account's implementation ({fix})",
