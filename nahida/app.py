@@ -307,6 +307,21 @@ def platform_adapters(config: Config, source: str = "config") -> list[Adapter]:
     return adapters
 
 
+def channel_checks(config: Config) -> list[tuple[str, str, str]]:
+    """(channel, level, line) for each enabled channel whose module has a `check(section,
+    config)` (OneBot: who may connect), for `nahida doctor`; level is ok, warn or error."""
+    found = []
+    for name, section in config.channels.items():
+        if section.get("enabled", False) and name in CHANNELS:
+            check = getattr(importlib.import_module(CHANNELS[name]), "check", None)
+            if check is not None:
+                try:
+                    found.append((name, *check(section, config)))
+                except ConfigError as exc:
+                    found.append((name, "error", str(exc)))
+    return found
+
+
 def store_in_process(config: Config) -> bool:
     """Whether the bot runs its store in a process of its own: `memory.store_process`, where
     this system can (a child over inherited sockets: POSIX)."""

@@ -67,8 +67,9 @@ class BotConfig(_Model):
     # 心理与情绪 (emotions) filled in their people's profiles by background extraction.
     chat_modes: dict[str, Literal["assistant", "companion"]] = Field(default_factory=dict)
     timezone: str | None = None  # IANA name, e.g. "Asia/Shanghai"; None: the system's zone
-    # a message older than this (seconds since its event time) when its turn comes gets a short
-    # apology instead of a stale answer; 0 turns this off
+    # a message that waited longer than this (seconds since Nahida received it, whatever the
+    # platform's clock says) when its turn comes gets a short apology instead of a stale answer;
+    # 0 turns this off
     max_reply_delay: float = Field(60.0, ge=0, le=86_400)
 
     @field_validator("timezone")

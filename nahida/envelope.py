@@ -2,12 +2,15 @@
 
 `ChatKey` is `platform:kind:id` with kind `private` or `group`; `UserKey` is `platform:user_id`.
 An `Envelope` is one inbound platform message, normalised; a `Reply` is one outbound message.
+An envelope has two times: `time`, the platform's (what history records), and `received`, when
+Nahida took the message in (what `bot.max_reply_delay` measures the wait from: a platform whose
+clock is off must not make every message look late).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Literal
 
@@ -120,10 +123,11 @@ class Envelope:
     reply_to: str | None = None
     mentions: tuple[str, ...] = ()
     raw: dict[str, Any] | None = field(default=None, compare=False, repr=False)
+    received: datetime = field(default_factory=lambda: datetime.now(UTC), compare=False)
 
     def __post_init__(self) -> None:
-        if self.time.tzinfo is None:
-            raise ValueError("envelope time must be timezone-aware")
+        if self.time.tzinfo is None or self.received.tzinfo is None:
+            raise ValueError("envelope times must be timezone-aware")
 
     @property
     def dedup_key(self) -> tuple[str, str, str]:

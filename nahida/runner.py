@@ -2,9 +2,10 @@
 
     decide → (command → reply) | (persist → context → model → reply → persist → post-turn work)
 
-Overload: a message that waited longer than `max_reply_delay` seconds (from its event time) before
-its turn came is stored and fed to the hooks as usual but answered with a short apology instead
-of a model call (`reply_too_late` in the log); commands are answered as usual.
+Overload: a message that waited longer than `max_reply_delay` seconds (since Nahida received it,
+not since the platform's event time) before its turn came is stored and fed to the hooks as usual
+but answered with a short apology instead of a model call (`reply_too_late` in the log); commands
+are answered as usual.
 
 Commands are answered without entering the conversation history. This module only knows the
 order; each step lives in its own module (policy, memory, prompt, tools, hooks). Post-turn hooks
@@ -215,11 +216,12 @@ class SessionRunner:
         return f"{text[:limit].rstrip()}…\n{note}"
 
     def _late_by(self, envelope: Envelope) -> float | None:
-        """How long the message waited, when that is longer than `max_reply_delay`."""
+        """How long the message waited since Nahida received it (not since the platform's event
+        time: its clock may be off), when that is longer than `max_reply_delay`."""
         limit = self.settings.max_reply_delay
         if limit <= 0:
             return None
-        delay = time.time() - envelope.time.timestamp()
+        delay = time.time() - envelope.received.timestamp()
         return delay if delay > limit else None
 
     def _over_limit(self, envelope: Envelope) -> bool:

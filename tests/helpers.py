@@ -31,6 +31,7 @@ def envelope(
     role: Role = Role.MEMBER,
     message_id: str | None = None,
     time: datetime | None = None,
+    received: datetime | None = None,
 ) -> Envelope:
     return Envelope(
         platform=chat.split(":", 1)[0],
@@ -42,6 +43,7 @@ def envelope(
         segments=(Segment.plain(text),),
         text=text,
         to_me=to_me,
+        received=received or datetime.now(UTC),
     )
 
 

@@ -5,7 +5,9 @@ Secrets are masked in the config it prints. Provider reachability is checked by 
 the `embed` route, or none: lexical recall only). When the database exists, the latest run of each
 background job is shown, and how many vectors are stored and pending. Dreaming: off, no model, or
 its last run and when the next scheduled one is due. The database file is checked whole (`PRAGMA
-quick_check`); a damaged one is reported with what to do, and nothing else is read from it.
+quick_check`); a damaged one is reported with what to do, and nothing else is read from it. Each
+enabled channel that has a check says whether it may start: OneBot without `access_token` fails it
+when reachable beyond this machine (`nahida run` refuses it) and warns on loopback.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import typer
 from nahida.app import (
     Paths,
     build_provider,
+    channel_checks,
     choose_embedder,
     database_problems,
     open_memory,
@@ -202,10 +205,15 @@ async def diagnose(config: Config, paths: Paths) -> dict[str, Any]:
         "compaction_failing": failing,
         "dreaming": dreaming,
         "queue": queue,
+        "channels": _channels(config),
         "config": masked_dump(config),
     }
     report["ok"] = (
-        caps.fts and jieba_ok and database["ok"] and all(p["reachable"] for p in providers)
+        caps.fts
+        and jieba_ok
+        and database["ok"]
+        and all(p["reachable"] for p in providers)
+        and all(c["level"] != "error" for c in report["channels"])
     )
     return report
 
@@ -261,6 +269,9 @@ def render(report: dict[str, Any]) -> str:
             f" {f['failures']}× (last at {f['at']}: {f['last_error']}); its turns are kept and"
             " it is retried"
         )
+    for c in report["channels"]:
+        refused = "; `nahida run` refuses to start" if c["level"] == "error" else ""
+        lines.append(f"{mark(c['level'] == 'ok')}{c['channel']}: {c['line']}{refused}")
     lines.append(_dreaming_line(report["dreaming"]))
     lines.append(queue_line(report["queue"]))
     lines.append("paths: " + ", ".join(f"{k}={v}" for k, v in report["paths"].items()))
@@ -281,6 +292,15 @@ def render(report: dict[str, Any]) -> str:
     dumped = yaml.safe_dump(report["config"], allow_unicode=True, sort_keys=False)
     lines.extend("  " + line for line in dumped.splitlines())
     return "\n".join(lines)
+
+
+def _channels(config: Config) -> list[dict[str, str]]:
+    """Each enabled channel's own check (OneBot: whether a token guards it, and where it
+    listens): ok, warn, or error (`nahida run` refuses such a channel)."""
+    return [
+        {"channel": name, "level": level, "line": line}
+        for name, level, line in channel_checks(config)
+    ]
 
 
 def queue_line(queue: Queue) -> str:

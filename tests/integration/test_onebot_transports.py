@@ -26,7 +26,8 @@ async def test_forward_connects_learns_its_account_and_answers() -> None:
         async with running_adapter(mode="forward_ws", url=url, access_token=TOKEN) as bot:
             (sock,) = await impl.wait_forward()
             await bot.wait_for(lambda: bot.adapter.registry.api(str(BOT)) is not None)
-            assert impl.calls_of("get_login_info")  # how it learned which account this is
+            # how it learned which account this is (the lifecycle event may register it first)
+            await impl.wait_calls("get_login_info")
             await sock.send(impl.group_message(20001, 30001, [at(BOT), text(" hi")]))
             env = await bot.next_envelope()
             assert env.to_me and env.text == "hi"

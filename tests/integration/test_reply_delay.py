@@ -29,12 +29,12 @@ async def test_an_old_message_gets_the_apology_no_model_call_and_is_recorded(
 ) -> None:
     app, recorder, echo = make_app(tmp_path, language=language, max_reply_delay=60)
     chat = "test:group:g1"
-    old = datetime.now(UTC) - timedelta(seconds=90)
+    old = datetime.now(UTC) - timedelta(seconds=90)  # received then, answered only now
     try:
-        await app.runner.handle(envelope("还在吗", chat=chat, to_me=True, time=old))
+        await app.runner.handle(envelope("还在吗", chat=chat, to_me=True, received=old))
         assert recorder.sent == [t("reply_too_late", language)]  # type: ignore[arg-type]
         assert echo.calls == 0
-        await app.runner.handle(envelope("/help", chat=chat, to_me=True, time=old))
+        await app.runner.handle(envelope("/help", chat=chat, to_me=True, received=old))
         assert len(recorder.sent) == 2 and recorder.sent[1] != recorder.sent[0]  # commands answer
         await app.runner.handle(envelope("现在呢", chat=chat, to_me=True))
         assert recorder.sent[2] == "echo: Alice: 现在呢" and echo.calls == 1
@@ -50,7 +50,7 @@ async def test_zero_turns_the_apology_off(tmp_path: Path) -> None:
     app, recorder, echo = make_app(tmp_path, max_reply_delay=0)
     old = datetime.now(UTC) - timedelta(hours=2)
     try:
-        await app.runner.handle(envelope("hi", to_me=True, time=old))
+        await app.runner.handle(envelope("hi", to_me=True, received=old))
         assert recorder.sent == ["echo: hi"] and echo.calls == 1
     finally:
         app.memory.close()

@@ -187,3 +187,12 @@ def test_private_reply_has_no_mention() -> None:
     chat = ChatKey("onebot", "private", "30001")
     reply = Reply.text(chat, "hi", mention=UserKey("onebot", "30001"))
     assert from_reply(reply) == [{"type": "text", "data": {"text": "hi"}}]
+
+
+code_parts = st.sampled_from(["[CQ:", "at", "qq=1", "a=b=c", ",", "]", "[", "=", "x y", "&#44;"])
+
+
+@given(st.lists(code_parts, max_size=16).map("".join))
+def test_parse_of_code_like_strings_agrees_with_nonebot(text: str) -> None:
+    # codes that open, nest, close early or never: where a code starts and ends is the oracle's
+    assert ours(text) == oracle(text)

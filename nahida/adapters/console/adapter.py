@@ -159,16 +159,18 @@ class ConsoleAdapter:
             self._stdout.flush()
 
     def _envelope(self, text: str) -> Envelope:
+        now = datetime.now(UTC)  # the line was read just now: sent and received at once
         return Envelope(
             platform=self.platform,
             self_id="console",
             chat=CHAT,
             sender=Sender(USER, self._user_name, Role.OWNER),
             message_id=f"console-{uuid.uuid4().hex[:16]}",
-            time=datetime.now(UTC),
+            time=now,
             segments=(Segment.plain(text),),
             text=text,
             to_me=True,
+            received=now,
         )
 
     async def send(self, reply: Reply) -> str | None:

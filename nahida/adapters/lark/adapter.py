@@ -15,7 +15,9 @@ message or sends to the chat, each message with its own `uuid`.
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
+from datetime import UTC, datetime
 from typing import Any
 
 import structlog
@@ -75,7 +77,8 @@ class LarkAdapter:
         self.webhook: WebhookReceiver | None = None
         self.connection: LongConnection | None = None
         self.duplicates = 0
-        self._inbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue(inbox_size)
+        # events with the time they arrived (the wait before an answer is measured from it)
+        self._inbox: asyncio.Queue[tuple[float, dict[str, Any]]] = asyncio.Queue(inbox_size)
         self._seen = RecentIds(SEEN_EVENTS)
         self._sent = RecentIds(SENT_MESSAGES)
 
@@ -106,7 +109,7 @@ class LarkAdapter:
             log.info("lark_duplicate_event_dropped", key=key)
             return True
         try:
-            self._inbox.put_nowait(raw)
+            self._inbox.put_nowait((time.time(), raw))
         except asyncio.QueueFull:
             log.warning("lark_inbox_full", size=self._inbox.maxsize)
             return False
@@ -156,16 +159,18 @@ class LarkAdapter:
 
     async def _consume(self, identity: BotIdentity, submit: Submit) -> None:
         while True:
-            raw = await self._inbox.get()
+            received, raw = await self._inbox.get()
             try:
-                envelope = await self._envelope(identity, raw)
+                envelope = await self._envelope(identity, raw, received)
             except Exception:
                 log.exception("lark_event_unusable", key=event_key(raw))
                 continue
             if envelope is not None:
                 await submit(envelope)
 
-    async def _envelope(self, identity: BotIdentity, raw: dict[str, Any]) -> Envelope | None:
+    async def _envelope(
+        self, identity: BotIdentity, raw: dict[str, Any], received: float
+    ) -> Envelope | None:
         event = parse_message_event(raw)
         if event is None:
             log.warning("lark_message_event_malformed", key=event_key(raw))
@@ -180,6 +185,7 @@ class LarkAdapter:
             name=await self.directory.name(event.sender_open_id),
             role=role,
             replies_to_bot=event.parent_id is not None and event.parent_id in self._sent,
+            received=datetime.fromtimestamp(received, UTC),
         )
 
     # -- sending -----------------------------------------------------------------------------

@@ -131,7 +131,9 @@ def to_envelope(
     name: str = "",
     role: Role = Role.MEMBER,
     replies_to_bot: bool = False,
+    received: datetime | None = None,
 ) -> Envelope:
+    """The envelope of a message event that arrived at `received` (None: now)."""
     segments, text = parse_content(
         event.message_type, event.content, event.mentions, identity.open_id
     )
@@ -149,6 +151,7 @@ def to_envelope(
         reply_to=event.parent_id,
         mentions=tuple(str(UserKey(PLATFORM, m.open_id)) for m in event.mentions if m.open_id),
         raw=event.raw,
+        received=received or datetime.now(UTC),
     )
 
 

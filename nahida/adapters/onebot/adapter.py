@@ -3,8 +3,9 @@
     implementation ──reverse WS / forward WS / HTTP POST──▶ inbound queue ──▶ _handle ──▶ submit
                    ◀──────── WS action / HTTP API ────────── send(reply)
 
-Every transport (see `reverse.py`, `forward.py`) hands raw event objects to one inbound queue;
-a single task parses them in arrival order, drops duplicates (`events.dedup_key`, bounded), the
+Every transport (see `reverse.py`, `forward.py`) hands raw event objects to one inbound queue,
+which stamps their arrival (`Envelope.received`: the platform's clock may be off); a single task
+parses them in arrival order, drops duplicates (`events.dedup_key`, bounded), the
 bot's own messages and malformed events, and turns messages into `Envelope`s: addressing
 (`addressing.py`), the sender's group role (`roles.py`), mentions and the reply target. Notices
 (recall, poke, member changes) are logged, not submitted: they carry no words to answer, and a
@@ -58,11 +59,12 @@ from nahida.adapters.onebot.reverse import ReverseEndpoints
 from nahida.adapters.onebot.roles import MemberRoles
 from nahida.config import Config
 from nahida.envelope import ChatKey, Envelope, Reply, Role, Sender, UserKey
-from nahida.errors import AdapterError
+from nahida.errors import AdapterError, ConfigError
 
 log = structlog.get_logger(__name__)
 
 PLATFORM = "onebot"
+TOKEN_KEY = "channels.onebot.access_token"
 ROUTES = 10_000  # chats whose answering account is remembered
 MAX_PAUSE = 10.0  # seconds a reader may stop reading its socket at a time
 
@@ -71,8 +73,16 @@ class OneBotAdapter:
     platform = PLATFORM
 
     def __init__(
-        self, settings: OneBotConfig, *, nicknames: tuple[str, ...] = (), bot_name: str = ""
+        self,
+        settings: OneBotConfig,
+        *,
+        nicknames: tuple[str, ...] = (),
+        bot_name: str = "",
+        server_host: str = "127.0.0.1",
     ) -> None:
+        self.access = onebot_config.access(settings, server_host)
+        if self.access.level == "error":  # anyone who reaches it would speak for the account
+            raise ConfigError(self.access.reason, key=TOKEN_KEY)
         self.settings = settings
         self.bot_name = bot_name
         self.counters = Counters()
@@ -101,6 +111,8 @@ class OneBotAdapter:
         await self.registry.close_all("server shutting down")
 
     async def run(self, submit: Submit) -> None:
+        if self.access.level == "warn":
+            log.warning("onebot_access_token_empty", key=TOKEN_KEY, reason=self.access.reason)
         session: aiohttp.ClientSession | None = None
         try:
             async with asyncio.TaskGroup() as group:
@@ -173,13 +185,13 @@ class OneBotAdapter:
 
     async def _process(self, submit: Submit) -> None:
         while True:
-            data = await self.inbound.get()
+            received, data = await self.inbound.get()
             try:
-                await self._handle(data, submit)
+                await self._handle(data, submit, received)
             except Exception:
                 log.exception("onebot_event_failed", post_type=data.get("post_type"))
 
-    async def _handle(self, data: dict[str, Any], submit: Submit) -> None:
+    async def _handle(self, data: dict[str, Any], submit: Submit, received: float) -> None:
         try:
             event = parse_event(data)
         except EventError as exc:
@@ -196,7 +208,7 @@ class OneBotAdapter:
             if event.from_self:
                 self.counters.own_messages += 1
                 return
-            envelope = await self.envelope(event)
+            envelope = await self.envelope(event, received)
             self._route(str(envelope.chat), event.self_id)
             await submit(envelope)
         elif isinstance(event, NoticeEvent):
@@ -220,8 +232,9 @@ class OneBotAdapter:
             user=event.user_id,
         )
 
-    async def envelope(self, event: MessageEvent) -> Envelope:
-        """The envelope for one message event (addressing may ask the implementation)."""
+    async def envelope(self, event: MessageEvent, received: float | None = None) -> Envelope:
+        """The envelope for one message event that arrived at `received` (seconds since the
+        epoch; None: now); addressing may ask the implementation."""
 
         async def reply_sender(message_id: str) -> str | None:
             return await self._reply_sender(event.self_id, message_id)
@@ -241,20 +254,21 @@ class OneBotAdapter:
             role = await self.roles.role(
                 event.self_id, event.group_id, event.user_id, event.sender.role
             )
-        when = _when(event.time)
+        arrived = datetime.now(UTC) if received is None else datetime.fromtimestamp(received, UTC)
         return Envelope(
             platform=PLATFORM,
             self_id=event.self_id,
             chat=chat,
             sender=Sender(UserKey(PLATFORM, event.user_id), name, role),
             message_id=event.message_id,
-            time=when,
+            time=_when(event.time, arrived),
             segments=to_segments(found.segments),
             text=found.text,
             to_me=found.to_me,
             reply_to=found.reply_to,
             mentions=tuple(str(UserKey(PLATFORM, m)) for m in found.mentions),
             raw=event.raw,
+            received=arrived,
         )
 
     async def _reply_sender(self, self_id: str, message_id: str) -> str | None:
@@ -326,12 +340,9 @@ EARLIEST = datetime(2010, 1, 1, tzinfo=UTC)  # before this an event time is nons
 FUTURE = timedelta(minutes=5)  # clock skew tolerated; later than this is nonsense too
 
 
-def _when(epoch: float | None) -> datetime:
-    """The event's time; now (when it was accepted) when it is missing or nonsense.
-
-    `bot.max_reply_delay` measures a message's wait from this, so a wrong clock must not make
-    every message look hours old (or ms taken for s, far in the future)."""
-    now = datetime.now(UTC)
+def _when(epoch: float | None, now: datetime) -> datetime:
+    """The event's time, which history records; `now` (when it arrived) when it is missing or
+    nonsense (before 2010, or ms taken for s: far in the future)."""
     if epoch:
         try:
             when = datetime.fromtimestamp(epoch, UTC)
@@ -345,4 +356,16 @@ def _when(epoch: float | None) -> datetime:
 def build(section: dict[str, Any], config: Config) -> OneBotAdapter:
     """The adapter for `channels.onebot` (called by `nahida.app`)."""
     settings = onebot_config.load(section)
-    return OneBotAdapter(settings, nicknames=tuple(config.bot.nicknames), bot_name=config.bot.name)
+    return OneBotAdapter(
+        settings,
+        nicknames=tuple(config.bot.nicknames),
+        bot_name=config.bot.name,
+        server_host=config.server.host,
+    )
+
+
+def check(section: dict[str, Any], config: Config) -> tuple[str, str]:
+    """For `nahida doctor`: the level (ok, warn, error) of the channel's access check, and a
+    line saying why."""
+    found = onebot_config.access(onebot_config.load(section), config.server.host)
+    return found.level, f"{TOKEN_KEY}: {found.reason}"

@@ -13,12 +13,21 @@
         secret: ""                   # http: X-Signature HMAC-SHA1 of each POSTed body
 
 The remaining keys have defaults that suit NapCat, LLOneBot, Lagrange and go-cqhttp.
+
+Without `access_token` anyone who reaches the channel acts as the QQ account's implementation.
+`access` says how exposed a channel is: reachable beyond this machine without a token (reverse_ws
+or http on a `server.host` other than a loopback address or `localhost`, or a forward_ws / HTTP
+API `url` on another host) it is an error, and the channel does not start; on loopback only, a
+warning (`nahida doctor` shows either). In http mode a `secret` guards the POSTed events as well
+as a token does.
 """
 
 from __future__ import annotations
 
+import ipaddress
+from dataclasses import dataclass
 from typing import Any, Literal
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
 
@@ -86,6 +95,61 @@ class OneBotConfig(BaseModel):
 def _check_scheme(name: str, url: str, schemes: tuple[str, ...]) -> None:
     if url and urlsplit(url).scheme not in schemes:
         raise ValueError(f"{name} must be a {' or '.join(schemes)} URL, not {url!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class Access:
+    """Who may act as the implementation: `level` ok, warn (no token, loopback only) or error (no
+    token, reachable beyond this machine); `reason` follows the key `channels.onebot.access_token`
+    in messages."""
+
+    level: Literal["ok", "warn", "error"]
+    reason: str
+
+
+def is_loopback(host: str | None) -> bool:
+    """Whether `host` (an address or a name) reaches this machine only; any name but `localhost`
+    might resolve elsewhere, and an empty host or 0.0.0.0 listens on every interface."""
+    if not host:
+        return False
+    host = host.strip().strip("[]").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def access(settings: OneBotConfig, server_host: str) -> Access:
+    """How exposed the channel is, given the inbound server's `server.host`."""
+    token = bool(settings.token)
+    signed = settings.mode == "http" and bool(settings.secret.get_secret_value())
+    fix = "set a long random token, the same in the implementation"
+    listens = settings.mode in ("reverse_ws", "http")  # the implementation connects to us
+    if listens and not (token or signed) and not is_loopback(server_host):
+        return Access(
+            "error",
+            f"required while server.host {server_host!r} lets other machines connect ({fix},"
+            " or bind server.host to 127.0.0.1)",
+        )
+    # forward_ws and the HTTP API: we connect to the implementation, with the token (a forward
+    # URL may carry it in its query instead)
+    urls = [url for url, _ in settings.forward_urls()] if settings.mode != "reverse_ws" else []
+    carried = bool(urls) and all(parse_qs(urlsplit(url).query).get("access_token") for url in urls)
+    for url in urls:
+        parts = urlsplit(url)
+        if not (token or carried) and not is_loopback(parts.hostname):
+            shown = parts._replace(query="").geturl()
+            return Access("error", f"required while {shown} is on another machine ({fix})")
+    if token or carried:
+        return Access("ok", "set" if token else "empty, but the URL carries one")
+    if signed:
+        return Access("ok", "empty, but events must be signed with `secret`")
+    return Access(
+        "warn",
+        f"empty: any program on this machine can act as the QQ account's implementation ({fix})",
+    )
 
 
 def load(section: dict[str, Any]) -> OneBotConfig:

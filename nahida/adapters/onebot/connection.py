@@ -43,6 +43,7 @@ from nahida.adapters.onebot.api import (
 )
 from nahida.adapters.onebot.frames import Outbox
 from nahida.adapters.onebot.inbound import Inbound
+from nahida.adapters.onebot.payload import PayloadError, decode
 from nahida.errors import AdapterError
 
 log = structlog.get_logger(__name__)
@@ -214,9 +215,9 @@ class WsConnection:
     def _frame(self, text: str) -> None:
         self.counters.frames += 1
         try:
-            data = json.loads(text)
-        except ValueError:
-            self._malformed(text, "not JSON")
+            data = decode(text)
+        except PayloadError as exc:
+            self._malformed(text, exc.reason)
             return
         if not isinstance(data, dict):
             self._malformed(text, "not a JSON object")

@@ -1,10 +1,11 @@
 """The adapter's inbound queue: nothing is dropped; readers slow down instead (backpressure).
 
-Every event a transport receives is queued here for the adapter's single parsing task. The queue
-itself has no bound. At `high_water` events (the `queue_limit` setting) a WebSocket reader stops
-reading its socket after the frame it has, so the implementation's writes back up through TCP,
-and it reads again once the queue is down to `low_water` (half the mark). Three things keep a
-paused reader from deadlocking or killing its socket:
+Every event a transport receives is queued here for the adapter's single parsing task, with the
+time it arrived (the wait before an answer is measured from it). The queue itself has no bound.
+At `high_water` events (the `queue_limit` setting) a WebSocket reader stops reading its socket
+after the frame it has, so the implementation's writes back up through TCP, and it reads again
+once the queue is down to `low_water` (half the mark). Three things keep a paused reader from
+deadlocking or killing its socket:
 
 - A reader never pauses while one of its connection's action calls waits for an answer, and a
   call opened while it is paused wakes it (`WsConnection.call`). The parsing task itself makes
@@ -23,6 +24,8 @@ So events are lost only when memory runs out; the queue's peak is kept for the l
 from __future__ import annotations
 
 import asyncio
+import time
+from collections.abc import Callable
 from typing import Any
 
 import structlog
@@ -31,7 +34,13 @@ log = structlog.get_logger(__name__)
 
 
 class Inbound:
-    def __init__(self, high_water: int, *, max_pause: float = 10.0) -> None:
+    def __init__(
+        self,
+        high_water: int,
+        *,
+        max_pause: float = 10.0,
+        clock: Callable[[], float] = time.time,  # the arrival stamp: seconds since the epoch
+    ) -> None:
         if high_water < 1:
             raise ValueError(f"high_water must be at least 1, not {high_water}")
         self.high_water = high_water
@@ -40,7 +49,8 @@ class Inbound:
         self.peak = 0  # the most events ever waiting at once
         self.pauses = 0  # times a reader paused
         self.drains = 0  # times the queue fell back to low_water with readers paused or given up
-        self._queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self.clock = clock
+        self._queue: asyncio.Queue[tuple[float, dict[str, Any]]] = asyncio.Queue()
         self._held: set[asyncio.Event] = set()
         self._above = False  # crossed high_water since the last drain
 
@@ -52,7 +62,7 @@ class Inbound:
         return self._queue.qsize() >= self.high_water
 
     def put(self, data: dict[str, Any]) -> None:
-        self._queue.put_nowait(data)
+        self._queue.put_nowait((self.clock(), data))
         size = self._queue.qsize()
         if size > self.peak:
             self.peak = size
@@ -60,15 +70,16 @@ class Inbound:
             self._above = True
             log.warning("inbound_queue_high", waiting=size, high_water=self.high_water)
 
-    async def get(self) -> dict[str, Any]:
-        data = await self._queue.get()
+    async def get(self) -> tuple[float, dict[str, Any]]:
+        """The next event and when it arrived."""
+        arrived = await self._queue.get()
         if self._above and self._queue.qsize() <= self.low_water:
             self._above = False
             self.drains += 1
             for wake in self._held:
                 wake.set()
             log.info("inbound_queue_drained", waiting=self._queue.qsize())
-        return data
+        return arrived
 
     async def hold(self, wake: asyncio.Event) -> None:
         """Wait (a paused reader) until `wake` is set: by a drain, a call or a close."""

@@ -23,6 +23,8 @@ from nahida.envelope import Reply, Segment
 _CQ_CODE = re.compile(
     r"\[CQ:(?P<type>[a-zA-Z0-9_.\-]+)(?P<params>(?:,[a-zA-Z0-9_.\-]+=[^,\]]*)*),?\]"
 )
+_NAME = re.compile(r"[a-zA-Z0-9_.\-]+")  # a code's type, a parameter's key
+_PARAM = re.compile(r"[a-zA-Z0-9_.\-]+=")
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,22 +68,72 @@ def unescape(text: str) -> str:
 
 
 def parse_cq(text: str) -> list[MessageSegment]:
-    """Parse a CQ-code string; text between codes becomes text segments (empty ones dropped)."""
+    """Parse a CQ-code string; text between codes becomes text segments (empty ones dropped).
+
+    A code is `[CQ:type,key=value,...]` with an optional comma before the `]`; a `[CQ:` that does
+    not open one is text. Values hold no `,` or `]`, so a code ends at the first `]` after its
+    `[CQ:`: each stretch of text up to a `]` is searched once (`_code_in`), and a text full of
+    codes that never close costs no more than its length. (A regular expression tried at every
+    `[CQ:` reads on to the end of the text each time it fails: minutes for 200 kB.)"""
+    if "[CQ:" not in text:
+        return [MessageSegment.text(unescape(text))] if text else []
     segments: list[MessageSegment] = []
-    start = 0
-    for match in _CQ_CODE.finditer(text):
-        if match.start() > start:
-            segments.append(MessageSegment.text(unescape(text[start : match.start()])))
-        data: dict[str, Any] = {}
-        for param in match.group("params").split(","):
-            if param:
-                key, _, value = param.partition("=")
-                data[key] = unescape(value)
-        segments.append(MessageSegment(match.group("type"), data))
-        start = match.end()
+    start = 0  # where the text not yet taken begins
+    stretch = 0  # where the stretch before the next `]` begins
+    while (close := text.find("]", stretch)) != -1:
+        found = _code_in(text, stretch, close)
+        if found is not None:
+            at, code = found
+            if at > start:
+                segments.append(MessageSegment.text(unescape(text[start:at])))
+            segments.append(code)
+            start = close + 1
+        stretch = close + 1
     if start < len(text):
         segments.append(MessageSegment.text(unescape(text[start:])))
     return segments
+
+
+def _code_in(text: str, begin: int, close: int) -> tuple[int, MessageSegment] | None:
+    """The first code that ends at `close` (the first `]` after `begin`), and where it starts.
+
+    Split on commas, the stretch from its first `[CQ:` is `[CQ:type`, then `key=value` pieces,
+    then perhaps an empty piece (the optional comma). Only a `[CQ:` after which every piece is a
+    parameter can open the code, and in its piece it must be the last `[CQ:` (a type has no `[`):
+    so the pieces are checked from the end, once."""
+    first = text.find("[CQ:", begin, close)
+    if first == -1:
+        return None
+    match = _CQ_CODE.fullmatch(text, first, close + 1)
+    if match is not None:  # the usual case: the stretch's first `[CQ:` opens the code
+        params = match.group("params").split(",")[1:]
+        return first, MessageSegment(match.group("type"), _params(params))
+    pieces = text[first:close].split(",")
+    last = len(pieces) - 1
+    if last > 0 and not pieces[last]:
+        last -= 1  # the comma allowed before `]`
+    head = last  # the type is in `pieces[head]` or later: everything after it are parameters
+    while head > 0 and _PARAM.match(pieces[head]):
+        head -= 1
+    offset = first + sum(len(p) + 1 for p in pieces[:head])
+    for index in range(head, last + 1):
+        piece = pieces[index]
+        at = piece.rfind("[CQ:")
+        if at != -1 and _NAME.fullmatch(piece, at + 4):
+            return offset + at, MessageSegment(
+                piece[at + 4 :], _params(pieces[index + 1 : last + 1])
+            )
+        offset += len(piece) + 1
+    return None
+
+
+def _params(pieces: list[str]) -> dict[str, Any]:
+    """`key=value` pieces as data; a key splits on its first `=` only."""
+    data: dict[str, Any] = {}
+    for piece in pieces:
+        key, _, value = piece.partition("=")
+        data[key] = unescape(value)
+    return data
 
 
 def to_cq(segments: Iterable[MessageSegment]) -> str:

@@ -9,13 +9,14 @@ token. Any number of accounts may connect; each socket is served by the adapter.
 HTTP POST (`http_path`): each event is one POST. With a `secret`, `X-Signature: sha1=<hex>` must
 be the HMAC-SHA1 of the raw body (401 missing, 403 wrong); without one, a configured
 `access_token` is checked as above. The answer is 204 at once; replies go through the HTTP API.
+A body that holds no usable JSON (not JSON, nested too deeply, not an object) gets a 400 naming
+why; strings in the rest are cleaned as on the sockets (`payload.py`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -25,6 +26,7 @@ from aiohttp import web
 from nahida.adapters.onebot.config import OneBotConfig
 from nahida.adapters.onebot.connection import ClientRole, Counters, WsConnection
 from nahida.adapters.onebot.events import id_of
+from nahida.adapters.onebot.payload import PayloadError, decode
 
 log = structlog.get_logger(__name__)
 
@@ -134,16 +136,19 @@ class ReverseEndpoints:
         if problem is not None:
             return _refuse(request, *problem, "http_post")
         try:
-            data = json.loads(body)
-        except ValueError:
-            data = None
+            data = decode(body)
+        except PayloadError as exc:
+            return self._malformed(request, body, f"body is {exc.reason}")
         if not isinstance(data, dict):
-            self.counters.malformed += 1
-            log.warning("malformed_post_dropped", peer=request.remote, body=body[:200])
-            return web.Response(status=400, text="body is not a JSON object")
+            return self._malformed(request, body, "body is not a JSON object")
         self.counters.frames += 1
         self._accept(None, data)
         return web.Response(status=204)
+
+    def _malformed(self, request: web.Request, body: bytes, reason: str) -> web.Response:
+        self.counters.malformed += 1
+        log.warning("malformed_post_dropped", peer=request.remote, reason=reason, body=body[:200])
+        return web.Response(status=400, text=reason)
 
 
 def _read_small(transport: Any) -> None:
