@@ -15,6 +15,7 @@ from nahida.memory.store.sqlite.connection import Connection, driver, transactio
 from nahida.memory.store.sqlite.schema import (
     CANDIDATE_VALIDITY,
     DAILY_NOTES,
+    DELIVERIES,
     DREAMS,
     EMBEDDINGS,
     EPISODES,
@@ -116,6 +117,7 @@ MIGRATIONS: list[Migration] = [
     Migration("0012_dreams", _sql(DREAMS)),
     Migration("0013_markdown", _sql(MARKDOWN)),
     Migration("0014_daily_notes", _sql(DAILY_NOTES)),
+    Migration("0015_deliveries", _sql(DELIVERIES)),
 ]
 
 
