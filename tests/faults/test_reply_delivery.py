@@ -1,0 +1,105 @@
+"""Replies survive a dropped OneBot socket: what was in flight is sent again on the next socket,
+once, and the store records a reply as delivered only when the implementation acknowledged it.
+
+The fake implementation closes its socket the way a well-behaved one does: it answers every
+action frame it processed, and the frames behind them were never processed. So no reply may be
+lost and none sent twice. A reply that cannot be sent at all is kept as undelivered and shown by
+`nahida doctor`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import Counter
+from pathlib import Path
+
+from nahida.app import App
+from nahida.memory import Delivery
+from tests.fakes.onebot_harness import onebot_of, running_app
+from tests.fakes.onebot_impl import Call, FakeOneBot, FakeSocket
+from tests.integration.test_cli import nahida
+
+BOT = 10001
+USERS = range(1000, 1120)  # 120 private chats, answered side by side
+
+
+def ws_url(app: App) -> str:
+    return f"ws://127.0.0.1:{app.server.port}/onebot/v11/ws"
+
+
+def words(call: Call) -> str:
+    return "".join(s["data"].get("text", "") for s in call.params["message"]).strip()
+
+
+async def replies_in_flight(app: App, count: int) -> None:
+    """Wait until `count` replies were written to the socket and await their answers."""
+    adapter = onebot_of(app)
+    async with asyncio.timeout(10):
+        while (conn := adapter.registry.api(str(BOT))) is None or len(conn.results) < count:  # noqa: ASYNC110 - adapter state, no event
+            await asyncio.sleep(0.005)
+
+
+async def settled(app: App, count: int) -> dict[str, int]:
+    """The store's count of messages by the fate of their reply, once `count` are settled."""
+    async with asyncio.timeout(15):
+        while True:
+            counts = await app.memory.sessions.delivery_counts()
+            if counts.get("delivered", 0) + counts.get("undelivered", 0) >= count:
+                return counts
+            await asyncio.sleep(0.01)
+
+
+async def test_replies_in_flight_when_the_socket_drops_are_sent_once_on_the_next(
+    tmp_path: Path,
+) -> None:
+    async with running_app(tmp_path, {"mode": "reverse_ws"}) as app, FakeOneBot(BOT) as impl:
+        first = await impl.connect(ws_url(app))
+        first.hold()
+        for user in USERS:
+            await first.send(impl.private_message(user, f"question {user}"))
+        in_flight = app.config.bus.concurrency  # as many as are answered at once
+        await replies_in_flight(app, in_flight)
+        first.release(answer=6)  # 6 answered, then the socket closes with the others in flight
+        await first.wait_closed()
+        second = await impl.connect(ws_url(app))
+        calls = await impl.wait_calls("send_private_msg", len(USERS), within=20)
+        counts = await settled(app, len(USERS))
+        calls = impl.calls_of("send_private_msg")  # any sent twice would be here by now
+    per_user = Counter(c.params["user_id"] for c in calls)
+    assert per_user == Counter(USERS)  # every message answered, exactly once
+    assert {words(c) for c in calls} == {f"echo: question {u}" for u in USERS}
+    assert Counter(c.via for c in calls) == {first.label: 6, second.label: len(USERS) - 6}
+    assert counts == {"delivered": len(USERS)}
+
+
+async def test_a_reply_that_cannot_be_sent_is_kept_undelivered_and_doctor_shows_it(
+    tmp_path: Path,
+) -> None:
+    channel = {"mode": "reverse_ws", "send_wait": 0}  # no waiting for a socket that never comes
+    async with running_app(tmp_path, channel) as app, FakeOneBot(BOT) as impl:
+        sock: FakeSocket = await impl.connect(ws_url(app))
+        sock.hold()
+        await sock.send(impl.private_message(1001, "answered"))
+        await replies_in_flight(app, 1)
+        lost = impl.private_message(1002, "never answered")
+        await sock.send(lost)
+        await replies_in_flight(app, 2)
+        sock.release(answer=1)
+        counts = await settled(app, 2)
+        undelivered = await app.memory.sessions.deliveries("undelivered")
+    assert [words(c) for c in impl.calls_of("send_private_msg")] == ["echo: answered"]
+    assert counts == {"delivered": 1, "undelivered": 1}
+    (missed,) = undelivered
+    assert isinstance(missed, Delivery)
+    assert (missed.chat, missed.message_id) == ("onebot:private:1002", str(lost["message_id"]))
+    assert missed.error is not None and "send_private_msg" in missed.error
+
+    report = json.loads((await nahida(tmp_path, "doctor", "--json")).out)
+    assert report["deliveries"]["undelivered"] == 1
+    (latest,) = report["deliveries"]["latest"]
+    assert latest["chat"] == "onebot:private:1002"
+    assert latest["message_id"] == str(lost["message_id"])
+    text = (await nahida(tmp_path, "doctor")).out
+    assert "-- replies: 1 undelivered" in text
+    assert "onebot:private:1002" in text
