@@ -15,10 +15,19 @@ from collections import Counter
 from pathlib import Path
 
 from nahida.app import App
-from nahida.memory import Delivery
+from nahida.memory import Delivery, MemoryService
+from nahida.memory.store.sqlite import SqliteStore
+from tests.fakes.llm_server import FakeOpenAIServer
 from tests.fakes.onebot_harness import onebot_of, running_app
-from tests.fakes.onebot_impl import Call, FakeOneBot, FakeSocket
+from tests.fakes.onebot_impl import Call, FakeOneBot, FakeSocket, at, text
 from tests.integration.test_cli import nahida
+from tests.integration.test_onebot_cli import (
+    connect_when_up,
+    free_port,
+    run_config,
+    start_run,
+    stop_run,
+)
 
 BOT = 10001
 USERS = range(1000, 1120)  # 120 private chats, answered side by side
@@ -103,3 +112,64 @@ async def test_a_reply_that_cannot_be_sent_is_kept_undelivered_and_doctor_shows_
     text = (await nahida(tmp_path, "doctor")).out
     assert "-- replies: 1 undelivered" in text
     assert "onebot:private:1002" in text
+
+
+async def test_after_kill_9_a_message_stored_but_never_answered_is_answered_once(
+    tmp_path: Path, openai_server: FakeOpenAIServer
+) -> None:
+    port = free_port()
+    url = f"ws://127.0.0.1:{port}/onebot/v11/ws"
+    config = run_config(tmp_path, port, openai_server.url, "scheduler: {enabled: false}\n")
+    yaml = config.read_text(encoding="utf-8")  # however long the restart, no apology for a wait
+    config.write_text(
+        yaml.replace("group_policy: mention", "group_policy: mention, max_reply_delay: 0")
+    )
+    async with FakeOneBot(BOT) as impl:
+        answered = impl.group_message(20001, 30001, [at(BOT), text(" 第一问")])
+        observed = impl.group_message(20001, 30002, "随便聊聊")  # stored for memory, no answer
+        stored = impl.group_message(20001, 30001, [at(BOT), text(" 第二问")])
+        process = await start_run(tmp_path, config)
+        try:
+            await connect_when_up(impl, url, process)
+            sock = impl.sockets[-1]
+            await sock.send(answered)
+            await impl.wait_calls("send_group_msg", 1, within=15)
+            openai_server.hang(600)  # the model never answers the next question
+            await sock.send(observed)
+            await sock.send(stored)
+            async with asyncio.timeout(15):  # asked: the question is stored (a chat's order)
+                while len(openai_server.chat_requests) < 2:  # noqa: ASYNC110 - no event exists
+                    await asyncio.sleep(0.01)
+        finally:
+            process.kill()  # kill -9 mid-burst
+            await process.wait()
+
+    process = await start_run(tmp_path, config)
+    try:
+        async with FakeOneBot(BOT) as again:  # its counter starts over: ids come again
+            await connect_when_up(again, url, process)
+            sock = again.sockets[-1]
+            for event in (answered, observed, stored):  # delivered again after the restart
+                await sock.send(event)
+            await again.wait_calls("send_group_msg", 1, within=15)
+    finally:
+        log = await stop_run(process)  # handles what it accepted before it stops
+    assert process.returncode == 0, log[-2000:]
+    quoted = [c.params["message"][0]["data"]["id"] for c in again.calls_of("send_group_msg")]
+    assert quoted == [str(stored["message_id"])]  # answered once; the answered one was not
+
+    memory = MemoryService(SqliteStore(tmp_path / "data" / "nahida.db"))
+    try:
+        (session,) = await memory.sessions.latest("onebot:group:20001")
+        turns = [(t.role, t.content) for t in await memory.sessions.turns(session.id)]
+        counts = await memory.sessions.delivery_counts()
+    finally:
+        memory.close()
+    assert turns == [
+        ("user", "第一问"),
+        ("assistant", "echo: user30001: 第一问"),
+        ("user", "随便聊聊"),
+        ("user", "第二问"),
+        ("assistant", "echo: user30001: 第二问"),
+    ]
+    assert counts == {"delivered": 2}
