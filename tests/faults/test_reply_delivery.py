@@ -15,11 +15,12 @@ from collections import Counter
 from pathlib import Path
 
 from nahida.app import App
+from nahida.envelope import ChatKey, Reply
 from nahida.memory import Delivery, MemoryService
 from nahida.memory.store.sqlite import SqliteStore
 from tests.fakes.llm_server import FakeOpenAIServer
-from tests.fakes.onebot_harness import onebot_of, running_app
-from tests.fakes.onebot_impl import Call, FakeOneBot, FakeSocket, at, text
+from tests.fakes.onebot_harness import onebot_of, running_adapter, running_app
+from tests.fakes.onebot_impl import Call, Fail, FakeOneBot, FakeSocket, at, text
 from tests.integration.test_cli import nahida
 from tests.integration.test_onebot_cli import (
     connect_when_up,
@@ -30,6 +31,7 @@ from tests.integration.test_onebot_cli import (
 )
 
 BOT = 10001
+GROUP = ChatKey("onebot", "group", "20001")
 USERS = range(1000, 1120)  # 120 private chats, answered side by side
 
 
@@ -112,6 +114,35 @@ async def test_a_reply_that_cannot_be_sent_is_kept_undelivered_and_doctor_shows_
     text = (await nahida(tmp_path, "doctor")).out
     assert "-- replies: 1 undelivered" in text
     assert "onebot:private:1002" in text
+
+
+async def test_a_reply_the_implementation_refused_is_undelivered_and_not_sent_again(
+    tmp_path: Path,
+) -> None:
+    async with running_app(tmp_path, {"mode": "reverse_ws"}) as app, FakeOneBot(BOT) as impl:
+        sock = await impl.connect(ws_url(app))
+        impl.script("send_private_msg", Fail(1200, "blocked", "对方已将你拉黑"))
+        await sock.send(impl.private_message(1001, "hello"))
+        counts = await settled(app, 1)
+        (refused,) = await app.memory.sessions.deliveries("undelivered")
+    assert len(impl.calls_of("send_private_msg")) == 1  # an answer is an answer: not again
+    assert counts == {"undelivered": 1}
+    assert refused.error is not None and "blocked" in refused.error
+
+
+async def test_an_unanswered_reply_on_a_socket_since_replaced_goes_out_on_the_new_one() -> None:
+    async with running_adapter(api_timeout=1, send_wait=3) as bot, FakeOneBot(BOT) as impl:
+        old = await impl.connect(bot.ws_url)
+        await bot.wait_for(lambda: bot.adapter.registry.api(str(BOT)) is not None)
+        first = bot.adapter.registry.api(str(BOT))
+        assert first is not None
+        old.freeze()  # half-open: whatever reaches it now is never answered
+        sending = asyncio.create_task(bot.adapter.send(Reply.text(GROUP, "are you there")))
+        await bot.wait_for(lambda: len(first.results) == 1)  # written to the old socket
+        new = await impl.connect(bot.ws_url)  # the implementation reconnected
+        assert await sending is not None
+        assert [c.via for c in impl.calls_of("send_group_msg")] == [new.label]
+        assert bot.adapter.counters.resent == 1
 
 
 async def test_after_kill_9_a_message_stored_but_never_answered_is_answered_once(
