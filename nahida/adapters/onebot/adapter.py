@@ -335,7 +335,7 @@ class OneBotAdapter:
                     raise
                 lost = exc
                 self.counters.resent += 1
-                log.info("reply_sent_again", attempt=attempt + 1, error=str(exc))
+                log.info("reply_lost_with_its_socket", next_attempt=attempt + 1, error=str(exc))
                 continue
             account = caller.self_id if isinstance(caller, WsConnection) else self_id
             if sent is not None:
