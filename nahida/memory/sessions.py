@@ -181,11 +181,11 @@ def record_with_window(
 
 def record_reply(tx: Tx, question: Turn, reply: NewTurn, tokens: str | None) -> int:
     """Store the bot's reply to `question` in its session (never deduplicated: the reply's id
-    is the implementation's, and may be one a member's message had) and settle both turns'
-    fate: delivered, or undelivered when `reply.error` says why. Returns the reply's id."""
+    is the implementation's, and may be one a member's message had) and settle the question's
+    fate: delivered, or undelivered when `reply.error` says why (the reply keeps its error).
+    Returns the reply's id."""
     reply_id = tx.turns.add(question.session_id, reply, tokens if reply.indexed else None)
     fate: Fate = "delivered" if reply.error is None else "undelivered"
-    tx.turns.set_fate(reply_id, fate, None)
     tx.turns.set_fate(question.id, fate, reply.error)
     return reply_id
 

@@ -257,8 +257,8 @@ class TurnRows(Protocol):
         after a restart; a message redelivered without its own time still has its words)."""
 
     def set_fate(self, turn_id: int, fate: Fate, error: str | None) -> None:
-        """Record what became of a turn's reply (on the user turn and on the reply itself);
-        `error` is added to the turn's error, if any."""
+        """Record what became of the reply to a user turn; `error` is added to the turn's
+        error, if any."""
 
     def deliveries(self, fate: Fate, limit: int) -> list[Delivery]:
         """Messages due an answer whose reply had this fate, newest first."""

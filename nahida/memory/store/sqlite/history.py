@@ -42,8 +42,14 @@ _REPLY = (
 )
 
 _SELECT_TURNS = f"SELECT {rows.TURN_COLUMNS} FROM turns"
-# a message's fate, NULL for `pending` (not settled yet): `delivery IS ?` matches NULL with None
-_FATE = "delivery IS ?"
+# each fate as a condition on `delivery` (NULL: not settled yet), written out: an undelivered
+# one is found by its partial index, which a bound parameter would hide from the planner
+_FATE: dict[Fate, str] = {
+    "pending": "delivery IS NULL",
+    "delivered": "delivery = 'delivered'",
+    "undelivered": "delivery = 'undelivered'",
+    "none": "delivery = 'none'",
+}
 _INSERT_TURN = (  # the columns of `rows.TURN_COLUMNS` in its order, but the id and the marks
     "INSERT INTO turns (session_id, chat, role, content, time, speaker, speaker_name, message_id,"
     " tool_calls, addressed, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
@@ -179,18 +185,21 @@ class TurnTable:
         return KnownMessage(int(row[0]), row[1], bool(row[2]), _fate(row[3]) if due else None)
 
     def set_fate(self, turn_id: int, fate: Fate, error: str | None) -> None:
+        delivery = None if fate == "pending" else fate
+        if error is None:  # `error` left out of the SET: the session's memoised tail stays
+            self.conn.execute("UPDATE turns SET delivery = ? WHERE id = ?", (delivery, turn_id))
+            return
         self.conn.execute(
-            "UPDATE turns SET delivery = ?1, error = CASE WHEN ?2 IS NULL THEN error"
-            " WHEN error IS NULL THEN ?2 ELSE error || '; ' || ?2 END WHERE id = ?3",
-            (None if fate == "pending" else fate, error, turn_id),
+            "UPDATE turns SET delivery = ?1,"
+            " error = CASE WHEN error IS NULL THEN ?2 ELSE error || '; ' || ?2 END WHERE id = ?3",
+            (delivery, error, turn_id),
         )
 
     def deliveries(self, fate: Fate, limit: int) -> list[Delivery]:
         found = self.conn.execute(
             "SELECT id, chat, message_id, time, coalesce(delivery, 'pending'), error FROM turns"
-            f" WHERE role = 'user' AND addressed = 1 AND {_FATE} ORDER BY id DESC"
-            f" LIMIT {int(limit)}",
-            (None if fate == "pending" else fate,),
+            f" WHERE {_FATE[fate]} AND role = 'user' AND addressed = 1 ORDER BY id DESC"
+            f" LIMIT {int(limit)}"
         )
         return [Delivery(*row) for row in found]
 
