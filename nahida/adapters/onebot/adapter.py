@@ -14,7 +14,10 @@ arrive faster than they are handled: the inbound queue (`inbound.py`) makes WebS
 pause at `queue_limit` waiting events, except while an action answer is awaited on their socket.
 
 Replies go to the account that last heard from the chat (several accounts may share a server),
-through whatever socket that account has *now*, waiting up to `send_wait` for a reconnect.
+through whatever socket that account has *now*, waiting up to `send_wait` for a reconnect. A
+reply whose socket closed before its answer came is sent again on the next one: at least once,
+and exactly once with an implementation that answers what it processed before it closes
+(`send`; docs/onebot.md, Delivery).
 """
 
 from __future__ import annotations
