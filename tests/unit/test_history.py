@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -183,6 +184,34 @@ def test_migrations_are_recorded_once_and_failures_roll_back() -> None:
     assert "half_done" not in tables
     assert "9999_broken" not in migrations.applied(conn)
     conn.close()
+
+
+def test_history_from_before_deliveries_keeps_its_answers_and_lets_ids_repeat(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "old.db"
+    conn = connect(path)
+    migrations.migrate(conn, [m for m in migrations.MIGRATIONS if m.name != "0015_deliveries"])
+    conn.execute(
+        "INSERT INTO sessions (id, chat, title, created_at, updated_at) VALUES"
+        " ('s1', ?, 't', 0, 0)",
+        (CHAT,),
+    )
+    for content, addressed in (("asked", 1), ("talk", 0)):
+        conn.execute(
+            "INSERT INTO turns (session_id, chat, role, content, message_id, time, addressed)"
+            " VALUES ('s1', ?, 'user', ?, ?, ?, ?)",
+            (CHAT, content, content, T0, addressed),
+        )
+    conn.commit()
+    conn.close()
+    store = SqliteStore(path)  # migrates: nobody recorded those answers, none is pending
+    try:
+        assert store.read_sync(lambda tx: tx.turns.fates()) == {"none": 1}
+        again = user("asked again", T0 + 60, "asked")  # the id used again: a new message
+        assert store.write_sync(lambda tx: tx.turns.add("s1", again, None)) > 0
+    finally:
+        store.close()
 
 
 async def test_a_session_id_taken_meanwhile_is_drawn_again(
