@@ -20,7 +20,6 @@ from structlog.testing import capture_logs
 from nahida.bus import EventBus, Handler, take_heavy_slot
 from nahida.envelope import ChatKey, Envelope, Segment, Sender, UserKey
 
-
 SAID = datetime(2026, 5, 1, 12, tzinfo=UTC)
 
 
