@@ -290,6 +290,7 @@ class EventBus(Generic[T]):
         key = self._dedup_key(envelope) if self._dedup_size else None
         if key is not None and self._seen_before(key):
             self._dropped_duplicates += 1
+            log.info("duplicate_dropped", key=repr(key))
             return False
         chat = self._chat_for(self._key(envelope))
         chat.pending += 1

@@ -130,8 +130,10 @@ class Envelope:
             raise ValueError("envelope times must be timezone-aware")
 
     @property
-    def dedup_key(self) -> tuple[str, str, str]:
-        return (self.platform, self.self_id, self.message_id)
+    def dedup_key(self) -> tuple[str, str, str, str, float]:
+        """The same message delivered twice has the same key; platforms reuse message ids (per
+        chat, or from the start after a restart), so the chat and the time are part of it."""
+        return (self.platform, self.self_id, str(self.chat), self.message_id, self.time.timestamp())
 
 
 @dataclass(frozen=True, slots=True)

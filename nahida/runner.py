@@ -14,6 +14,12 @@ next message; background ones are handed to the work queue, so the chat's next m
 waits for them (they keep the chat's order among themselves). A command may hand slow work (a
 dream run) to the queue as well (`CommandContext.later`), under its own key (`<chat>:<name>`), so
 the chat's next message never waits for it either; its text comes as a second reply.
+
+Delivery: the fate of the reply to a message due an answer is recorded on it (and on the stored
+reply): delivered when `send` returned (the platform acknowledged it), undelivered when it
+raised. A message stored but never answered (the bot stopped first) is answered when the
+platform delivers it again; a duplicate of one answered, or of observed talk, is dropped
+(`Sessions.record_user_turn`).
 """
 
 from __future__ import annotations
@@ -143,9 +149,11 @@ class SessionRunner:
             if respond:
                 await self._reply(envelope, t("storage_failed", self.settings.language))
             return
-        if recorded is None:
-            log.info("duplicate_message_dropped")
+        if recorded is None:  # the log's context holds the chat and the message id
+            log.info("duplicate_message_dropped", time=envelope.time.timestamp())
             return
+        if recorded.again:
+            log.info("unanswered_message_answered")  # stored before the bot stopped
         turn, hot = recorded.turn, recorded.hot
         if recorded.ended is not None:  # a long gap ended the chat's last session
             await self.memory.working.finish(recorded.ended, str(envelope.chat))
@@ -167,15 +175,15 @@ class SessionRunner:
             pass  # observed group talk: stored, and the hooks still feed memory from it
         elif late is not None:  # a stale answer helps nobody: say so, and be quick about it
             log.info("reply_too_late", delay=round(late, 1), limit=self.settings.max_reply_delay)
-            await self._reply(envelope, t("reply_too_late", ctx.language))
+            await self._notice(envelope, turn.id, t("reply_too_late", ctx.language))
         elif too_long:
             limit = self.settings.max_message_chars
             notice = t("message_too_long", ctx.language, n=len(envelope.text), limit=limit)
-            await self._reply(envelope, notice)
+            await self._notice(envelope, turn.id, notice)
         elif candidates.asks_to_keep_a_secret(envelope.text):  # as `/memory remember` would
-            await self._reply(envelope, t("memory_secret_refused", ctx.language))
+            await self._notice(envelope, turn.id, t("memory_secret_refused", ctx.language))
         elif not self.model.configured:
-            await self._reply(envelope, t("no_model", ctx.language))
+            await self._notice(envelope, turn.id, t("no_model", ctx.language))
         else:
             reply = await self._answer(ctx, hot, recorded.summary)
         await self._run_hooks(ctx, reply)
@@ -189,7 +197,7 @@ class SessionRunner:
             log.warning("provider_failed", error=str(exc), error_type=type(exc).__name__)
             failure = f"{type(exc).__name__}: {exc}"
             await _kept("provider_error", self.memory.sessions.mark_error(ctx.turn.id, failure))
-            await self._reply(envelope, t("provider_failed", ctx.language))
+            await self._notice(envelope, ctx.turn.id, t("provider_failed", ctx.language))
             return None
         text = self._bounded(completion.text.strip() or t("empty_model_reply", ctx.language), ctx)
         sent_id, error = await self._reply(envelope, text)
@@ -202,7 +210,7 @@ class SessionRunner:
             tool_calls=completion.tool_calls or None,
             error=error,
         )
-        await _kept("reply", self.memory.sessions.add(reply))
+        await _kept("reply", self.memory.sessions.record_reply(ctx.turn, reply))
         return text
 
     def _bounded(self, text: str, ctx: TurnContext) -> str:
@@ -214,6 +222,12 @@ class SessionRunner:
         log.warning("reply_cut", chars=len(text), limit=limit)
         note = t("reply_cut", ctx.language, n=len(text), limit=limit)
         return f"{text[:limit].rstrip()}…\n{note}"
+
+    async def _notice(self, envelope: Envelope, turn_id: int, text: str) -> None:
+        """A reply that is not part of the conversation (an apology, a notice), sent; its fate
+        is recorded on the message it answers (the turn `turn_id`)."""
+        _, error = await self._reply(envelope, text)
+        await _kept("delivery", self.memory.sessions.settle(turn_id, error))
 
     def _late_by(self, envelope: Envelope) -> float | None:
         """How long the message waited since Nahida received it (not since the platform's event

@@ -8,6 +8,8 @@ its last run and when the next scheduled one is due. The database file is checke
 quick_check`); a damaged one is reported with what to do, and nothing else is read from it. Each
 enabled channel that has a check says whether it may start: OneBot without `access_token` fails it
 when reachable beyond this machine (`nahida run` refuses it) and warns on loopback.
+Replies: how many could not be delivered (the latest few with their chat and time) and how
+many messages wait for an answer.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from nahida.app import (
     choose_embedder,
     database_problems,
     open_memory,
+    open_store,
     store_capabilities,
     store_in_process,
 )
@@ -40,6 +43,8 @@ from nahida.providers.router import Route, resolve_routes
 PING_TIMEOUT = 5.0
 Dream = dict[str, Any]  # the report's `dreaming` part
 Queue = dict[str, Any] | None  # the report's `queue` part: what a running bot last wrote
+Deliveries = dict[str, Any] | None  # the report's `deliveries` part: None without a database
+LATEST_UNDELIVERED = 5
 
 
 async def _providers(config: Config) -> list[dict[str, Any]]:
@@ -166,6 +171,50 @@ async def _memory_state(
             await embedder.aclose()
 
 
+async def _deliveries(paths: Paths) -> Deliveries:
+    """Replies never acknowledged by the platform (a count and the latest few), and messages
+    stored but not answered yet (the bot is answering them, or stopped before it could)."""
+    if not paths.database.exists():
+        return None
+    memory = MemoryService(open_store(paths))
+    try:
+        counts = await memory.sessions.delivery_counts()
+        latest = await memory.sessions.deliveries("undelivered", LATEST_UNDELIVERED)
+    finally:
+        memory.close()
+    return {
+        "undelivered": counts.get("undelivered", 0),
+        "pending": counts.get("pending", 0),
+        "delivered": counts.get("delivered", 0),
+        "latest": [
+            {"chat": d.chat, "message_id": d.message_id, "at": iso(d.time), "error": d.error}
+            for d in latest
+        ],
+    }
+
+
+def deliveries_lines(deliveries: Deliveries) -> list[str]:
+    if deliveries is None:
+        return []
+    if not deliveries["undelivered"]:
+        lines = [f"ok replies: {deliveries['delivered']} delivered, none undelivered"]
+    else:
+        lines = [
+            f"-- replies: {deliveries['undelivered']} undelivered, never acknowledged by the"
+            " platform (answered again if it delivers the message again after a restart); latest:"
+        ]
+        lines.extend(
+            f"   {d['chat']} message {d['message_id']} at {d['at']}: {d['error']}"
+            for d in deliveries["latest"]
+        )
+    if deliveries["pending"]:
+        lines.append(
+            f"-- replies: not answered yet: {deliveries['pending']} stored (being answered, or"
+            " the bot stopped first: answered when the platform delivers the message again)"
+        )
+    return lines
+
+
 async def diagnose(config: Config, paths: Paths) -> dict[str, Any]:
     caps = store_capabilities()
     started = time.perf_counter()
@@ -206,6 +255,7 @@ async def diagnose(config: Config, paths: Paths) -> dict[str, Any]:
         "dreaming": dreaming,
         "queue": queue,
         "channels": _channels(config),
+        "deliveries": await _deliveries(paths),
         "config": masked_dump(config),
     }
     report["ok"] = (
@@ -274,6 +324,7 @@ def render(report: dict[str, Any]) -> str:
         lines.append(f"{mark(c['level'] == 'ok')}{c['channel']}: {c['line']}{refused}")
     lines.append(_dreaming_line(report["dreaming"]))
     lines.append(queue_line(report["queue"]))
+    lines.extend(deliveries_lines(report["deliveries"]))
     lines.append("paths: " + ", ".join(f"{k}={v}" for k, v in report["paths"].items()))
     if not report["jobs"]:
         lines.append("jobs: no run recorded yet")

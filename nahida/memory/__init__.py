@@ -63,7 +63,14 @@ from nahida.memory.scopes import GLOBAL, Viewer, admin_viewer, validate_scope, v
 from nahida.memory.service import TOO_LONG, MemoryService
 from nahida.memory.sessions import shown_ids
 from nahida.memory.startup import warm_up
-from nahida.memory.store.base import Store, StoreCapabilities, VectorCounts, answering
+from nahida.memory.store.base import (
+    Delivery,
+    Fate,
+    Store,
+    StoreCapabilities,
+    VectorCounts,
+    answering,
+)
 from nahida.memory.tokenize import index_text
 from nahida.memory.turn import MemoryTools, TurnParts, turn_parts
 from nahida.memory.working import WorkingSettings
@@ -85,6 +92,7 @@ __all__ = [
     "CommitMode",
     "ConfidenceDecay",
     "DailyNotesJob",
+    "Delivery",
     "DreamJob",
     "DreamRun",
     "DreamSettings",
@@ -95,6 +103,7 @@ __all__ = [
     "EpisodeRetry",
     "Evidence",
     "Explanation",
+    "Fate",
     "FileReport",
     "Hit",
     "ImportReport",

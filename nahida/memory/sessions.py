@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from nahida.memory.models import CommitMode, NewTurn, Session, Turn, spoken
 from nahida.memory.safety import redact
-from nahida.memory.store.base import Store, TextSearch, Tx
+from nahida.memory.store.base import Delivery, Fate, KnownMessage, Store, TextSearch, Tx
 from nahida.memory.tokenize import index_text, query_terms, run_cpu, tokenize
 
 if TYPE_CHECKING:
@@ -54,8 +54,9 @@ def _open_session(tx: Tx, turn: NewTurn, idle_split: float) -> tuple[str, str | 
 
 
 def record(tx: Tx, turn: NewTurn, tokens: str | None, idle_split: float = 0.0) -> Turn | None:
-    """Store a turn; a user turn may open a session. None when (chat, message_id) is known, or
-    for an assistant turn in a chat without a session. `tokens`: `index_text(content)`."""
+    """Store a turn; a user turn may open a session. None when its message is stored already
+    (`TurnRows.message`), or for an assistant turn in a chat without a session. `tokens`:
+    `index_text(content)`."""
     stored = _record(tx, turn, tokens, idle_split)
     return None if stored is None else turn.stored(stored[0], stored[1])
 
@@ -70,9 +71,33 @@ Kept = tuple[int, str, str | None]
 
 
 def _record(tx: Tx, turn: NewTurn, tokens: str | None, idle_split: float) -> Kept | None:
-    if turn.message_id is not None and tx.turns.known(turn.chat, turn.message_id):
+    if _stored(tx, turn) is not None:
         return None
     return _append(tx, turn, tokens, idle_split)
+
+
+def _stored(tx: Tx, turn: NewTurn) -> KnownMessage | None:
+    """The stored turn that is this turn's message, if any (the same chat, id and time or
+    words: implementations reuse message ids)."""
+    if turn.message_id is None:
+        return None
+    return tx.turns.message(turn.chat, turn.role, turn.message_id, turn.time, turn.content)
+
+
+def _record_or_resume(
+    tx: Tx, turn: NewTurn, tokens: str | None, idle_split: float
+) -> tuple[Kept, bool] | None:
+    """`_record` a user turn, or take up the stored one when this is a message due an answer
+    that was never answered (the bot stopped before it could; the implementation delivered it
+    again): the turn and whether it was stored before. None for a duplicate, which includes
+    a message answered already and observed talk (no answer was due: none is now)."""
+    known = _stored(tx, turn)
+    if known is None:
+        kept = _append(tx, turn, tokens, idle_split)
+        return None if kept is None else (kept, False)
+    if turn.addressed and known.fate in ("pending", "undelivered"):
+        return (known.id, known.session_id, None), True
+    return None
 
 
 def append(
@@ -110,6 +135,7 @@ class Recorded:
     summary: str = ""
     ended: str | None = None
     probed: str | None = None  # the probe's answer (`record_user_turn`), None without one
+    again: bool = False  # stored before and never answered: delivered again, answered now
 
 
 # A read unit asked, in the same unit, with the ids of the turns the prompt shows verbatim (the
@@ -117,8 +143,8 @@ class Recorded:
 Probe = Callable[[Tx, frozenset[int]], str]
 
 # what `record_with_window` answers: the user turn as kept, its prompt's turns, the warm
-# summary, the probe's answer
-Window = tuple[Kept, Sequence[Turn], str, str | None]
+# summary, the probe's answer, whether the turn was stored before (`_record_or_resume`)
+Window = tuple[Kept, Sequence[Turn], str, str | None, bool]
 
 
 def record_with_window(
@@ -135,12 +161,13 @@ def record_with_window(
     summary, all but the last `hot` — and ask `probe` with the ids the prompt shows. Plain
     values (`Sessions.record_user_turn` makes the `Recorded`: the bot has the turn already, so
     it is not built here and sent back)."""
-    kept = _record(tx, turn, tokens, idle_split)
-    if kept is None:
+    recorded = _record_or_resume(tx, turn, tokens, idle_split)
+    if recorded is None:
         return None
+    kept, again = recorded
     turn_id, session_id, _ = kept
     if hot <= 0:
-        return kept, [], "", None
+        return kept, [], "", None, again
     warm = tx.summaries.get(session_id) if slack else None
     if warm is None or not warm.summary:  # the last `hot`: no need to read the slack's rows
         shown, summary = tx.turns.window(session_id, turn_id, hot), ""
@@ -148,8 +175,19 @@ def record_with_window(
         shown = tx.turns.window(session_id, turn_id, hot + slack, warm.through_turn)
         summary = warm.summary
     if probe is None:
-        return kept, shown, summary, None
-    return kept, shown, summary, probe(tx, shown_ids(turn_id, shown))
+        return kept, shown, summary, None, again
+    return kept, shown, summary, probe(tx, shown_ids(turn_id, shown)), again
+
+
+def record_reply(tx: Tx, question: Turn, reply: NewTurn, tokens: str | None) -> int:
+    """Store the bot's reply to `question` in its session (never deduplicated: the reply's id
+    is the implementation's, and may be one a member's message had) and settle the question's
+    fate: delivered, or undelivered when `reply.error` says why (the reply keeps its error).
+    Returns the reply's id."""
+    reply_id = tx.turns.add(question.session_id, reply, tokens if reply.indexed else None)
+    fate: Fate = "delivered" if reply.error is None else "undelivered"
+    tx.turns.set_fate(question.id, fate, reply.error)
+    return reply_id
 
 
 def shown_ids(turn_id: int, hot: Sequence[Turn]) -> frozenset[int]:
@@ -239,15 +277,36 @@ class Sessions:
         self.changed()
         if stored is None:
             return None
-        (turn_id, session_id, ended), shown, summary, probed = stored
-        return Recorded(turn.stored(turn_id, session_id), shown, summary, ended, probed)
+        (turn_id, session_id, ended), shown, summary, probed, again = stored
+        return Recorded(turn.stored(turn_id, session_id), shown, summary, ended, probed, again)
+
+    async def record_reply(self, question: Turn, reply: NewTurn) -> int:
+        """Store the bot's reply to a user turn and settle its fate (`record_reply`)."""
+        reply, tokens = await run_cpu(stored_form, reply, size=len(reply.content))
+        stored = await self.store.write(record_reply, question, reply, tokens)
+        self.changed()
+        return stored
+
+    async def settle(self, turn_id: int, error: str | None) -> None:
+        """Record the fate of a user turn's reply when the reply is not stored (an apology, a
+        notice): delivered, or undelivered with `error`."""
+        fate: Fate = "delivered" if error is None else "undelivered"
+        await self.store.write(lambda tx: tx.turns.set_fate(turn_id, fate, error))
+
+    async def deliveries(self, fate: Fate = "undelivered", limit: int = 20) -> list[Delivery]:
+        """Messages due an answer whose reply had this fate, newest first."""
+        return await self.store.read(lambda tx: tx.turns.deliveries(fate, limit))
+
+    async def delivery_counts(self) -> dict[Fate, int]:
+        """How many messages due an answer had each fate (`pending`: not answered yet)."""
+        return await self.store.read(lambda tx: tx.turns.fates())
 
     async def record(self, turn: NewTurn) -> Turn | None:
         return await self._store(record, turn)
 
     async def add(self, turn: NewTurn) -> bool:
-        """`record` for a caller that needs only to know whether the turn was stored (the
-        runner's reply): the store process sends back a flag, not the turn (~20 µs less)."""
+        """`record` for a caller that needs only to know whether the turn was stored: the
+        store process sends back a flag, not the turn (~20 µs less)."""
         return await self._store(add, turn)
 
     async def _store(self, unit: Callable[[Tx, NewTurn, str, float], T], turn: NewTurn) -> T:

@@ -15,6 +15,9 @@ it came on, and answered: `send_*` with a fresh message id (negative ones with
 `negative_ids=True`, like NapCat), `get_msg` from every message seen so far (failing with retcode
 100 for unknown ids, like go-cqhttp), `get_login_info`, `get_group_member_info` from
 `impl.members`. `impl.script(action, ...)` overrides an action: fail it, answer `async`, or hang.
+`sock.hold()` stops a socket from processing the action frames it reads; `sock.release(answer=n)`
+lets it process n more and then close the socket as a well-behaved implementation does: every
+frame it processed was answered, those behind them (read or not) are never processed.
 """
 
 from __future__ import annotations
@@ -99,6 +102,21 @@ class FakeSocket:
     reader: asyncio.Task[None] | None = None
     heartbeat: asyncio.Task[None] | None = None
     closed: asyncio.Event = field(default_factory=asyncio.Event)
+    processing: asyncio.Event = field(default_factory=asyncio.Event)  # clear: frames wait
+    answer_left: int | None = None  # action frames to process before closing (None: no end)
+
+    def __post_init__(self) -> None:
+        self.processing.set()
+
+    def hold(self) -> None:
+        """Process no more action frames (they wait, read or not) until `release`."""
+        self.processing.clear()
+
+    def release(self, *, answer: int | None = None) -> None:
+        """Process frames again; with `answer`, that many more, then close the socket: what was
+        processed was answered, the frames behind them never are."""
+        self.answer_left = answer
+        self.processing.set()
 
     async def send(self, event: dict[str, Any]) -> None:
         await self.ws.send_str(json.dumps(event, ensure_ascii=False))
@@ -274,12 +292,18 @@ class FakeOneBot(ActionAnswers):
         async for message in sock.ws:
             if message.type != aiohttp.WSMsgType.TEXT:
                 continue
+            await sock.processing.wait()
             frame = json.loads(message.data)
             action, params = frame["action"], frame.get("params") or {}
             self._record(Call(action, params, frame.get("echo"), sock.label, time.monotonic()))
             answer = self.answer(action, params)
             if answer is not None:
                 await sock.ws.send_str(json.dumps({**answer, "echo": frame.get("echo")}))
+            if sock.answer_left is not None:
+                sock.answer_left -= 1
+                if sock.answer_left <= 0:  # the frames behind this one are never processed
+                    await sock.ws.close()
+                    break
         sock.closed.set()
 
     def _adopt(self, ws: Any, role: str) -> FakeSocket:

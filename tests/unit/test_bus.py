@@ -10,7 +10,7 @@ from collections import defaultdict
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from hypothesis import given, settings
@@ -20,9 +20,11 @@ from structlog.testing import capture_logs
 from nahida.bus import EventBus, Handler, take_heavy_slot
 from nahida.envelope import ChatKey, Envelope, Segment, Sender, UserKey
 
+SAID = datetime(2026, 5, 1, 12, tzinfo=UTC)
+
 
 def make_envelope(
-    chat: str, message_id: str, text: str = "hi", *, self_id: str = "bot"
+    chat: str, message_id: str, text: str = "hi", *, self_id: str = "bot", at: datetime = SAID
 ) -> Envelope:
     return Envelope(
         platform="test",
@@ -30,7 +32,7 @@ def make_envelope(
         chat=ChatKey("test", "group", chat),
         sender=Sender(UserKey("test", "u1"), "U"),
         message_id=message_id,
-        time=datetime.now(UTC),
+        time=at,
         segments=(Segment.plain(text),),
         text=text,
         to_me=True,
@@ -401,9 +403,12 @@ async def test_duplicates_are_dropped() -> None:
         assert not await bus.submit(make_envelope("a", "1"))
         assert await bus.submit(make_envelope("a", "1", self_id="other-bot"))
         assert await bus.submit(make_envelope("a", "2"))
-    assert handled["test:group:a"] == ["1", "1", "2"]
+        # platforms reuse ids: per chat, or from the start after a restart
+        assert await bus.submit(make_envelope("b", "1"))
+        assert await bus.submit(make_envelope("a", "1", at=SAID + timedelta(seconds=30)))
+    assert handled["test:group:a"] == ["1", "1", "2", "1"]
     assert bus.dropped_duplicates == 1
-    assert bus.accepted == 3
+    assert bus.accepted == 5
 
 
 async def test_dedup_memory_is_a_bounded_lru() -> None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -41,12 +43,49 @@ async def test_session_written_with_first_user_message_titled_by_it(
     assert session.turn_count == 1
 
 
-async def test_duplicate_message_id_is_not_stored_twice(memory: MemoryService) -> None:
+async def test_a_message_is_not_stored_twice_but_a_reused_id_is_a_new_one(
+    memory: MemoryService,
+) -> None:
     sessions = memory.sessions
     assert await sessions.record(user("one", T0, "x")) is not None
-    assert await sessions.record(user("one again", T0 + 1, "x")) is None
+    assert await sessions.record(user("one", T0, "x")) is None  # delivered twice
+    assert await sessions.record(user("one", T0 + 5, "x")) is None  # again, without its time
+    assert await sessions.record(user("two", T0 + 60, "x")) is not None  # the id used again
     session = (await sessions.latest(CHAT, 5))[0]
-    assert [t.content for t in await sessions.turns(session.id)] == ["one"]
+    assert [t.content for t in await sessions.turns(session.id)] == ["one", "two"]
+
+
+async def test_a_message_never_answered_is_taken_up_when_it_comes_again(
+    memory: MemoryService,
+) -> None:
+    sessions = memory.sessions
+    asked = user("question", T0, "q")
+    first = await sessions.record_user_turn(asked, 0)
+    assert first is not None and not first.again
+    again = await sessions.record_user_turn(asked, 2)  # the bot stopped before it answered
+    assert again is not None and again.again and again.turn.id == first.turn.id
+    assert await sessions.delivery_counts() == {"pending": 1}
+    await sessions.record_reply(again.turn, replace(bot("lost", T0 + 1), error="closed"))
+    assert await sessions.delivery_counts() == {"undelivered": 1}
+    third = await sessions.record_user_turn(asked, 2)  # never delivered: answered again
+    assert third is not None and third.again and [t.content for t in third.hot] == []
+    await sessions.record_reply(third.turn, bot("answer", T0 + 2))
+    assert await sessions.delivery_counts() == {"delivered": 1}
+    assert await sessions.record_user_turn(asked, 2) is None  # answered: a duplicate now
+
+    observed = replace(user("talk", T0 + 3, "t"), addressed=False)
+    assert await sessions.record_user_turn(observed, 0) is not None
+    assert await sessions.record_user_turn(observed, 0) is None
+    assert await sessions.record_user_turn(replace(observed, addressed=True), 0) is None
+    session = (await sessions.latest(CHAT, 5))[0]
+    turns = [(t.role, t.content) for t in await sessions.turns(session.id)]
+    assert turns == [
+        ("user", "question"),
+        ("assistant", "lost"),
+        ("assistant", "answer"),
+        ("user", "talk"),
+    ]
+    assert await sessions.deliveries("undelivered") == []
 
 
 async def test_add_stores_like_record_and_answers_only_whether_it_did(
@@ -55,7 +94,7 @@ async def test_add_stores_like_record_and_answers_only_whether_it_did(
     sessions = memory.sessions
     assert await sessions.add(bot("no session yet", T0)) is False
     assert await sessions.add(user("one", T0, "x")) is True
-    assert await sessions.add(user("one again", T0 + 1, "x")) is False  # a known message
+    assert await sessions.add(user("one", T0, "x")) is False  # a known message
     assert await sessions.add(bot("a reply", T0 + 2)) is True
     session = (await sessions.latest(CHAT, 5))[0]
     turns = await sessions.turns(session.id)
@@ -145,6 +184,34 @@ def test_migrations_are_recorded_once_and_failures_roll_back() -> None:
     assert "half_done" not in tables
     assert "9999_broken" not in migrations.applied(conn)
     conn.close()
+
+
+def test_history_from_before_deliveries_keeps_its_answers_and_lets_ids_repeat(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "old.db"
+    conn = connect(path)
+    migrations.migrate(conn, [m for m in migrations.MIGRATIONS if m.name != "0015_deliveries"])
+    conn.execute(
+        "INSERT INTO sessions (id, chat, title, created_at, updated_at) VALUES"
+        " ('s1', ?, 't', 0, 0)",
+        (CHAT,),
+    )
+    for content, addressed in (("asked", 1), ("talk", 0)):
+        conn.execute(
+            "INSERT INTO turns (session_id, chat, role, content, message_id, time, addressed)"
+            " VALUES ('s1', ?, 'user', ?, ?, ?, ?)",
+            (CHAT, content, content, T0, addressed),
+        )
+    conn.commit()
+    conn.close()
+    store = SqliteStore(path)  # migrates: nobody recorded those answers, none is pending
+    try:
+        assert store.read_sync(lambda tx: tx.turns.fates()) == {"none": 1}
+        again = user("asked again", T0 + 60, "asked")  # the id used again: a new message
+        assert store.write_sync(lambda tx: tx.turns.add("s1", again, None)) > 0
+    finally:
+        store.close()
 
 
 async def test_a_session_id_taken_meanwhile_is_drawn_again(

@@ -165,9 +165,15 @@ def test_heartbeat_without_interval() -> None:
 
 def test_dedup_keys() -> None:
     first = parse_event(_group())
-    again = parse_event(_group(message_id="5", time=99))  # same message, redelivered
+    again = parse_event(_group(message_id="5", time="1"))  # same message, redelivered
     other_bot = parse_event(_group(self_id=10002))
     assert dedup_key(first) == dedup_key(again) != dedup_key(other_bot)
+    # implementations reuse ids: per chat, or from the start after a restart
+    other_group = parse_event(_group(group_id=20002))
+    other_time = parse_event(_group(time=99))
+    private = parse_event(_group(message_type="private", group_id=None))
+    keys = [dedup_key(e) for e in (first, other_group, other_time, private)]
+    assert len(set(keys)) == 4
     poke = {"post_type": "notice", "self_id": 1, "notice_type": "notify", "sub_type": "poke"}
     a = parse_event({**poke, "user_id": 2, "target_id": 1, "time": 10})
     b = parse_event({**poke, "user_id": "2", "target_id": 1, "time": 10})

@@ -146,7 +146,8 @@ def _old_schema_db(path: str) -> Connection:
     conn = connect(path)
     migrations.migrate(conn, migrations.MIGRATIONS[:2])  # before 0003_porter_fts
     turn = NewTurn(GROUP, "user", "she was painting all day", T0, message_id="1")
-    sessions.record(SqliteTx(conn), turn, index_text(turn.content))
+    # `append`, not `record`: it asks nothing of columns a later migration adds
+    sessions.append(SqliteTx(conn), turn, index_text(turn.content), 0.0)
     return conn
 
 

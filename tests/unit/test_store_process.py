@@ -136,7 +136,10 @@ def test_a_prompt_window_travels_as_its_rows_and_is_built_where_it_is_used(
             )
             recorded = store.write_sync(record_with_window, turn, None, 0.0, 3)
         assert recorded is not None
-        (turn_id, session, _), hot, _, probed = recorded  # plain values: the bot has the turn
+        (turn_id, session, _), hot, _, probed, again = (
+            recorded  # plain values: the bot has the turn
+        )
+        assert again is False  # a new message, not one stored before
         assert probed is None  # no probe sent
         assert isinstance(hot, TurnRows)
         # what a prompt reads of them comes from the rows, as the built turns have it

@@ -15,7 +15,10 @@ arrive faster than they are handled: the inbound queue (`inbound.py`) makes WebS
 pause at `queue_limit` waiting events, except while an action answer is awaited on their socket.
 
 Replies go to the account that last heard from the chat (several accounts may share a server),
-through whatever socket that account has *now*, waiting up to `send_wait` for a reconnect.
+through whatever socket that account has *now*, waiting up to `send_wait` for a reconnect. A
+reply whose socket closed before its answer came is sent again on the next one: at least once,
+and exactly once with an implementation that answers what it processed before it closes
+(`send`; docs/onebot.md, Delivery).
 """
 
 from __future__ import annotations
@@ -32,7 +35,13 @@ import structlog
 from nahida.adapters.base import Routes, Submit
 from nahida.adapters.onebot import config as onebot_config
 from nahida.adapters.onebot.addressing import address, nickname_pattern
-from nahida.adapters.onebot.api import Caller, ConnectionClosedError, HttpApi, OneBotApi
+from nahida.adapters.onebot.api import (
+    ActionTimeoutError,
+    Caller,
+    ConnectionClosedError,
+    HttpApi,
+    OneBotApi,
+)
 from nahida.adapters.onebot.config import OneBotConfig
 from nahida.adapters.onebot.connection import (
     ClientRole,
@@ -67,6 +76,7 @@ PLATFORM = "onebot"
 TOKEN_KEY = "channels.onebot.access_token"
 ROUTES = 10_000  # chats whose answering account is remembered
 MAX_PAUSE = 10.0  # seconds a reader may stop reading its socket at a time
+SEND_ATTEMPTS = 3  # sends of one reply: the first, and again after each of two lost sockets
 
 
 class OneBotAdapter:
@@ -93,7 +103,7 @@ class OneBotAdapter:
         pause = min(MAX_PAUSE, settings.ping_interval / 2) if settings.ping_interval else MAX_PAUSE
         self.inbound = Inbound(settings.queue_limit, max_pause=pause)
         self._seen = Deduplicator(settings.dedup_size)
-        self._sent = Deduplicator(settings.dedup_size)  # (self_id, message_id) the bot sent
+        self._sent = Deduplicator(settings.dedup_size)  # (self_id, chat, message_id) it sent
         self._routes: OrderedDict[str, str] = OrderedDict()  # chat -> self_id that heard it
         self._http = HttpApi(settings.url, settings.token, settings.api_timeout)
         self.endpoints = ReverseEndpoints(settings, self.counters, self._accept, self.serve)
@@ -202,7 +212,7 @@ class OneBotAdapter:
         key = dedup_key(event)
         if key is not None and self._seen.seen(key):
             self.counters.duplicates += 1
-            log.debug("duplicate_event_dropped", key=repr(key))
+            log.info("duplicate_event_dropped", key=repr(key))
             return
         if isinstance(event, MessageEvent):
             if event.from_self:
@@ -236,16 +246,14 @@ class OneBotAdapter:
         """The envelope for one message event that arrived at `received` (seconds since the
         epoch; None: now); addressing may ask the implementation."""
 
+        chat = _chat(event)
+
         async def reply_sender(message_id: str) -> str | None:
-            return await self._reply_sender(event.self_id, message_id)
+            return await self._reply_sender(event.self_id, str(chat), message_id)
 
         found = await address(
             event, nicknames=self._nicknames, reply_sender=reply_sender, bot_name=self.bot_name
         )
-        if event.is_group and event.group_id is not None:
-            chat = ChatKey(PLATFORM, "group", event.group_id)
-        else:
-            chat = ChatKey(PLATFORM, "private", event.user_id)
         name = event.sender.display_name
         role = Role.MEMBER
         if event.anonymous is not None:
@@ -271,9 +279,9 @@ class OneBotAdapter:
             received=arrived,
         )
 
-    async def _reply_sender(self, self_id: str, message_id: str) -> str | None:
+    async def _reply_sender(self, self_id: str, chat: str, message_id: str) -> str | None:
         """Who sent `message_id`: the bot when it is one of ours, else ask `get_msg`."""
-        if (self_id, message_id) in self._sent:
+        if (self_id, chat, message_id) in self._sent:
             return self_id
         limit = self.settings.lookup_timeout
         try:
@@ -313,27 +321,60 @@ class OneBotAdapter:
         return await self.api(caller).call(action, params)
 
     async def send(self, reply: Reply) -> str | None:
+        """Send `reply`; the new message's id once the implementation acknowledged it.
+
+        At least once: a reply whose socket closed before its answer came is sent again on the
+        account's next socket (waiting `send_wait` for it each time), at most `SEND_ATTEMPTS`
+        times; so is one with no answer within `api_timeout` whose socket was replaced or closed
+        meanwhile. A well-behaved implementation answers every frame it processed before it
+        closes, so none is sent twice; see docs/onebot.md, Delivery. Raises `AdapterError` when
+        the reply was not acknowledged (`ActionFailedError`: the implementation refused it)."""
         if reply.chat.platform != PLATFORM:
             raise AdapterError(f"the OneBot adapter cannot send to {reply.chat}")
         self_id = self._routes.get(str(reply.chat))
         message = from_reply(reply)
-        for attempt in (1, 2):
-            caller = await self._caller(self_id, self.settings.send_wait)
+        lost: AdapterError | None = None  # why the last send went down with its socket
+        for attempt in range(1, SEND_ATTEMPTS + 1):
+            try:
+                caller = await self._caller(self_id, self.settings.send_wait)
+            except AdapterError as exc:
+                if lost is None:
+                    raise
+                raise AdapterError(f"{lost}; {exc}") from None
             api = self.api(caller)
             try:
                 if reply.chat.is_group:
                     sent = await api.send_group_msg(reply.chat.id, message)
                 else:
                     sent = await api.send_private_msg(reply.chat.id, message)
-            except ConnectionClosedError as exc:
-                if exc.sent or attempt == 2:
+            except (ConnectionClosedError, ActionTimeoutError) as exc:
+                if attempt == SEND_ATTEMPTS or not self._lost(caller, exc):
                     raise
-                continue  # the socket died before the frame left: the new one gets it
+                lost = exc
+                self.counters.resent += 1
+                log.info("reply_lost_with_its_socket", next_attempt=attempt + 1, error=str(exc))
+                continue
+            account = caller.self_id if isinstance(caller, WsConnection) else self_id
             if sent is not None:
-                account = caller.self_id if isinstance(caller, WsConnection) else self_id
-                self._sent.seen((account or "", sent))
+                self._sent.seen((account or "", str(reply.chat), sent))
             return sent
         return None
+
+    def _lost(self, caller: Caller, error: AdapterError) -> bool:
+        """Whether a reply whose call failed with `error` went down with its socket: closed
+        before its answer came (the answer can never come now), or unanswered on a socket that
+        closed or was replaced meanwhile (an implementation that reconnected)."""
+        if isinstance(error, ConnectionClosedError):
+            return True
+        if not isinstance(caller, WsConnection):
+            return False
+        return caller.closed or self.registry.api(caller.self_id) is not caller
+
+
+def _chat(event: MessageEvent) -> ChatKey:
+    if event.is_group and event.group_id is not None:
+        return ChatKey(PLATFORM, "group", event.group_id)
+    return ChatKey(PLATFORM, "private", event.user_id)
 
 
 EARLIEST = datetime(2010, 1, 1, tzinfo=UTC)  # before this an event time is nonsense

@@ -65,6 +65,7 @@ class Counters:
     own_messages: int = 0  # the bot's own messages, ignored
     notices: int = 0
     pauses: int = 0  # times a reader stopped reading because too many events were waiting
+    resent: int = 0  # replies sent again after their socket was lost (adapter.send)
 
 
 class WsConnection:

@@ -15,7 +15,8 @@ Implementations differ: ids arrive as numbers or strings (NapCat sends negative 
 `sender` fields may be missing, `anonymous` is often `null`. Ids become strings here. A payload
 that cannot be an event at all (no `post_type` or `self_id`, a message without ids or with an
 unreadable `message`) raises `EventError`. v11 has no event id, so `dedup_key` builds one:
-`(self_id, message_id)` for messages, a tuple of identifying fields for notices and requests.
+`(self_id, chat, message_id, time)` for messages (implementations reuse message ids: per chat,
+or from the start after a restart), a tuple of identifying fields for notices and requests.
 """
 
 from __future__ import annotations
@@ -279,7 +280,8 @@ _NOTICE_KEY_FIELDS = (
 def dedup_key(event: Event) -> Hashable | None:
     """A key equal for the same event delivered twice; None for events never deduplicated."""
     if isinstance(event, MessageEvent):
-        return ("message", event.self_id, event.message_id)
+        chat = event.group_id if event.is_group else event.user_id
+        return ("message", event.self_id, event.message_type, chat, event.message_id, event.time)
     if isinstance(event, NoticeEvent):
         raw = event.raw
         fields = tuple(_hashable(raw.get(k)) for k in _NOTICE_KEY_FIELDS)

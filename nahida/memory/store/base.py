@@ -83,6 +83,34 @@ class TurnMatch(NamedTuple):
     score: float = 0.0
 
 
+# What became of the reply to a message due an answer (a user turn addressed to the bot):
+# `pending` stored, not answered yet (or the bot stopped first); `delivered` the implementation
+# acknowledged the reply; `undelivered` it never did (the reply was given up); `none` handled
+# without a delivery on record (history stored before deliveries were recorded).
+Fate = Literal["pending", "delivered", "undelivered", "none"]
+FATES: tuple[Fate, ...] = ("pending", "delivered", "undelivered", "none")
+
+
+class Delivery(NamedTuple):
+    """A message due an answer and the fate of its reply; `error` why it went undelivered."""
+
+    turn_id: int
+    chat: str
+    message_id: str | None
+    time: float
+    fate: Fate
+    error: str | None
+
+
+class KnownMessage(NamedTuple):
+    """A stored turn found again by its message (`TurnRows.message`)."""
+
+    id: int
+    session_id: str
+    addressed: bool
+    fate: Fate | None  # None for a turn no answer was due (observed, the bot's own)
+
+
 @dataclass(frozen=True, slots=True)
 class ItemMatch:
     """An active item found by search; `body` is its indexed tokens, space-separated."""
@@ -220,6 +248,23 @@ class SessionRows(Protocol):
 
 class TurnRows(Protocol):
     def known(self, chat: str, message_id: str) -> bool: ...
+
+    def message(
+        self, chat: str, role: str, message_id: str, time: float, content: str
+    ) -> KnownMessage | None:
+        """The stored turn of `role` that is this message: the same chat and message id, said
+        at the same time or in the same words (implementations reuse ids: per chat, or from 0
+        after a restart; a message redelivered without its own time still has its words)."""
+
+    def set_fate(self, turn_id: int, fate: Fate, error: str | None) -> None:
+        """Record what became of the reply to a user turn; `error` is added to the turn's
+        error, if any."""
+
+    def deliveries(self, fate: Fate, limit: int) -> list[Delivery]:
+        """Messages due an answer whose reply had this fate, newest first."""
+
+    def fates(self) -> dict[Fate, int]:
+        """How many messages due an answer had each fate (fates with none left out)."""
 
     def add(self, session_id: str, turn: NewTurn, tokens: str | None) -> int:
         """Store a turn (indexed under its chat when `tokens` is given) and count it in its

@@ -5,11 +5,18 @@ from __future__ import annotations
 import json
 from collections.abc import Collection, Sequence
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 from nahida.memory.models import NewTurn, Session, Turn
 from nahida.memory.scopes import chat_scope
-from nahida.memory.store.base import TextSearch, TurnMatch
+from nahida.memory.store.base import (
+    FATES,
+    Delivery,
+    Fate,
+    KnownMessage,
+    TextSearch,
+    TurnMatch,
+)
 from nahida.memory.store.sqlite import fts, rows
 from nahida.memory.store.sqlite.connection import Connection
 from nahida.memory.store.sqlite.episodes import forget_sql
@@ -35,6 +42,14 @@ _REPLY = (
 )
 
 _SELECT_TURNS = f"SELECT {rows.TURN_COLUMNS} FROM turns"
+# each fate as a condition on `delivery` (NULL: not settled yet), written out: an undelivered
+# one is found by its partial index, which a bound parameter would hide from the planner
+_FATE: dict[Fate, str] = {
+    "pending": "delivery IS NULL",
+    "delivered": "delivery = 'delivered'",
+    "undelivered": "delivery = 'undelivered'",
+    "none": "delivery = 'none'",
+}
 _INSERT_TURN = (  # the columns of `rows.TURN_COLUMNS` in its order, but the id and the marks
     "INSERT INTO turns (session_id, chat, role, content, time, speaker, speaker_name, message_id,"
     " tool_calls, addressed, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
@@ -54,6 +69,11 @@ def _as_read(turn_id: int, values: tuple[Any, ...]) -> tuple[Any, ...] | None:
         if value is not None and type(value) is not str:
             return None
     return (turn_id, *values[:4], float(values[4]), *values[5:], None, None)
+
+
+def _fate(delivery: str | None) -> Fate:
+    """A turn's `delivery` as a fate (NULL: not settled yet)."""
+    return cast(Fate, delivery or "pending")
 
 
 class SessionTable:
@@ -150,6 +170,48 @@ class TurnTable:
         ).fetchone()
         return row is not None
 
+    def message(
+        self, chat: str, role: str, message_id: str, time: float, content: str
+    ) -> KnownMessage | None:
+        row = self.conn.execute(
+            "SELECT id, session_id, addressed, delivery FROM turns"
+            " WHERE chat = ? AND message_id = ? AND role = ? AND (time = ? OR content = ?)"
+            " ORDER BY id DESC LIMIT 1",
+            (chat, message_id, role, time, content),
+        ).fetchone()
+        if row is None:
+            return None
+        due = role == "user" and bool(row[2])
+        return KnownMessage(int(row[0]), row[1], bool(row[2]), _fate(row[3]) if due else None)
+
+    def set_fate(self, turn_id: int, fate: Fate, error: str | None) -> None:
+        delivery = None if fate == "pending" else fate
+        if error is None:  # `error` left out of the SET: the session's memoised tail stays
+            self.conn.execute("UPDATE turns SET delivery = ? WHERE id = ?", (delivery, turn_id))
+            return
+        self.conn.execute(
+            "UPDATE turns SET delivery = ?1,"
+            " error = CASE WHEN error IS NULL THEN ?2 ELSE error || '; ' || ?2 END WHERE id = ?3",
+            (delivery, error, turn_id),
+        )
+
+    def deliveries(self, fate: Fate, limit: int) -> list[Delivery]:
+        found = self.conn.execute(
+            "SELECT id, chat, message_id, time, coalesce(delivery, 'pending'), error FROM turns"
+            f" WHERE {_FATE[fate]} AND role = 'user' AND addressed = 1 ORDER BY id DESC"
+            f" LIMIT {int(limit)}"
+        )
+        return [Delivery(*row) for row in found]
+
+    def fates(self) -> dict[Fate, int]:
+        found = dict(
+            self.conn.execute(
+                "SELECT coalesce(delivery, 'pending'), count(*) FROM turns"
+                " WHERE role = 'user' AND addressed = 1 GROUP BY delivery"
+            ).fetchall()
+        )
+        return {fate: found[fate] for fate in FATES if found.get(fate)}
+
     def add(self, session_id: str, turn: NewTurn, tokens: str | None) -> int:
         conn = self.conn
         memo = self.memo
@@ -236,12 +298,11 @@ class TurnTable:
         """The turns named (by id or by (chat, message id)) and the bot's direct reply to each."""
         conn = self.conn
         ids = list(turn_ids)
-        for chat, message_id in messages:
-            row = conn.execute(
+        for chat, message_id in messages:  # every turn with that id: implementations reuse ids
+            found = conn.execute(
                 "SELECT id FROM turns WHERE chat = ? AND message_id = ?", (chat, message_id)
-            ).fetchone()
-            if row is not None:
-                ids.append(int(row[0]))
+            )
+            ids.extend(int(row[0]) for row in found)
         for turn_id in list(ids):
             reply = conn.execute(_REPLY, (turn_id,)).fetchone()
             if reply is not None:

@@ -20,6 +20,7 @@ from nahida.memory.store.sqlite.connection import (
 from nahida.memory.store.sqlite.schema import (
     CANDIDATE_VALIDITY,
     DAILY_NOTES,
+    DELIVERIES,
     DREAMS,
     EMBEDDINGS,
     EPISODES,
@@ -121,6 +122,7 @@ MIGRATIONS: list[Migration] = [
     Migration("0012_dreams", _sql(DREAMS)),
     Migration("0013_markdown", _sql(MARKDOWN)),
     Migration("0014_daily_notes", _sql(DAILY_NOTES)),
+    Migration("0015_deliveries", _sql(DELIVERIES)),
 ]
 
 

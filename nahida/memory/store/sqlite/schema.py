@@ -317,3 +317,18 @@ CREATE INDEX memory_candidates_by_decided ON memory_candidates (decided_at, id)
 CREATE INDEX session_summaries_by_time ON session_summaries (updated_at, session_id);
 CREATE INDEX episodes_by_created ON episodes (created_at, seq)
 """
+
+# Deliveries (docs/onebot.md, Delivery). `delivery` on a user turn due an answer: NULL until its
+# reply was settled, then `delivered` (acknowledged by the implementation), `undelivered` (given
+# up) or `none` (turns stored before this migration, whose fate nobody recorded). Only the few
+# undelivered ones are indexed: an index of every message's fate would be written twice for each
+# message answered, for the sake of `nahida doctor`. A message id no longer makes a turn unique
+# in its chat: implementations reuse ids, so the same message is the same chat, id and time (or
+# words), `TurnTable.message`.
+DELIVERIES = """
+ALTER TABLE turns ADD COLUMN delivery TEXT;
+UPDATE turns SET delivery = 'none' WHERE role = 'user' AND addressed = 1;
+DROP INDEX turns_by_message;
+CREATE INDEX turns_by_message ON turns (chat, message_id) WHERE message_id IS NOT NULL;
+CREATE INDEX turns_undelivered ON turns (id) WHERE delivery = 'undelivered'
+"""
