@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import structlog
 
 from nahida.memory import MemoryService
 from nahida.memory.store.sqlite import SqliteStore
@@ -58,6 +59,14 @@ def _no_network() -> Iterator[None]:
     yield
     socket.socket.connect = _real_connect  # type: ignore[method-assign]
     socket.socket.connect_ex = _real_connect_ex  # type: ignore[method-assign]
+
+
+@pytest.fixture(autouse=True)
+def _default_logging() -> Iterator[None]:
+    """A test that configures logging (the command line run in-process does) leaves the next one
+    structlog's defaults, so a test capturing info lines sees them whatever ran before."""
+    yield
+    structlog.reset_defaults()
 
 
 @pytest.fixture(autouse=True)

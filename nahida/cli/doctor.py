@@ -255,7 +255,7 @@ async def diagnose(config: Config, paths: Paths) -> dict[str, Any]:
         "dreaming": dreaming,
         "queue": queue,
         "channels": _channels(config),
-        "deliveries": await _deliveries(paths),
+        "deliveries": await _deliveries(paths) if database["ok"] else None,
         "config": masked_dump(config),
     }
     report["ok"] = (

@@ -248,10 +248,11 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
 def fill_up(disk: Path) -> Path:
     """Write a file until the disk has no byte left; its path (delete it: room again)."""
     filler = disk / "filler"
-    with filler.open("wb") as handle, contextlib.suppress(OSError):
-        while True:
-            handle.write(b"\0" * 65536)
-            handle.flush()
+    with filler.open("wb", buffering=0) as handle:  # unbuffered: closing has nothing to write
+        for size in (65536, 1):
+            with contextlib.suppress(OSError):
+                while True:
+                    handle.write(b"\0" * size)
     return filler
 
 
