@@ -39,10 +39,17 @@ class Due:
         return datetime.combine(self.day + timedelta(days=1), time(0), now.tzinfo)
 
     def label(self) -> str:
-        """`2026-12-09 周三 15:00`: how the memory shows it."""
-        weekday = "一二三四五六日"[self.day.weekday()]
+        """`2026-12-09 周三 15:00`, or `2026-12-09 Wed 15:00` when it was said in English: how
+        the memory shows it, in the words' language."""
+        if _CJK.search(self.phrase):
+            weekday = "周" + "一二三四五六日"[self.day.weekday()]
+        else:
+            weekday = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")[self.day.weekday()]
         clock = f" {self.at:%H:%M}" if self.at is not None else ""
-        return f"{self.day:%Y-%m-%d} 周{weekday}{clock}"
+        return f"{self.day:%Y-%m-%d} {weekday}{clock}"
+
+
+_CJK = re.compile(r"[\u3400-\u9fff]")
 
 
 _DAY_CN = re.compile(

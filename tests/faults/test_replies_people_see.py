@@ -78,3 +78,17 @@ async def test_accepting_a_reviewed_archive_says_the_memory_was_archived(
         assert answer == expected and "成为记忆" not in answer
         archived = await memory.items.get(item_id)
         assert archived is not None and archived.status == "archived"
+
+
+async def test_a_day_said_in_english_is_shown_with_an_english_weekday(
+    memory: MemoryService,
+) -> None:
+    router = CommandRouter()
+    memory_commands.register(router)
+    for text, weekday in (("submit the report next Friday", "Fri"), ("下周五交周报", "周五")):
+        said = f"/memory remember {text}"
+        ctx = CommandContext(envelope(said, chat=GROUP, to_me=True), "en", False, memory)
+        await router.dispatch(ctx, said)
+    titles = {item.content: item.title for item in await memory.items.latest(None)}
+    assert titles["submit the report next Friday"].endswith(" Fri")
+    assert titles["下周五交周报"].endswith(" 周五")
