@@ -126,3 +126,11 @@ async def test_doctor_names_the_embedder_in_use_not_the_chat_model(tmp_path: Pat
     assert models["chat"] == "openai/gpt-4o-mini"
     assert models["embed"] == "none"  # lexical recall only: no model embeds
     assert models["rerank"] == "off"  # memory.rerank is off
+
+
+def test_a_channels_values_out_of_range_name_the_key() -> None:
+    from nahida.adapters.onebot import config as onebot_config
+
+    with pytest.raises(ConfigError, match="less than or equal to") as caught:
+        onebot_config.load({"enabled": True, "queue_limit": 10**12})
+    assert caught.value.key == "channels.onebot.queue_limit"
