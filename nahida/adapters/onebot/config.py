@@ -52,7 +52,8 @@ class OneBotConfig(BaseModel):
 
     api_timeout: float = Field(30.0, gt=0, le=600)  # seconds per action
     lookup_timeout: float = Field(3.0, gt=0, le=60)  # get_msg / get_group_member_info while parsing
-    send_wait: float = Field(10.0, ge=0, le=600)  # how long a reply waits for a (re)connected socket
+    # how long a reply waits for a (re)connected socket
+    send_wait: float = Field(10.0, ge=0, le=600)
     heartbeat_grace: float = Field(2.5, ge=1, le=100)  # silent heartbeat intervals before closing
     ping_interval: float = Field(30.0, ge=0, le=3600)  # WebSocket ping/pong; 0 turns it off
     # permessage-deflate on the WebSockets: off, as small JSON frames on a loopback or LAN link
@@ -62,7 +63,8 @@ class OneBotConfig(BaseModel):
     reconnect_max: float = Field(60.0, gt=0, le=3600)  # ... doubling up to this
     role_cache_seconds: float = Field(600.0, ge=0, le=7 * 86_400)
     dedup_size: int = Field(4096, ge=0, le=1_000_000)
-    queue_limit: int = Field(10_000, ge=1, le=1_000_000)  # high-water mark: readers pause (see inbound.py)
+    # high-water mark: readers pause (see inbound.py)
+    queue_limit: int = Field(10_000, ge=1, le=1_000_000)
 
     @model_validator(mode="after")
     def _mode_needs(self) -> OneBotConfig:
