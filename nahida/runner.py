@@ -42,6 +42,7 @@ from nahida.errors import ProviderError, StorageError
 from nahida.hooks import ContextSource, PostTurnHook, TurnContext
 from nahida.i18n import Language, t
 from nahida.memory import (
+    CommandMessage,
     MemoryService,
     NewTurn,
     Turn,
@@ -265,6 +266,12 @@ class SessionRunner:
         )
 
     async def _command(self, envelope: Envelope) -> None:
+        """Answer a command, once: commands are not history, so a command message delivered
+        again after a restart is known by its record here (written once its reply went out)."""
+        said = CommandMessage(str(envelope.chat), envelope.message_id, envelope.time.timestamp())
+        if await self.memory.sessions.command_answered(said):
+            log.info("duplicate_command_dropped", time=said.time)
+            return
         inline: list[Callable[[], Awaitable[None]]] = []
 
         async def later(name: str, work: Callable[[], Awaitable[str]]) -> bool:
@@ -282,7 +289,9 @@ class SessionRunner:
             self.settings.tz,
             later,
         )
-        await self._reply(envelope, await self.commands.dispatch(ctx, envelope.text))
+        _, error = await self._reply(envelope, await self.commands.dispatch(ctx, envelope.text))
+        if error is None:
+            await _kept("command", self.memory.sessions.command_done(said))
         for run in inline:
             await run()
 

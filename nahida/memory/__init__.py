@@ -64,6 +64,7 @@ from nahida.memory.service import TOO_LONG, MemoryService
 from nahida.memory.sessions import shown_ids
 from nahida.memory.startup import warm_up
 from nahida.memory.store.base import (
+    CommandMessage,
     Delivery,
     Fate,
     Store,
@@ -89,6 +90,7 @@ __all__ = [
     "BadLine",
     "Candidate",
     "CleanupEmptySessions",
+    "CommandMessage",
     "CommitMode",
     "ConfidenceDecay",
     "DailyNotesJob",

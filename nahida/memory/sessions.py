@@ -24,7 +24,15 @@ from typing import TYPE_CHECKING, TypeVar
 
 from nahida.memory.models import CommitMode, NewTurn, Session, Turn, spoken
 from nahida.memory.safety import redact
-from nahida.memory.store.base import Delivery, Fate, KnownMessage, Store, TextSearch, Tx
+from nahida.memory.store.base import (
+    CommandMessage,
+    Delivery,
+    Fate,
+    KnownMessage,
+    Store,
+    TextSearch,
+    Tx,
+)
 from nahida.memory.tokenize import index_text, query_terms, run_cpu, tokenize
 
 if TYPE_CHECKING:
@@ -292,6 +300,15 @@ class Sessions:
         notice): delivered, or undelivered with `error`."""
         fate: Fate = "delivered" if error is None else "undelivered"
         await self.store.write(lambda tx: tx.turns.set_fate(turn_id, fate, error))
+
+    async def command_answered(self, command: CommandMessage) -> bool:
+        """Whether this command message was answered before (a redelivery after a restart)."""
+        return await self.store.read(lambda tx: tx.commands.answered(command))
+
+    async def command_done(self, command: CommandMessage) -> None:
+        """Record a command message answered (its reply acknowledged)."""
+        now = time.time()
+        await self.store.write(lambda tx: tx.commands.add(command, now))
 
     async def deliveries(self, fate: Fate = "undelivered", limit: int = 20) -> list[Delivery]:
         """Messages due an answer whose reply had this fate, newest first."""

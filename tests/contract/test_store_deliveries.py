@@ -74,3 +74,18 @@ def test_fates_of_messages_due_an_answer(store: Store) -> None:
     settle(b, "delivered", None)  # answered when it came again
     assert store.read_sync(lambda tx: tx.turns.fates()) == {"delivered": 2, "undelivered": 1}
     assert store.read_sync(lambda tx: tx.turns.deliveries("pending", 5)) == []
+
+
+def test_a_command_answered_is_known_by_its_chat_id_and_time(store: Store) -> None:
+    from nahida.memory.store.base import CommandMessage
+
+    command = CommandMessage(CHAT, "7", T0)
+    assert not store.read_sync(lambda tx: tx.commands.answered(command))
+    store.write_sync(lambda tx: tx.commands.add(command, T0 + 1))
+    store.write_sync(lambda tx: tx.commands.add(command, T0 + 2))  # twice: no error
+    assert store.read_sync(lambda tx: tx.commands.answered(command))
+    for other in (CommandMessage(OTHER, "7", T0), CommandMessage(CHAT, "7", T0 + 60)):
+        assert not store.read_sync(lambda tx, other=other: tx.commands.answered(other))
+    later = CommandMessage(CHAT, "8", T0 + 40 * 86_400)
+    store.write_sync(lambda tx: tx.commands.add(later, T0 + 40 * 86_400))  # a month on
+    assert not store.read_sync(lambda tx: tx.commands.answered(command))  # the old one went

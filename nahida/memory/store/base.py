@@ -606,6 +606,25 @@ class StateRows(Protocol):
     def put(self, key: str, value: str, at: float) -> None: ...
 
 
+@dataclass(frozen=True, slots=True)
+class CommandMessage:
+    """A chat command as a message: where, its id and its event time."""
+
+    chat: str
+    message_id: str
+    time: float
+
+
+class CommandRows(Protocol):
+    """Chat commands answered (they are not history): a command delivered again is known by its
+    chat, id and event time."""
+
+    def answered(self, command: CommandMessage) -> bool: ...
+
+    def add(self, command: CommandMessage, at: float) -> None:
+        """Record it answered (records older than a month go)."""
+
+
 class Tx(Protocol):
     """One transaction's view of the database."""
 
@@ -635,6 +654,8 @@ class Tx(Protocol):
     def markdown(self) -> MarkdownRows: ...
     @property
     def state(self) -> StateRows: ...
+    @property
+    def commands(self) -> CommandRows: ...
 
 
 Unit = Callable[..., T]  # unit(tx, *args) -> T

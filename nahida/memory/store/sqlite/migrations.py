@@ -18,6 +18,7 @@ from nahida.memory.store.sqlite.connection import (
     transaction,
 )
 from nahida.memory.store.sqlite.schema import (
+    ANSWERED_COMMANDS,
     CANDIDATE_VALIDITY,
     DAILY_NOTES,
     DELIVERIES,
@@ -123,6 +124,7 @@ MIGRATIONS: list[Migration] = [
     Migration("0013_markdown", _sql(MARKDOWN)),
     Migration("0014_daily_notes", _sql(DAILY_NOTES)),
     Migration("0015_deliveries", _sql(DELIVERIES)),
+    Migration("0016_answered_commands", _sql(ANSWERED_COMMANDS)),
 ]
 
 

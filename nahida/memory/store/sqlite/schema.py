@@ -332,3 +332,17 @@ DROP INDEX turns_by_message;
 CREATE INDEX turns_by_message ON turns (chat, message_id) WHERE message_id IS NOT NULL;
 CREATE INDEX turns_undelivered ON turns (id) WHERE delivery = 'undelivered'
 """
+
+# Commands answered (chat commands are not history, so a command an implementation delivers
+# again after a restart would run again): the message's chat, id and event time, never its words
+# (a refused `/memory remember` may hold a secret). Kept a month.
+ANSWERED_COMMANDS = """
+CREATE TABLE answered_commands (
+    chat        TEXT NOT NULL,
+    message_id  TEXT NOT NULL,
+    time        REAL NOT NULL,
+    answered_at REAL NOT NULL,
+    PRIMARY KEY (chat, message_id, time)
+);
+CREATE INDEX answered_commands_by_age ON answered_commands (answered_at)
+"""

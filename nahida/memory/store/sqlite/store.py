@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from nahida.memory.store.base import StoreCapabilities
+from nahida.memory.store.sqlite.commands import CommandTable
 from nahida.memory.store.sqlite.connection import Connection, capabilities, connect
 from nahida.memory.store.sqlite.db import Database
 from nahida.memory.store.sqlite.dreams import DreamTable
@@ -42,6 +43,7 @@ class SqliteTx:
         self.dreams = DreamTable(conn)
         self.markdown = MarkdownTable(conn)
         self.state = StateTable(conn)
+        self.commands = CommandTable(conn)
 
 
 def _store_capabilities(conn: Connection) -> StoreCapabilities:
