@@ -11,12 +11,11 @@
   about the speaker (public), or the group's for group decisions.
 - `admin_edit` (`human_edit`, a bullet edited in MEMORY.md): the scope named, the words as written.
 - `from_plugin` (`plugin:<name>`, `memory_store`): the person, the chat or global, as it says.
-- `compressed` (`compress`, a warm summary's cold facts): in a private chat about the person
-  (private); in a group, the group's memory (public: it was said there).
 - `proactive` (`agent_proactive`, the model's `memory_write`): where the speaker is, as
   `remembered` would put it.
 - `procedure` (`procedure_write`): a behavioural rule, where `rule_scope` puts it.
-- `dreamed` (`llm_dream`, a dream run's op): the scope its guards allowed (`dream/guards.py`).
+
+What a model proposes (a warm summary's cold facts, a dream run's ops) is built in `proposed`.
 
 A behavioural rule (kind `procedure`, however it came: a rule someone stated, `/memory remember`,
 `memory_write`, `procedure_write`, a plugin) is for everyone in a group only when its actor may set
@@ -42,7 +41,7 @@ from nahida.errors import MemoryPermissionError
 from nahida.memory import access, dates
 from nahida.memory.access import Actor
 from nahida.memory.clauses import plain, sentences
-from nahida.memory.models import KINDS, RUN_REF, Candidate, Evidence, MemoryItem, Turn
+from nahida.memory.models import KINDS, Candidate, Evidence
 from nahida.memory.safety import contains_secret, redact
 from nahida.memory.scopes import GLOBAL, chat_scope, user_scope, validate_scope, viewer_for
 from nahida.memory.statements import Statement, statements
@@ -96,7 +95,7 @@ def _placed(
     if stated is not None and stated.kind == "procedure":
         where = rule_scope(chat, user, actor, for_chat=stated.about == "chat")
         return "procedure", stated.slot, where
-    kind, slot = _read(text, kind, stated)
+    kind, slot = read_kind(text, kind, stated)
     return kind, slot, explicit_scope(chat, user)
 
 
@@ -217,7 +216,7 @@ def _statement(text: str) -> Statement | None:
     return read[0] if len(read) == 1 else None
 
 
-def _read(text: str, kind: str, stated: Statement | None = None) -> tuple[str, str | None]:
+def read_kind(text: str, kind: str, stated: Statement | None = None) -> tuple[str, str | None]:
     """(kind, slot) of a text to remember, read as extraction reads it: one statement gives its
     kind (unless one was asked for) and its slot. `stated`: the text's statement, read already."""
     read = stated if stated is not None else _statement(text)
@@ -226,7 +225,8 @@ def _read(text: str, kind: str, stated: Statement | None = None) -> tuple[str, s
     return (read.kind if kind == "fact" else kind), read.slot
 
 
-def _quote(sentence: str) -> str:
+def evidence_quote(sentence: str) -> str:
+    """A sentence as an evidence's short quote: one line, secrets taken out, bounded."""
     quote = redact(" ".join(sentence.split()))
     return quote if len(quote) <= QUOTE_CHARS else quote[: QUOTE_CHARS - 1] + "…"
 
@@ -253,7 +253,7 @@ def extracted(
     else:
         scope, subject = user_scope(user), str(user)
         sensitivity = "public" if chat.is_group else "private"
-    quote = _quote(statement.quote)
+    quote = evidence_quote(statement.quote)
     evidence = Evidence(str(chat), message_id, turn_id, at, quote=quote, name=_name(actor))
     candidate = Candidate(
         scope=scope,
@@ -326,7 +326,7 @@ def admin_edit(
     for a person, public otherwise. Read for kind and slot as `/memory remember` reads it, so a
     new value supersedes and a repeat merges alike."""
     scope, default, subject = _admin_scope(kind, scope, chat, user)
-    kind, slot = _read(text, kind)
+    kind, slot = read_kind(text, kind)
     return Candidate(
         scope=scope,
         kind=kind,
@@ -456,90 +456,5 @@ def procedure(
     )
 
 
-COMPRESSED_CONFIDENCE = 0.8
-COMPRESSED_EXPLICIT = 0.9  # a person asked to remember it, corrected something, stated a preference
-
-
-def compressed(
-    content: str,
-    *,
-    kind: str,
-    explicit: bool,
-    chat: ChatKey,
-    session_id: str,
-    at: float | None = None,
-) -> Candidate:
-    """A cold key fact the compress model found in a session's warm summary."""
-    person = None if chat.is_group else chat.person
-    scope = chat_scope(chat) if person is None else user_scope(person)
-    return Candidate(
-        scope=scope,
-        kind=kind if kind in KINDS else "fact",
-        content=content.strip(),
-        source="compress",
-        confidence=COMPRESSED_EXPLICIT if explicit else COMPRESSED_CONFIDENCE,
-        importance=0.6,
-        sensitivity="public" if person is None else "private",
-        subject_user=None if person is None else str(person),
-        evidence=(Evidence(chat=str(chat), ref=f"session:{session_id}", time=_now(at)),),
-    )
-
-
 def _now(at: float | None) -> float:
     return time.time() if at is None else at
-
-
-DREAM_SOURCE = "llm_dream"
-DREAM_IMPORTANCE = 0.6
-
-
-def dreamed(
-    *,
-    op: str,
-    kind: str,
-    content: str,
-    scope: str,
-    sensitivity: str,
-    subject: str | None,
-    turns: Sequence[Turn],
-    run_id: str,
-    confidence: float,
-    reason: str,
-    target: MemoryItem | None = None,
-    at: float | None = None,
-) -> Candidate:
-    """An op a dream run proposed (after its guards): the turns it cites as evidence, with the
-    run's id; valid from the newest of them. An op on an item keeps its slot (and, rewriting
-    it, its title); a new memory is read for its slot as `/memory remember` reads it."""
-    at = _now(at)
-    cited = tuple(
-        Evidence(
-            t.chat,
-            t.message_id,
-            t.id,
-            t.time.timestamp(),
-            quote=_quote(t.content),
-            name=t.speaker_name if t.role == "user" else None,
-        )
-        for t in turns
-    )
-    speaker = next((t.speaker for t in turns if t.role == "user" and t.speaker), None)
-    slot = target.slot if target is not None else _read(content, kind)[1]
-    return Candidate(
-        scope=scope,
-        kind=kind,
-        content=content.strip(),
-        source=DREAM_SOURCE,
-        confidence=confidence,
-        importance=target.importance if target is not None else DREAM_IMPORTANCE,
-        sensitivity=sensitivity,
-        title=target.title if target is not None and op == "update" else "",
-        subject_user=subject,
-        speaker_user=speaker,
-        slot=slot,
-        evidence=(*cited, Evidence(ref=f"{RUN_REF}{run_id}", time=at)),
-        valid_from=max((t.time.timestamp() for t in turns), default=at),
-        op=op,
-        target=target.id if target is not None else None,
-        note=reason.strip(),
-    )

@@ -29,7 +29,7 @@ import structlog
 
 from nahida.envelope import ChatKey
 from nahida.errors import NahidaError
-from nahida.memory import candidates, compress
+from nahida.memory import compress, proposed
 from nahida.memory.episodes import Episodes
 from nahida.memory.models import (
     PROFILE_SECTIONS,
@@ -224,7 +224,7 @@ class WorkingMemory:
         if parsed.problems:
             bound.warning("roll_answer_partly_unusable", problems=parsed.problems)
         for fact in parsed.facts:
-            candidate = candidates.compressed(
+            candidate = proposed.compressed(
                 fact.content,
                 kind=fact.kind,
                 explicit=fact.explicit,

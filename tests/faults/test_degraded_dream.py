@@ -25,7 +25,7 @@ from typer.testing import CliRunner, Result
 from nahida.app import App, Paths, build_model_router
 from nahida.cli import app
 from nahida.envelope import ChatKey, UserKey
-from nahida.memory import Candidate, MemoryItem, Turn, Viewer, candidates, write
+from nahida.memory import Candidate, MemoryItem, Turn, Viewer, candidates, proposed, write
 from nahida.memory.extract import extract
 from nahida.memory.models import moment
 from nahida.memory.store.sqlite import SqliteStore
@@ -161,7 +161,7 @@ def test_no_model_or_rule_rewrites_or_archives_what_a_person_stated(tmp_path: Pa
     later = Turn(9, "s_1", CHAT, "user", "我住在北京", moment(time.time() + 60), PERSON)
     fates = {}
     for op in ("update", "archive", "supersede"):
-        dreamed = candidates.dreamed(
+        dreamed = proposed.dreamed(
             op=op, kind="fact", content="住在北京", scope=target.scope, sensitivity="private",
             subject=PERSON, turns=[later], run_id="d_1", confidence=0.9, reason="x",
             target=target,

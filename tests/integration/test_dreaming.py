@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from nahida.app import Paths, build_model_router, open_memory
-from nahida.memory import Actor, MemoryService, NewTurn, Turn, Viewer, candidates, write
+from nahida.memory import Actor, MemoryService, NewTurn, Turn, Viewer, candidates, proposed, write
 from nahida.memory.dream.run import Dreaming
 from nahida.providers.router import ModelRouter
 from tests.fakes.llm_server import FakeAnthropicServer, FakeLLMServer, FakeOpenAIServer, Hang
@@ -174,7 +174,7 @@ async def test_manual_review_queues_every_op_and_a_review_applies_a_supersede(
         bot.memory.items.mode = bot.dreams.mode = "manual_review"
         old = await bot.say(PRIVATE, U1, "我住在上海")
         await bot.memory.items.propose(
-            candidates.dreamed(
+            proposed.dreamed(
                 op="add",
                 kind="fact",
                 content="住在上海",

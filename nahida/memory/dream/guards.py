@@ -27,7 +27,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from nahida.envelope import ChatKey
-from nahida.memory import candidates, write
+from nahida.memory import proposed, write
 from nahida.memory.dream.proposals import ProposedOp
 from nahida.memory.models import Candidate, MemoryItem, Proposal, Turn
 from nahida.memory.quotes import reads_as_instruction
@@ -108,7 +108,7 @@ def check(op: ProposedOp, batch: Batch) -> Candidate:
         same = _duplicate(content, scope, batch.shown)
         if same is not None:  # aimed at what it repeats: the write path merges
             kind, subject, sensitivity = same.kind, same.subject_user, same.sensitivity
-    return candidates.dreamed(
+    return proposed.dreamed(
         op=op.op,
         kind=kind,
         content=content,
