@@ -6,8 +6,9 @@
 A fake implementation (`tests/fakes/onebot_impl.py`) in this process sends it mixed traffic:
 group messages addressed to the bot and group talk that is not, private chats, commands
 (remember, search, forget, rules, dream), and a private fact per person said in their private
-chat. A fake OpenAI-compatible model (`tests/fakes/llm_server.py`) echoes each chat and answers
-the memory's own requests, dream requests with garbage now and then. Meanwhile, in turn:
+chat. A fake OpenAI-compatible model (`tests/fakes/llm_server.py`) echoes each chat after a
+moment (`--model-delay`, so replies are in flight when faults strike) and answers the memory's own
+requests, dream requests with garbage now and then. Meanwhile, in turn:
 
 - the implementation closes its socket (having answered every frame it read) and reconnects;
 - the bot is killed with SIGKILL and started again, and the implementation redelivers the
@@ -159,11 +160,12 @@ class SoakModel(FakeOpenAIServer):
     """Echoes chats; answers dream requests with garbage `garbage` of the time; checks every
     request for private facts out of place; keeps no request log (the run is long)."""
 
-    def __init__(self, ledger: Ledger, rng: random.Random, garbage: float) -> None:
+    def __init__(self, ledger: Ledger, rng: random.Random, garbage: float, delay: float) -> None:
         super().__init__()
         self.ledger = ledger
         self.rng = rng
         self.garbage = garbage
+        self.delay = delay  # a chat answer takes 0 to twice this many seconds, as models do
         self.calls: Counter[str] = Counter()
 
     async def _handle(self, request: web.Request) -> web.Response:
@@ -171,6 +173,8 @@ class SoakModel(FakeOpenAIServer):
         task = memory_model.memory_task(body) or "chat"
         self.calls[task] += 1
         self.ledger.prompt(body)
+        if task == "chat" and self.delay:
+            await asyncio.sleep(self.rng.uniform(0, 2 * self.delay))
         if task == "dream" and self.rng.random() < self.garbage:
             self.dream_script.append(self.rng.choice(GARBAGE))
             self.calls["dream garbage"] += 1
@@ -374,6 +378,7 @@ class Settings:
     garbage: float
     disk_mb: int
     drain: float
+    model_delay: float
 
 
 class Soak:
@@ -574,7 +579,8 @@ class Soak:
 
     async def run(self) -> int:
         settings = self.settings
-        async with SoakModel(self.ledger, self.rng, settings.garbage) as model:
+        model_at = SoakModel(self.ledger, self.rng, settings.garbage, settings.model_delay)
+        async with model_at as model:
             port = _free_port()
             write_config(self.home, model.url, port)
             self.impl.on_call = self._on_call
@@ -697,6 +703,9 @@ def main() -> int:
     parser.add_argument("--garbage", type=float, default=0.4, help="share of dream answers")
     parser.add_argument("--disk-mb", type=int, default=256, help="the tmpfs's size")
     parser.add_argument("--drain", type=float, default=60.0, help="seconds without an answer")
+    parser.add_argument(
+        "--model-delay", type=float, default=0.5, help="a chat answer's mean seconds"
+    )
     parser.add_argument("--keep", action="store_true", help="keep the run's folder")
     args = parser.parse_args()
     settings = Settings(
@@ -709,6 +718,7 @@ def main() -> int:
         args.garbage,
         args.disk_mb,
         args.drain,
+        args.model_delay,
     )
     home = Path(tempfile.mkdtemp(prefix="nahida-soak-"))
     soak = Soak(settings, home)
