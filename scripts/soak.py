@@ -557,8 +557,11 @@ class Soak:
             stderr=asyncio.subprocess.PIPE,
         )
         out, err = await done.communicate()
-        said = (out or err).decode(errors="replace").strip().splitlines()
-        self.note(f"history import beside the bot: exit {done.returncode}, {said[-1:] or ''}")
+        try:
+            said = f"{json.loads(out)['imported']} turns imported"
+        except (ValueError, KeyError, TypeError):
+            said = err.decode(errors="replace").strip()[-200:]
+        self.note(f"history import beside the bot: exit {done.returncode}, {said}")
 
     async def faults(self, until: float) -> None:
         order = [self.drop, self.kill, self.fill_disk, self.history_import]
