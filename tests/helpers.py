@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import importlib.util
 import io
 import itertools
+import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from nahida.adapters.base import Adapter
@@ -207,3 +210,16 @@ class Recorder:
     async def send(self, reply: Reply) -> str | None:
         self.sent.append(reply.plain_text)
         return None
+
+
+def script(name: str) -> ModuleType:
+    """`scripts/<name>.py` as a module (the evaluation scripts' corpora and scoring, for tests)."""
+    if name in sys.modules:
+        return sys.modules[name]
+    path = Path(__file__).resolve().parents[1] / "scripts" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses look their module up while the file runs
+    spec.loader.exec_module(module)
+    return module

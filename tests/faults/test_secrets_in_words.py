@@ -6,11 +6,8 @@ scripts/eval_secrets.py (docs/secrets.md)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
@@ -19,24 +16,9 @@ from nahida.memory import Viewer
 from nahida.memory.safety import find_secrets, redact
 from nahida.memory.secret_patterns import MAYBE
 from tests.fakes.llm_server import FakeOpenAIServer
-from tests.helpers import History, chat_through_console, config, openai_provider
+from tests.helpers import History, chat_through_console, config, openai_provider, script
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _eval_module() -> ModuleType:
-    name = "eval_secrets"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / "eval_secrets.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up while the file runs
-    spec.loader.exec_module(module)
-    return module
-
-
-ev = _eval_module()
+ev = script("eval_secrets")
 CORPUS = ev.load(chat=None)
 WITH = [line for line in CORPUS if line.secret is not None and not line.known_miss]
 WITHOUT = [line for line in CORPUS if line.secret is None]

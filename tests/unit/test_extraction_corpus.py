@@ -4,36 +4,18 @@ scripts/eval_extract.py), and the phrasings of the issue that asked for it, thro
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-from types import ModuleType
-
 import pytest
 
 from nahida.memory.models import KINDS
 from nahida.memory.statements import slot_for, statements
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.helpers import script
 
 # The floors sit a little below what the corpus measured when each part was written (the
 # figures are in docs/rules.md), so a few new misses or false ones fail.
 FLOORS = {"all": (0.97, 0.91), "zh": (0.97, 0.89), "en": (0.97, 0.95), "rules": (0.97, 0.95)}
 
 
-def _eval_module() -> ModuleType:
-    name = "eval_extract"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / "eval_extract.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up while the file runs
-    spec.loader.exec_module(module)
-    return module
-
-
-ev = _eval_module()
+ev = script("eval_extract")
 
 
 def read(text: str) -> list[tuple[str, str, str | None]]:
