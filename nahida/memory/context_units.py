@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 from nahida.memory.models import MemoryItem, Pinned, ProfileEntry
 from nahida.memory.procedures import guidelines, rules_in_force
-from nahida.memory.profiles import card_of, card_text
+from nahida.memory.profile_card import card_of, card_text
 from nahida.memory.scopes import Viewer
 from nahida.memory.sessions import Probe
 from nahida.memory.store.base import Tx
