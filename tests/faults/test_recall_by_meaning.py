@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from nahida.envelope import ChatKey, UserKey
-from nahida.memory import MemoryService, NewTurn, Query, viewer_for
+from nahida.memory import EmbeddingSettings, MemoryService, NewTurn, Query, viewer_for
 from nahida.memory.models import Candidate
 from nahida.memory.store.base import Store
 from nahida.memory.store.sqlite import SqliteStore
@@ -29,6 +29,14 @@ real_model = pytest.mark.skipif(
 )
 
 TRIP = "我下个月要去云南大理旅游"
+SIX = (  # one person's memories, none about how they feel
+    "我家有一只橘猫叫年糕",
+    "我下周去上海出差",
+    "我最喜欢喝乌龙茶",
+    "我在杭州做程序员",
+    "我每周六早上去跑步",
+    "我女儿今年上小学一年级",
+)
 REPORT = "本群周五下午发周报"
 T0 = 1_780_000_000.0
 
@@ -125,3 +133,40 @@ async def test_a_scope_check_by_meaning_finds_every_owners_line_however_many_it_
         want = expected[chat]
         assert texts == ([want] if want else []), answer["id"]
         assert all(hit["scope"].endswith(chat) for hit in answer["hits"]), answer["id"]
+
+
+@pytest.mark.embeddings
+@real_model
+async def test_a_question_about_none_of_a_persons_memories_recalls_none_of_them(
+    tmp_path: Path,
+) -> None:
+    """Six memories of one person, and questions about none of them: the model scores each
+    memory barely above everyday lines about nothing (`recall.floor`), so the prompt gets no
+    memory block (before, all five places were filled, each memory a nearest neighbour within
+    the margin of the best). A question about one of them finds that one first, by meaning."""
+    settings = EmbeddingSettings(query_share=1.0)  # a test asks faster than a chat would
+    memory = MemoryService(
+        SqliteStore(tmp_path / "m.db"), embedder=local_embed.LocalEmbedder(), embedding=settings
+    )
+    try:
+        await memory.embeddings.load()
+        chat, user = ChatKey.parse("onebot:private:2"), UserKey("onebot", "2")
+        for text in SIX:
+            await memory.items.remember(text, chat=chat, user=user)
+        await memory.embeddings.embed_new()
+        viewer = viewer_for(str(chat))
+        for question in ("今天天气怎么样", "帮我写一首诗", "谢谢你"):
+            block = await memory.recall.block(question, viewer, frozenset(), limit=5)
+            assert block is None, question
+        for question, line in (
+            ("乌龙茶", "我最喜欢喝乌龙茶"),
+            ("我喜欢喝什么茶", "我最喜欢喝乌龙茶"),
+            ("我的猫叫什么", "我家有一只橘猫叫年糕"),
+            ("我平时做什么运动", "我每周六早上去跑步"),
+            ("孩子几年级了", "我女儿今年上小学一年级"),
+        ):
+            hits = await memory.recall.search(Query(question, viewer, mode="vector"))
+            assert hits and hits[0].text == line, question
+    finally:
+        await memory.embeddings.aclose()
+        memory.close()
