@@ -9,6 +9,10 @@ every core), unless `--modes lexical`. In the same run, a plain BM25 baseline (r
 `BM25Okapi` over jieba search-mode tokens of the same chat's turns, lower-cased, punctuation
 dropped) answers the same questions. Prints Markdown tables.
 
+Padding: with vector search among the modes, every question is also asked by meaning in another
+chat of its set (half the list of chats away), where its evidence is not; the hits found there
+are padding, and the floor of recall by meaning (`recall.floor`) is what keeps them out.
+
     .venv/bin/python scripts/eval_recall.py                  # both sets (several minutes)
     .venv/bin/python scripts/eval_recall.py --modes lexical  # no embedding (about a minute)
     .venv/bin/python scripts/eval_recall.py --keep-db /tmp/eval   # vectors kept for the next run
@@ -46,6 +50,7 @@ from nahida.cli.search import Question as CliQuestion  # noqa: E402
 from nahida.memory import Tuning, recall  # noqa: E402
 from nahida.memory.embedding import Embeddings  # noqa: E402
 from nahida.memory.importer import import_lines  # noqa: E402
+from nahida.memory.recall.floor import REFERENCES, unrelated  # noqa: E402
 from nahida.memory.store.sqlite import SqliteStore  # noqa: E402
 from nahida.memory.store.sqlite.connection import Connection  # noqa: E402
 from nahida.memory.tokenize import warm_up  # noqa: E402
@@ -245,22 +250,24 @@ def ours(
 
 
 class QueryVectors:
-    """Query vectors by text, embedded once (the modes ask the same questions)."""
+    """Query vectors by text, embedded once (the modes ask the same questions), with what
+    unrelated lines score against each (`recall.floor`), as `Embeddings.query` gives them."""
 
     def __init__(self, embeddings: Embeddings) -> None:
         assert embeddings.embedder is not None
         self.embedder: Any = embeddings.embedder
         self.space = embeddings.space()
+        self.references = self.embedder.embed_sync(list(REFERENCES), "passage")
         self.cache: dict[str, Any] = {}
         self.ms: list[float] = []
 
-    def __call__(self, text: str) -> Any:
+    def __call__(self, text: str) -> tuple[Any, Any, float]:
         found = self.cache.get(text)
         if found is None:
             started = time.perf_counter()
             found = self.cache[text] = self.embedder.embed_sync([text], "query")[0]
             self.ms.append((time.perf_counter() - started) * 1000)
-        return found, self.space
+        return found, self.space, unrelated(found, self.references)
 
 
 def embed_all(db: SqliteStore) -> tuple[Embeddings, str]:
@@ -328,6 +335,23 @@ def baseline(db: SqliteStore, limit: int) -> Retriever:
         return [[ids[i]] for i in order if scores[i] > 0]
 
     return ask
+
+
+def padding(questions: Sequence[Question], ask: Retriever, k: int = 10) -> str:
+    """Each question asked in another chat of the set (half the list of chats away), where its
+    evidence is not: how many hits it gets there, and how often none."""
+    chats = sorted({q.chat for q in questions})
+    if len(chats) < 2:
+        return ""
+    shift = len(chats) // 2
+    other = {chat: chats[(n + shift) % len(chats)] for n, chat in enumerate(chats)}
+    found = [len(ask(replace(q, chat=other[q.chat]))[:k]) for q in questions]
+    none = sum(1 for n in found if n == 0) / len(found)
+    return (
+        f"- padding: asked by meaning in a chat without its evidence, a question got"
+        f" {_mean([float(n) for n in found]):.2f} hits of {k} on average, none {none:.0%}"
+        " of the time"
+    )
 
 
 # reporting ------------------------------------------------------------------------------------
@@ -412,6 +436,9 @@ def run_set(
                 if dump is not None:
                     dump.write(json.dumps(row, ensure_ascii=False) + "\n")
             asked = time.perf_counter() - started
+            padded = ""
+            if "vector" in modes:  # a retriever of its own: the timings are the questions'
+                padded = padding(data.questions, ours(db, limit, [], tuning, "vector", vectors))
         finally:
             db.close()
     out.append(f"## {data.name}")
@@ -432,6 +459,8 @@ def run_set(
     if vectors is not None and vectors.ms:
         vectors.ms.sort()
         out.append(f"- query embedding: p50 {vectors.ms[len(vectors.ms) // 2]:.1f} ms")
+    if padded:
+        out.append(padded)
     out.append("")
     out.extend(_table(data.name, data.categories, per_cat, "recall"))
     out.extend(_table(data.name, data.categories, per_cat, "hit"))

@@ -180,7 +180,7 @@ def search(
     elif queries is not None and not queries.is_file():
         raise fail(f"cannot read {queries}", 1, as_json=as_json)
     warm_up()
-    with state_of(ctx).memory() as memory:
+    with state_of(ctx).memory(foreground=True) as memory:
         if chosen == "vector" and not memory.embeddings.enabled:
             raise fail(f"no vector search: {memory.embeddings.why}", 2, as_json=as_json)
         if chosen != "lexical":

@@ -38,11 +38,15 @@ class State:
         self, *, foreground: bool = False, model: ModelRouter | None = None
     ) -> Iterator[MemoryService]:
         """Memory for the length of one command; closed (its queue drained) afterwards.
-        `foreground`: the local embedder may use every core (`memory embed`); `model`: the
-        models memory may call (`memory dream`; the caller closes it), else none."""
+        `foreground`: a command a person waits for (`memory embed`, `memory search`): the local
+        embedder may use every core, and its query vectors are not rationed (no chat shares
+        this process: rationed, a file of questions went lexical after its first few); `model`:
+        the models memory may call (`memory dream`; the caller closes it), else none."""
         config = self.config
         if foreground:
-            embedding = config.memory.embedding.model_copy(update={"background_threads": 0})
+            embedding = config.memory.embedding.model_copy(
+                update={"background_threads": 0, "query_share": 1.0}
+            )
             config = config.model_copy(
                 update={"memory": config.memory.model_copy(update={"embedding": embedding})}
             )

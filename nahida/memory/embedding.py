@@ -12,7 +12,9 @@ are embedded in the background, never on a chat's worker:
 
 Rows are active items, unhidden turns and episodes (whose text is `keywords: summary`). Very short
 turns ("好的", "哈哈") get no vector. Only a search embeds on the message path: its query, with a
-bounded wait (`query`), after which the search goes on lexically.
+bounded wait (`query`), after which the search goes on lexically. A query vector comes with what
+lines unrelated to it score (`recall.floor`: its reference lines are embedded once per space, a
+local model's when it loads, an endpoint's with the first query), the floor of its hits.
 
 A local model (`Embedder.local`) spends this machine's CPU: ~25 ms a text for the bundled e5,
 ten times the rest of a message. So while chats are busy its work is rationed: query vectors may
@@ -36,6 +38,7 @@ from typing import TYPE_CHECKING
 import structlog
 
 from nahida.errors import ProviderError, StorageError
+from nahida.memory.recall.floor import REFERENCES, unrelated
 from nahida.memory.store.base import Embedded, Store, Tx, Unembedded, VectorCounts, VectorSpace
 from nahida.providers.base import Embedder
 
@@ -106,6 +109,16 @@ class TimeShare:
         return self._left
 
 
+@dataclass(frozen=True, slots=True)
+class QueryVector:
+    """A search's query embedded: its vector, the vector's space, and what a line unrelated to
+    the query scores against it (`recall.floor`)."""
+
+    vector: Vector
+    space: VectorSpace
+    unrelated: float
+
+
 @dataclass(slots=True)
 class EmbedReport:
     embedded: int = 0  # texts sent to the embedder
@@ -142,6 +155,7 @@ class Embeddings:
         if not (0 <= query_share <= 1 and 0 < background_share <= 1):
             raise ValueError("query_share must be within [0, 1], background_share within (0, 1]")
         local = bool(getattr(embedder, "local", False))  # its work is this machine's CPU
+        self._local = local
         self._queries = TimeShare(query_share if local else 1.0, clock=clock)
         self._background_share = background_share if local else 1.0
         self._clock = clock
@@ -155,19 +169,23 @@ class Embeddings:
         self.queried = 0  # query vectors embedded
         self.busy = 0  # queries searched lexically because the embedder was busy
         self._busy_logged, self._busy_said = float("-inf"), 0  # the last `query_embedding_busy`
+        self._references: dict[VectorSpace, Vector] = {}  # `recall.floor.REFERENCES` embedded
 
     @property
     def enabled(self) -> bool:
         return self.embedder is not None
 
     async def load(self) -> None:
-        """Load a local model now, in a thread (the first message then does not wait for it).
-        A model that cannot load leaves recall lexical, said in the log; the bot runs on."""
+        """Load a local model now, in a thread, and embed the floor's reference lines with it
+        (the first message then waits for neither; an endpoint's are embedded with its first
+        query). A model that cannot load leaves recall lexical, said in the log; the bot runs
+        on."""
         load = getattr(self.embedder, "load", None)
-        if not callable(load):
-            return
         try:
-            await asyncio.to_thread(load)
+            if callable(load):
+                await asyncio.to_thread(load)
+            if self.embedder is not None and self._local:
+                await self._unrelated_lines(await self._known_space())
         except (OSError, RuntimeError, ImportError, ValueError) as exc:
             log.error("embedder_failed_to_load", embedder=self.why, error=str(exc))
             self.embedder = None
@@ -197,11 +215,23 @@ class Embeddings:
             self._warned.add(event)
             log.warning(event, **fields)
 
-    async def query(self, text: str) -> tuple[Vector, VectorSpace] | None:
+    async def _unrelated_lines(self, space: VectorSpace) -> Vector:
+        """`recall.floor.REFERENCES` embedded as passages in `space`, once."""
+        found = self._references.get(space)
+        if found is None:
+            assert self.embedder is not None
+            found = await self.embedder.embed(list(REFERENCES), "passage")
+            self._references[space] = found
+        return found
+
+    async def query(self, text: str) -> QueryVector | None:
         """The query vector of a search, or None (no embedder, too slow, busy, failed): the
-        search is then lexical. Waits at most `query_timeout`, and not at all when `QUERY_QUEUE`
-        queries are already being embedded or a local model has had its `query_share` of the
-        time (a burst is answered lexically rather than late)."""
+        search is then lexical. Waits at most `query_timeout` (the first query of an endpoint
+        waits for the reference lines of the floor too; a local model's are embedded by `load`,
+        else once before the first query's wait starts: there is no network to wait for, and a
+        wait cut short would start them over), and not at all when `QUERY_QUEUE` queries are
+        already being embedded or a local model has had its `query_share` of the time (a burst
+        is answered lexically rather than late)."""
         if self.embedder is None or not text.strip():
             return None
         # a burst: no message queues behind others' queries, nor takes more than its share
@@ -211,9 +241,14 @@ class Embeddings:
         self._in_flight += 1
         started = self._clock()
         try:
-            rows = await asyncio.wait_for(
-                self.embedder.embed([text], "query"), timeout=self.query_timeout
-            )
+            if self._local:
+                await self._unrelated_lines(await self._known_space())
+            async with asyncio.timeout(self.query_timeout):
+                rows = await self.embedder.embed([text], "query")
+                space = self.space()
+                if space is None or space.dimension != rows.shape[1]:
+                    return None
+                references = await self._unrelated_lines(space)
         except TimeoutError:
             log.info("query_embedding_slow", timeout=self.query_timeout)
             return None
@@ -225,10 +260,7 @@ class Embeddings:
             self._queries.spend(self._clock() - started)
         self.queried += 1
         vector = rows[0]  # a float32 row (the Embedder protocol)
-        space = self.space()
-        if space is None or space.dimension != vector.shape[0]:
-            return None
-        return vector, space
+        return QueryVector(vector, space, unrelated(vector, references))
 
     def _turned_away(self) -> None:
         """Count a search left lexical for a busy embedder; say so at most once a minute."""

@@ -275,7 +275,7 @@ class Recall:
         if query.mode != "lexical" and self.embeddings is not None and found.text:
             embedded = await self.embeddings.query(found.text)
             if embedded is not None:
-                found = found.with_vector(*embedded)
+                found = found.with_vector(embedded.vector, embedded.space, embedded.unrelated)
         # What the store is sent: the plan has read the time zone; the default tuning stays
         # behind (the store process has its own), a tenth of the request's pickling each.
         sent = replace(query, tz=None) if query.tz is not None else query

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
+from itertools import product
 
 import numpy as np
 
-from nahida.memory.models import MemoryItem, NewTurn
+from nahida.memory.models import Episode, MemoryItem, NewTurn
 from nahida.memory.scopes import Visibility
 from nahida.memory.store.base import Store, Tx, VectorSearch, VectorSpace
 from nahida.memory.tokenize import index_text
@@ -200,3 +201,85 @@ def test_sweep_drops_vectors_nothing_names_and_clear_drops_all(store: Store) -> 
     assert store.read_sync(lambda tx: tx.vectors.known(SPACE, ["north", "orphan"])) == {"north"}
     assert store.write_sync(lambda tx: tx.vectors.clear()) == 1
     assert len(store.read_sync(lambda tx: tx.vectors.unhashed("turn", 10))) == 1
+
+
+# a text many rows share: one vector, every owner's row --------------------------------------
+
+SHARED_CHATS = (CHAT, OTHER, "qq:private:u1", "qq:private:u2")
+SHARED_SCOPES = ("global", f"chat:{CHAT}", "user:qq:u1", "user:qq:u2")
+SHARED_TEXTS = {"north": NORTH, "east": EAST, "north-east": NORTH_EAST}
+
+
+def subsets(values: Sequence[str]) -> list[tuple[str, ...]]:
+    return [
+        tuple(v for n, v in enumerate(values) if mask >> n & 1) for mask in range(2 ** len(values))
+    ]
+
+
+def test_every_owner_of_a_shared_text_finds_it_by_meaning_and_no_one_else_does(
+    store: Store,
+) -> None:
+    """Every chat says every text (a group's own line among them) and summed up a conversation
+    in it, and every scope holds every text, public and private, active and archived: one
+    vector per text serves them all. For every set of chats and every visibility, a search by
+    each text's vector returns exactly the rows the viewer may see, each of those saying the
+    text scoring 1."""
+    turn_ids = add_turns(
+        store,
+        *(
+            (chat, text, T0 + n)
+            for n, (chat, text) in enumerate(product(SHARED_CHATS, SHARED_TEXTS))
+        ),
+    )
+    turns = dict(zip(turn_ids, product(SHARED_CHATS, SHARED_TEXTS), strict=True))
+    hidden = turn_ids[-1]  # hidden by a forgotten item: found by no one
+    store.write_sync(lambda tx: tx.turns.hide([hidden], [], "m_gone"))
+    items = {
+        f"m{n}": item(f"m{n}", text, scope, sensitivity=sensitivity, status=status)
+        for n, (scope, sensitivity, status, text) in enumerate(
+            product(SHARED_SCOPES, ("public", "private"), ("active", "archived"), SHARED_TEXTS)
+        )
+    }
+    add_items(store, *items.values())
+    episodes = {
+        f"e_{n:06d}": Episode(f"e_{n:06d}", f"e-{n}", chat, text, (), T0, T0 + 1, 4, T0 + 1)
+        for n, (chat, text) in enumerate(product(SHARED_CHATS, SHARED_TEXTS))
+    }
+
+    def put_episodes(tx: Tx) -> None:
+        for e in episodes.values():
+            tx.sessions.create(e.session_id, e.chat, "t", e.started_at)
+            tx.episodes.put(e, index_text(e.summary))
+
+    store.write_sync(put_episodes)
+    for kind in ("turn", "item", "episode"):
+        embed_rows(store, kind, SHARED_TEXTS)
+    assert store.read_sync(lambda tx: tx.vectors.counts(SPACE)).stored == len(SHARED_TEXTS)
+
+    for chats in subsets(SHARED_CHATS):
+        for text, vector in SHARED_TEXTS.items():
+            query = VectorSearch(vector, SPACE, 100)
+            found = store.read_sync(lambda tx, c=chats, q=query: tx.vectors.turns(c, q))
+            expected = {t for t, (chat, _) in turns.items() if chat in chats and t != hidden}
+            assert {m.id for m in found} == expected, (chats, text)
+            saying = {m.id for m in found if round(m.score, 4) == 1.0}
+            assert saying == {t for t in expected if turns[t][1] == text}, (chats, text)
+            summed = store.read_sync(lambda tx, c=chats, q=query: tx.vectors.episodes(c, q))
+            expected = {e.id for e in episodes.values() if e.chat in chats}
+            assert {m.episode.id for m in summed} == expected, (chats, text)
+            saying = {m.episode.id for m in summed if round(m.score, 4) == 1.0}
+            assert saying == {e for e in expected if episodes[e].summary == text}, (chats, text)
+    for full in subsets(SHARED_SCOPES):
+        for public in subsets(SHARED_SCOPES):
+            view = Visibility(full, public)
+            allowed = {
+                i.id
+                for i in items.values()
+                if i.status == "active" and view.sees(i.scope, i.sensitivity)
+            }
+            for text, vector in SHARED_TEXTS.items():
+                query = VectorSearch(vector, SPACE, 100)
+                found_items = store.read_sync(lambda tx, v=view, q=query: tx.vectors.items(v, q))
+                assert {m.item.id for m in found_items} == allowed, (view, text)
+                saying = {m.item.id for m in found_items if round(m.score, 4) == 1.0}
+                assert saying == {i for i in allowed if items[i].content == text}, (view, text)

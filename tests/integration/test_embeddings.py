@@ -289,10 +289,13 @@ class OnThisMachine:
 async def rationed(
     memory: MemoryService, server: FakeOpenAIServer, seconds: float, **settings: Any
 ) -> AsyncIterator[tuple[Embeddings, OnThisMachine, list[float]]]:
-    """Embeddings of `memory`'s store through a "local" embedder on a clock of its own."""
+    """Embeddings of `memory`'s store through a "local" embedder on a clock of its own, loaded
+    (the floor's reference lines embedded: `calls` counts what came after)."""
     clock = [1000.0]
     embedder = OnThisMachine(endpoint(server), clock, seconds)
     local = Embeddings(memory.store, embedder, clock=lambda: clock[0], **settings)
+    await local.load()
+    embedder.calls = 0
     try:
         yield local, embedder, clock
     finally:

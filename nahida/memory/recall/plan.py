@@ -52,8 +52,13 @@ class Tuning:
     vector_weight: float = 0.5  # of the vector ranking in hybrid search (the lexical one: 1)
     hybrid_k: float = 10.0  # the RRF k of hybrid search's second fusion
     vector_reserve: int = 2  # the last places of a hybrid answer kept for hits by meaning
-    vector_floor: float = 0.0  # cosine similarity below which a vector hit is dropped
-    vector_margin: float = 0.05  # a vector hit this far below the list's best is dropped
+    # a list of hits by meaning whose best is not this much above what unrelated lines score
+    # against the query (`Plan.unrelated`, `recall.floor`) gives none; else its hits down to
+    # `vector_margin` below its best. In hybrid search the words back meaning up: a stricter
+    # floor there keeps more padding out of the prompt and no evidence the dev sets know
+    vector_floor: float = 0.01
+    hybrid_floor: float = 0.02
+    vector_margin: float = 0.05
 
 
 TUNING = Tuning()
@@ -85,9 +90,14 @@ class Plan:
     vector: Vector | None = None  # the query's embedding (None: lexical only)
     space: VectorSpace | None = None
     last_time: bool = False  # it asks about the last conversation (`LAST_TIME`)
+    # what a line unrelated to the query scores against it (`recall.floor`); None: not known
+    # (the floor is then the list's best less `Tuning.vector_margin`)
+    unrelated: float | None = None
 
-    def with_vector(self, vector: Vector, space: VectorSpace) -> Plan:
-        return replace(self, vector=vector, space=space)
+    def with_vector(
+        self, vector: Vector, space: VectorSpace, unrelated: float | None = None
+    ) -> Plan:
+        return replace(self, vector=vector, space=space, unrelated=unrelated)
 
 
 def plan(query: Query, tuning: Tuning = TUNING, tz: tzinfo | None = None) -> Plan:

@@ -4,12 +4,18 @@ query), not said, stored or ended after the question's moment, without the turns
 shows verbatim.
 
 Hits inside the question's time window weigh `1 + window` times more, as in the lexical lists.
-A nearest neighbour always exists, related or not, so a hit is kept only when its cosine
-similarity is at least `vector_floor` and within `vector_margin` of the list's best: what is
-clearly nearer than the rest, not the padding of an unrelated question.
+A nearest neighbour always exists, related or not. So a list gives nothing when its best hit
+does not beat what unrelated lines score against the question by `vector_floor` (`hybrid_floor`
+in hybrid search; `Plan.unrelated`, `recall.floor`: nothing in that memory is about the
+question), and otherwise the hits within `vector_margin` of its best: what is clearly nearer
+than the rest, not the padding of an unrelated question. Both floors are the largest that keep
+every dev-set figure (docs/recall.md); a floor under every hit, not only the best, lost weak
+evidence that rides with a strong hit (some of MemDaily's score only just above unrelated lines).
 """
 
 from __future__ import annotations
+
+import math
 
 from nahida.memory.models import Hit
 from nahida.memory.recall.lexical import episode_hit, item_hit, turn_hit
@@ -35,9 +41,13 @@ def _ranked(hits: list[Hit], depth: int) -> list[Hit]:
     return sorted(hits, key=lambda h: (-h.score, -h.time, h.id))[:depth]
 
 
-def _close(scores: list[float], tuning: Tuning) -> float:
-    """The least similarity kept."""
-    return max(tuning.vector_floor, max(scores, default=0.0) - tuning.vector_margin)
+def _close(scores: list[float], query: Query, found: Plan, tuning: Tuning) -> float:
+    """The least similarity kept: none when the list's best is not above the floor."""
+    best = max(scores, default=0.0)
+    floor = tuning.hybrid_floor if query.mode == "hybrid" else tuning.vector_floor
+    if found.unrelated is not None and best < found.unrelated + floor:
+        return math.inf
+    return best - tuning.vector_margin
 
 
 def item_hits(tx: Tx, query: Query, found: Plan, depth: int, tuning: Tuning = TUNING) -> list[Hit]:
@@ -45,7 +55,7 @@ def item_hits(tx: Tx, query: Query, found: Plan, depth: int, tuning: Tuning = TU
     if search is None:
         return []
     matches = tx.vectors.items(query.viewer.visibility(), search)
-    least = _close([m.score for m in matches], tuning)
+    least = _close([m.score for m in matches], query, found, tuning)
     hits = [
         item_hit(m.item, m.score * _weight(m.item.created_at, found, tuning))
         for m in matches
@@ -63,7 +73,7 @@ def turn_hits(tx: Tx, query: Query, found: Plan, depth: int, tuning: Tuning = TU
         for m in tx.vectors.turns(query.viewer.turn_chats(), search)
         if m.id not in query.exclude_turns
     ]
-    least = _close([m.score for m in matches], tuning)
+    least = _close([m.score for m in matches], query, found, tuning)
     hits = [
         turn_hit(m, m.score * _weight(m.time, found, tuning)) for m in matches if m.score >= least
     ]
@@ -77,7 +87,7 @@ def episode_hits(
     if search is None:
         return []
     matches = tx.vectors.episodes(query.viewer.turn_chats(), search)
-    least = _close([m.score for m in matches], tuning)
+    least = _close([m.score for m in matches], query, found, tuning)
     hits = [
         episode_hit(m.episode, m.score * _weight(m.episode.ended_at, found, tuning))
         for m in matches
