@@ -1,4 +1,4 @@
-"""Configuration: one pydantic tree from YAML, `${VAR}` expansion and `NAHIDA__A__B` overrides.
+"""Configuration: one pydantic tree from YAML (`config_yaml`) and `NAHIDA__A__B` overrides.
 
 Order of precedence (highest first): `NAHIDA__SECTION__KEY` environment variables, the YAML file,
 the defaults below. With no provider declared, `OPENAI_API_KEY` / `ANTHROPIC_API_KEY` (with
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import copy
 import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, tzinfo
@@ -22,6 +21,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
+from nahida.config_yaml import dotted, expand_vars, read_yaml
 from nahida.envelope import ChatKey
 from nahida.errors import ConfigError
 
@@ -120,12 +120,9 @@ class BusConfig(_Model):
 
 class SessionConfig(_Model):
     hot_size: int = Field(10, ge=0, le=100)  # rounds of the current session shown verbatim
-    idle_split_minutes: int = Field(
-        720, ge=0, le=525_600
-    )  # a message after this gap starts a new session
-    context_tokens: int = Field(
-        6000, ge=500, le=2_000_000
-    )  # approximate budget of the whole prompt
+    # a message after this gap starts a new session
+    idle_split_minutes: int = Field(720, ge=0, le=525_600)
+    context_tokens: int = Field(6000, ge=500, le=2_000_000)  # approximate budget of the prompt
     compress_batch: int = Field(5, ge=1, le=100)  # rounds out of the hot window per summary update
     warm_capacity: int = Field(20, ge=2, le=1000)  # rounds a summary covers before it is rolled
 
@@ -152,9 +149,8 @@ class DreamingConfig(_Model):
     max_turns: int = Field(1000, ge=1, le=100_000)  # new turns of one chat per run
     batch_turns: int = Field(200, ge=2, le=2000)  # turns per model call
     batch_tokens: int = Field(8000, ge=500, le=200_000)  # what one call shows, about
-    min_new_turns: int = Field(
-        4, ge=1, le=100_000
-    )  # a scheduled run skips chats with fewer new turns
+    # a scheduled run skips chats with fewer new turns
+    min_new_turns: int = Field(4, ge=1, le=100_000)
     max_ops: int = Field(20, ge=1, le=200)  # ops applied per model answer; the rest rejected
     timeout_seconds: float = Field(120.0, gt=0, le=3600)  # one model call
 
@@ -254,91 +250,6 @@ def _looks_secret_key(key: str) -> bool:
     return any(part in key.lower() for part in _SECRET_KEYS)
 
 
-_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
-
-
-# YAML aliases share one node between several keys; walking them copies what they point at, so a
-# few lines of aliases can stand for an enormous (or, made recursive, endless) tree.
-MAX_NODES = 100_000
-
-
-def expand_vars(
-    value: Any,
-    env: Mapping[str, str],
-    *,
-    source: str | None = None,
-    channels: bool = True,
-) -> Any:
-    """Expand `${VAR}` and `${VAR:-default}` in every string of a YAML tree.
-
-    `${VAR}` with VAR unset is a `ConfigError` naming VAR and the key (`source` names the file);
-    `${VAR:-default}` gives the default when VAR is unset or empty, so `${VAR:-}` is an explicit
-    empty default. `channels=False`: an unset variable under `channels` stays as written, since
-    only running the channels needs their secrets. A recursive alias, or aliases that expand past
-    `MAX_NODES` values, is a `ConfigError` too."""
-    try:
-        return _Expansion(env, source, channels).expand(value, ())
-    except RecursionError:
-        raise ConfigError("the YAML is nested too deeply", source=source) from None
-
-
-class _Expansion:
-    def __init__(self, env: Mapping[str, str], source: str | None, channels: bool) -> None:
-        self.env = env
-        self.source = source
-        self.channels = channels
-        self.nodes = 0
-        self.path: set[int] = set()  # the containers between the root and the current value
-
-    def expand(self, value: Any, at: tuple[Any, ...]) -> Any:
-        self.nodes += 1
-        if self.nodes > MAX_NODES:
-            raise ConfigError(
-                f"the file expands to more than {MAX_NODES:,} values (YAML aliases?)",
-                source=self.source,
-                key=_dotted(at) or None,
-            )
-        if isinstance(value, str):
-            return self._substitute(value, at)
-        if not isinstance(value, list | dict):
-            return value
-        if id(value) in self.path:
-            raise ConfigError(
-                "a YAML alias refers to a mapping or list that contains it",
-                source=self.source,
-                key=_dotted(at) or None,
-            )
-        self.path.add(id(value))
-        try:
-            if isinstance(value, list):
-                return [self.expand(v, (*at, i)) for i, v in enumerate(value)]
-            return {k: self.expand(v, (*at, k)) for k, v in value.items()}
-        finally:
-            self.path.discard(id(value))
-
-    def _substitute(self, value: str, at: tuple[Any, ...]) -> str:
-        env, source = self.env, self.source
-        lenient = not self.channels and at[:1] == ("channels",)
-
-        def substitute(match: re.Match[str]) -> str:
-            name, default = match.group(1), match.group(2)
-            found = env.get(name)
-            if default is not None:
-                return found or default
-            if found is None:
-                if lenient:
-                    return match.group(0)
-                raise ConfigError(
-                    f"environment variable {name} is not set "
-                    f"(write ${{{name}:-}} for an empty default)",
-                    source=source,
-                    key=_dotted(at) or None,
-                )
-            return found
-
-        return _VAR.sub(substitute, value)
-
-
 @dataclass(frozen=True)
 class _Override:
     """One `NAHIDA__A__B=value` variable: the key path it sets and the parsed value."""
@@ -388,12 +299,6 @@ def _apply(
     return applied
 
 
-def apply_overrides(tree: dict[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
-    """Apply `NAHIDA__SECTION__KEY=value` variables; values are parsed as YAML scalars."""
-    _apply(tree, _overrides(env))
-    return tree
-
-
 def _declare_env_providers(tree: dict[str, Any], env: Mapping[str, str]) -> None:
     if tree.get("providers"):
         return
@@ -417,51 +322,6 @@ def _declare_env_providers(tree: dict[str, Any], env: Mapping[str, str]) -> None
         tree["providers"] = providers
 
 
-def _dotted(loc: tuple[Any, ...]) -> str:
-    return ".".join(str(p) for p in loc)
-
-
-def _read(path: Path) -> dict[str, Any]:
-    source = str(path)
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        reason = exc.strerror or str(exc)
-        raise ConfigError(f"cannot read config file: {reason}", source=source) from None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
-        byte = data[exc.start : exc.start + 1].hex()
-        raise ConfigError(
-            f"not valid UTF-8 text ({exc.reason}: byte 0x{byte} at line {line}, column {column});"
-            " save the file as UTF-8",
-            source=source,
-        ) from None
-    try:
-        tree = yaml.safe_load(text) or {}
-    except yaml.YAMLError as exc:
-        raise ConfigError(_yaml_problem(exc, text), source=source) from None
-    except RecursionError:
-        raise ConfigError("the YAML is nested too deeply", source=source) from None
-    if not isinstance(tree, dict):
-        raise ConfigError("the top level must be a mapping of sections", source=source)
-    return {str(k): v for k, v in tree.items()}
-
-
-def _yaml_problem(exc: yaml.YAMLError, text: str) -> str:
-    mark = getattr(exc, "problem_mark", None)
-    if isinstance(exc, yaml.reader.ReaderError):  # a character YAML does not allow
-        line = text.count("\n", 0, exc.position) + 1
-        column = exc.position - (text.rfind("\n", 0, exc.position) + 1) + 1
-        char = f"#x{exc.character:04x}" if isinstance(exc.character, int) else repr(exc.character)
-        return f"invalid YAML at line {line}, column {column}: unacceptable character {char}"
-    where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "somewhere"
-    problem = getattr(exc, "problem", None) or "invalid YAML"
-    return f"invalid YAML at {where}: {problem}"
-
-
 def _build(
     base: dict[str, Any], overrides: list[_Override], env: Mapping[str, str]
 ) -> tuple[dict[str, Any], list[tuple[_Override, tuple[str, ...]]]]:
@@ -481,7 +341,7 @@ def load_config(
     source = str(path) if path else "<defaults>"
     tree: dict[str, Any] = {}
     if path is not None:
-        tree = _read(path)
+        tree = read_yaml(path)
     base = expand_vars(tree, env, source=source, channels=channels)
     overrides = _overrides(env)
     full, applied = _build(base, overrides, env)
@@ -493,9 +353,9 @@ def load_config(
         culprit = _blame(loc, first["msg"], applied, base, overrides, env)
         if culprit is not None:  # an environment variable, named instead of the file
             inside = culprit.path[: len(loc)] != loc  # the error is deeper than the variable
-            key = _dotted(loc) if inside else None
+            key = dotted(loc) if inside else None
             raise ConfigError(first["msg"], source=culprit.name, key=key) from None
-        raise ConfigError(first["msg"], source=source, key=_dotted(loc) or "(top level)") from None
+        raise ConfigError(first["msg"], source=source, key=dotted(loc) or "(top level)") from None
 
 
 def _blame(
