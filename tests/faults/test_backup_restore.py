@@ -79,7 +79,7 @@ VIEWERS = {
     "admin": admin_viewer(["global", f"user:{ALICE}", f"chat:{G2}"]),
 }
 MODES = ("lexical", "vector", "hybrid")
-KINDS = (  # what the issue lists, by table: each holds rows in the original
+KINDS = (  # what a backup must carry, by table: each holds rows in the original
     "memory_items",
     "memory_events",
     "profile_entries",

@@ -121,7 +121,7 @@ def _one_clear_line(ran: Ran, db: Path) -> None:
 
 
 SEARCH = ("memory", "search", "乌龙茶 tea", "--chat", CHAT)
-# each kind of damage with the search of the issue; the commands that list meet the overwritten
+# each kind of damage with a search that once hung; the commands that list meet the overwritten
 # first pages (pages farther in are met only by the commands that read them)
 MET = [
     *((name, SEARCH) for name in DAMAGE),

@@ -61,7 +61,7 @@ def test_the_held_out_wordings_give_no_false_rule() -> None:
         ("以后说话正式一点", "reply:tone"),
     ],
 )
-def test_the_issues_wordings_are_rules(text: str, slot: str) -> None:
+def test_the_reported_wordings_are_rules(text: str, slot: str) -> None:
     [(kind, _, found)] = read(text)
     assert (kind, found) == ("procedure", slot)
 

@@ -71,7 +71,7 @@ def test_the_screen_still_passes_few_ordinary_lines() -> None:
     assert len(through) <= len(lines) // 4, through
 
 
-ISSUE = [
+REPORTED = [
     ("我的邮箱密码改成了 MyNewPa55 了", "MyNewPa55"),
     ("pw: hunter2x", "hunter2x"),
     ("password was changed to Winter2025", "Winter2025"),
@@ -80,16 +80,21 @@ ISSUE = [
 ]
 
 
-async def test_the_issues_phrasings_never_reach_history_its_index_or_a_later_prompt(
+async def test_the_reported_phrasings_never_reach_history_its_index_or_a_later_prompt(
     tmp_path: Path, openai_server: FakeOpenAIServer
 ) -> None:
     cfg = config(**openai_provider(openai_server.url))
-    lines = [text for text, _ in ISSUE]
-    lines += ["/memory remember " + ISSUE[0][0], "记住 " + ISSUE[3][0], "/new", "密码是什么来着？"]
+    lines = [text for text, _ in REPORTED]
+    lines += [
+        "/memory remember " + REPORTED[0][0],
+        "记住 " + REPORTED[3][0],
+        "/new",
+        "密码是什么来着？",
+    ]
     out, _ = await chat_through_console(tmp_path, lines, cfg)
     replies = out.splitlines()
-    assert replies[len(ISSUE)] == t("memory_secret_refused", "zh")  # /memory remember
-    assert replies[len(ISSUE) + 1] == t("memory_secret_refused", "zh")  # "记住 …" in words
+    assert replies[len(REPORTED)] == t("memory_secret_refused", "zh")  # /memory remember
+    assert replies[len(REPORTED) + 1] == t("memory_secret_refused", "zh")  # "记住 …" in words
     last = json.dumps(openai_server.chat_requests[-1].body, ensure_ascii=False)
     with History(tmp_path / "data" / "nahida.db") as db:
         tables = [r[0] for r in db.sql("SELECT name FROM sqlite_master WHERE type = 'table'")]
@@ -97,7 +102,7 @@ async def test_the_issues_phrasings_never_reach_history_its_index_or_a_later_pro
             str(v) for name in tables for row in db.sql(f'SELECT * FROM "{name}"') for v in row
         )
         assert db.items(Viewer(scopes=("user:console:local",))) == []
-    for _, secret in ISSUE:
+    for _, secret in REPORTED:
         assert secret not in stored  # turns, their index, titles, candidates, items
         assert secret not in last  # the prompt after /new: hot window, recall, summary
-    assert stored.count("[REDACTED:password]") >= len(ISSUE)
+    assert stored.count("[REDACTED:password]") >= len(REPORTED)

@@ -1,5 +1,5 @@
 """Extraction against the hand-labelled corpus (tests/data/extraction_corpus.jsonl, scored by
-scripts/eval_extract.py), and the phrasings of the issue that asked for it, through the write path:
+scripts/eval_extract.py), and the phrasings people were seen to use, through the write path:
 "以后回答我都用英文", "我对花生过敏", "我不吃香菜", "我现在不喜欢红茶，喜欢绿茶"."""
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ def test_precision_and_recall_stay_above_their_floors() -> None:
     assert len(noisy) <= len(quiet) // 30, noisy  # lines that ask for nothing stay quiet
 
 
-# --- the phrasings of the issue ---------------------------------------------------------------
+# --- the phrasings people use -----------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -109,7 +109,7 @@ def test_precision_and_recall_stay_above_their_floors() -> None:
         ),
     ],
 )
-def test_the_phrasings_of_the_issue(text: str, expected: list[tuple[str, str, str]]) -> None:
+def test_the_phrasings_people_use(text: str, expected: list[tuple[str, str, str]]) -> None:
     assert read(text) == expected
 
 
