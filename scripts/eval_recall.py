@@ -1,8 +1,8 @@
-"""Recall evaluation on the dev sets (protocol: ../shared/eval/README.md), ours vs plain BM25.
+"""Recall evaluation on the dev sets (protocol: docs/evaluation.md), ours vs plain BM25.
 
-Imports each set's turns through `nahida.history_import` (the code `nahida history import` runs),
+Imports each set's turns through `nahida.memory.importer` (the code `nahida history import` runs),
 asks every question through `recall.search` with the query `nahida memory search` builds for that
-chat, user and moment (`nahida.cli_search.Question`), and scores recall@k / hit@k against the
+chat, user and moment (`nahida.cli.search.Question`), and scores recall@k / hit@k against the
 evidence message ids, in each mode side by side: lexical, vector and hybrid (the default with an
 embedder). The turns are embedded first with the local model (`nahida memory embed`'s code,
 every core), unless `--modes lexical`. In the same run, a plain BM25 baseline (rank_bm25

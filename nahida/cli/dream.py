@@ -29,7 +29,7 @@ EVERY_CHAT = 1_000_000  # `due` limit without --chat: every chat with a new turn
 
 def dream(
     ctx: typer.Context,
-    chat: Annotated[str | None, typer.Option(help="ChatKey, e.g. qq:group:123.")] = None,
+    chat: Annotated[str | None, typer.Option(help="ChatKey, e.g. onebot:group:123.")] = None,
     list_: Annotated[bool, typer.Option("--list", help="List the runs, newest first.")] = False,
     limit: Annotated[int, typer.Option(min=1, help="Runs listed.")] = 20,
     as_json: Annotated[bool, typer.Option("--json", help="JSON output.")] = False,
