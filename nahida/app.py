@@ -14,7 +14,6 @@ import contextlib
 import dataclasses
 import gc
 import importlib
-import os
 import signal
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -34,7 +33,7 @@ from nahida.commands import profile as profile_commands
 from nahida.commands import rules as rules_commands
 from nahida.commands import session as session_commands
 from nahida.commands.router import CommandRouter
-from nahida.config import Config, LoggingConfig, ProviderConfig
+from nahida.config import Config, ProviderConfig
 from nahida.envelope import Reply
 from nahida.errors import AdapterError, ConfigError
 from nahida.memory import (
@@ -118,21 +117,8 @@ def build_provider(name: str, settings: ProviderConfig, connections: int = 100) 
     return provider
 
 
-def open_store(
-    paths: Paths, own_process: LoggingConfig | None = None, *, reader: bool = False
-) -> Store:
-    """The store; `own_process`: SQLite in a process of its own (`memory.store_process`),
-    which logs as this `logging` section says; `reader`: and a read-only one beside it for
-    recall (`memory.store_reader`)."""
-    if own_process is not None:
-        process = importlib.import_module("nahida.memory.store.sqlite.process")
-        store: Store = process.ProcessStore(
-            paths.database,
-            log_level=own_process.level,
-            log_format=own_process.format,
-            reader=reader,
-        )
-        return store
+def open_store(paths: Paths) -> Store:
+    """The store, migrated."""
     module, cls = STORES[STORE]
     found: Store = getattr(importlib.import_module(module), cls)(paths.database)
     return found
@@ -216,15 +202,13 @@ def open_memory(
     model: ModelRouter | None = None,
     *,
     choice: EmbedderChoice | None = None,
-    process: bool = False,
 ) -> MemoryService:
     """Memory as the app and the CLI use it: the store, migrated, behind the facade, with the
-    configured embedder (or `choice`, when the caller has made it already). `process`: the
-    store in a process of its own (the bot, with `memory.store_process`)."""
+    configured embedder (or `choice`, when the caller has made it already)."""
     choice = choice or choose_embedder(config, model)
     reranker = LLMReranker(model) if model is not None and config.memory.rerank else None
     return MemoryService(
-        open_store(paths, config.logging if process else None, reader=config.memory.store_reader),
+        open_store(paths),
         mode=config.memory.commit_mode,
         budget_tokens=config.memory.budget_tokens,
         idle_split=config.session.idle_split_minutes * 60.0,
@@ -322,15 +306,6 @@ def channel_checks(config: Config) -> list[tuple[str, str, str]]:
     return found
 
 
-def store_in_process(config: Config) -> bool:
-    """Whether the bot runs its store in a process of its own: `memory.store_process`, where
-    this system can (a child over inherited sockets: POSIX)."""
-    if config.memory.store_process and os.name != "posix":
-        log.warning("store_process_unavailable", reason="POSIX only: the store runs on a thread")
-        return False
-    return config.memory.store_process
-
-
 class App:
     def __init__(
         self,
@@ -347,7 +322,9 @@ class App:
         check_database(paths)  # a damaged file: refuse to start, saying what to do
         ensure_workspace(paths.workspace)
         self.model = model or build_model_router(config, source)
-        self.memory = open_memory(config, paths, self.model, process=store_in_process(config))
+        for key in config.memory.retired_keys():
+            log.warning("config_key_ignored", key=key, reason="no longer does anything")
+        self.memory = open_memory(config, paths, self.model)
         self.adapters = {a.platform: a for a in adapters}
         commands = CommandRouter()
         session_commands.register(commands)

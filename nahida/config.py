@@ -172,13 +172,18 @@ class MemoryConfig(_Model):
     embedding: EmbeddingConfig = Field(default_factory=EmbeddingConfig)
     dreaming: DreamingConfig = Field(default_factory=DreamingConfig)
     markdown: MarkdownConfig = Field(default_factory=MarkdownConfig)
-    # the database in a process of its own: its SQL runs beside the bot's Python on a second
-    # core instead of taking turns with it for the GIL (docs/throughput.md). The bot only; the
-    # CLI keeps it in its own process. POSIX only: elsewhere the bot keeps it on a thread.
-    store_process: bool = os.name == "posix"
-    # with store_process: a second, read-only process runs recall's reads beside the first
-    # one's writes (docs/throughput.md)
-    store_reader: bool = False
+    # Retired: the store always runs on one database thread of the bot's process. Still
+    # accepted so that an older config starts; `retired_keys` names them for a warning.
+    store_process: bool | None = Field(None, exclude=True)
+    store_reader: bool | None = Field(None, exclude=True)
+
+    def retired_keys(self) -> list[str]:
+        """The retired keys this config still sets, dotted (`memory.store_process`)."""
+        return [
+            f"memory.{key}"
+            for key in ("store_process", "store_reader")
+            if getattr(self, key) is not None
+        ]
 
 
 class LimitsConfig(_Model):

@@ -29,9 +29,6 @@ class TurnContext:
     is_bot_admin: bool
     recent_turn_ids: frozenset[int] = frozenset()  # the hot window the prompt shows verbatim
     addressed: bool = True  # False: group talk the bot only observed (no reply)
-    # what memory holds that the speaker may see here besides that window, asked as the turn
-    # was stored (`MemoryService.recall_probe`: "" nothing); None: not asked
-    recallable: str | None = None
 
 
 class ContextSource(Protocol):

@@ -46,8 +46,6 @@ from nahida.memory import (
     MemoryService,
     NewTurn,
     Turn,
-    Viewer,
-    answering,
     candidates,
     shown_ids,
 )
@@ -116,17 +114,14 @@ class SessionRunner:
         bound = structlog.contextvars.bind_contextvars(
             chat=str(envelope.chat), msg=envelope.message_id
         )
-        before = answering.set(False)  # until it takes a model slot
         try:
             await self._handle(envelope)
         finally:
-            answering.reset(before)
             structlog.contextvars.reset_contextvars(**bound)
 
     async def _handle(self, envelope: Envelope) -> None:
         if self._is_command_for_me(envelope):
             await take_heavy_slot()
-            answering.set(True)
             await self._command(envelope)
             return
         respond = self.policy.should_respond(envelope)
@@ -134,16 +129,12 @@ class SessionRunner:
         respond = respond and not limited
         if respond:  # observed talk needs no model: it keeps its light slot (nahida.bus)
             await take_heavy_slot()
-            answering.set(True)  # its store units go ahead of observed talk's
         late = self._late_by(envelope) if respond else None
         too_long = len(envelope.text) > self.settings.max_message_chars
         window = self.settings.hot_size * 2 if respond and late is None else 0
-        probe = None  # what recall could find here besides the window, asked as it is stored
-        if window:
-            probe = self.memory.recall_probe(Viewer(chat=envelope.chat, user=envelope.sender.user))
         try:
             recorded = await self.memory.sessions.record_user_turn(
-                self._user_turn(envelope, respond), window, probe
+                self._user_turn(envelope, respond), window
             )
         except StorageError as exc:  # a full disk: the bot goes on, and says so when asked
             log.error("turn_not_stored", error=str(exc))
@@ -166,7 +157,6 @@ class SessionRunner:
             self.is_bot_admin(envelope),
             shown_ids(turn.id, hot),
             addressed=respond,
-            recallable=recorded.probed,
         )
         reply: str | None = None
         if limited:  # stored as observed; the chat hears once that the bot is pausing

@@ -15,13 +15,14 @@ does) with a bare handler in place of the runner and the memory service. For eac
   and stored with its FTS5 row.
 
 The text work runs on the event loop. The SQL (WAL, `synchronous = NORMAL`) runs on the same
-loop with one COMMIT a pass of the loop, or with `--split` in a process of its own, as the bot's
-store does: the user turn, its window and the search in one round trip over a pipe, the reply in
-another, the requests that arrived together one transaction. No checkpoint runs during the run
-(the log grows instead): the floor leaves their cost out, where the bot pays for them.
+loop with one COMMIT a pass of the loop, or with `--split` in a process of its own (as the
+bot's store once did): the user turn, its window and the search in one round trip over a pipe,
+the reply in another, the requests that arrived together one transaction. No checkpoint runs
+during the run (the log grows instead): the floor leaves their cost out, where the bot pays
+for them.
 
 Left out, so that this is a floor and not the bot: sessions, the store's dedupe by message id
-(the adapter's own dedupe still runs), memory items, profiles and rules, the memo and the probe,
+(the adapter's own dedupe still runs), memory items, profiles and rules,
 the runner's policy, commands, rate limits, hooks, logging. The turns table has the one index
 this needs (the bot's has seven, three of them partial). Prints messages/s, the CPU a message of
 the bot's processes and of the fake, and the cores kept busy.
@@ -304,7 +305,7 @@ async def one_run(load: onebot.Load, split: bool) -> dict[str, Any]:
                 "channels": {"onebot": {"enabled": True, "mode": "reverse_ws"}},
                 "scheduler": {"enabled": False},
                 "bus": {"concurrency": load.concurrency},
-                "memory": {"embedding": {"backend": "none"}, "store_process": False},
+                "memory": {"embedding": {"backend": "none"}},
                 "logging": {"level": "ERROR", "format": "json"},
             }
         )

@@ -49,8 +49,7 @@ from nahida.envelope import ChatKey, UserKey  # noqa: E402
 from nahida.memory import KINDS, Candidate, Evidence, Query, Viewer, recall, write  # noqa: E402
 from nahida.memory.store.base import Tx, VectorSpace  # noqa: E402
 from nahida.memory.store.sqlite import SqliteStore  # noqa: E402
-from nahida.memory.store.sqlite.checkpoint import truncate_log  # noqa: E402
-from nahida.memory.store.sqlite.connection import connect  # noqa: E402
+from nahida.memory.store.sqlite.connection import connect, truncate_log  # noqa: E402
 from nahida.memory.tokenize import index_text, map_ahead, warm_up  # noqa: E402
 from nahida.memory.write import Prepared  # noqa: E402
 

@@ -70,8 +70,6 @@ class Load:
     runner: bool = True  # False: the bus handler replies at once (measures adapter + bus + WS)
     concurrency: int = 16  # bus.concurrency (the default)
     embedding: str = "auto"  # memory.embedding.backend (auto: the local model where installed)
-    store_process: bool = True  # memory.store_process: the database in a process of its own
-    store_reader: bool = False  # memory.store_reader: recall's reads in a read-only one
     text: str = "lines"  # lines: ordinary chat lines; numbered: " 消息 N" (matches every turn)
     model: str = "instant"  # instant: the in-process echo; openai / anthropic: that SDK to a fake
     deflate: bool = False  # the fake offers permessage-deflate (as NapCat's `ws` client does)
@@ -206,11 +204,7 @@ async def _one_run(load: Load, tmp: Path, providers: dict[str, Any]) -> dict[str
             "scheduler": {"enabled": False},
             "bus": {"concurrency": load.concurrency},
             "bot": {"rate_limit": {"per_chat_per_minute": 0}},  # measure throughput, not the cap
-            "memory": {
-                "embedding": {"backend": load.embedding},
-                "store_process": load.store_process,
-                "store_reader": load.store_reader,
-            },
+            "memory": {"embedding": {"backend": load.embedding}},
             "logging": {"level": "ERROR", "format": "json"},
         }
     )
@@ -244,8 +238,6 @@ async def _one_run(load: Load, tmp: Path, providers: dict[str, Any]) -> dict[str
     result["loop_cpu_ms"] = (time.thread_time() - loop_before) * 1000 / replied
     after = db.snapshot()
     result["db_cpu_ms"] = (after.cpu_seconds - db_before.cpu_seconds) * 1000 / replied
-    if load.store_process:  # the store's CPU is its own process's: the bot is both
-        result["bot_cpu_ms"] += result["db_cpu_ms"]
     result["round_trips"] = (after.round_trips - db_before.round_trips) / replied
     result["statements"] = (after.statements - db_before.statements) / replied
     await asyncio.to_thread(child.join)
@@ -292,8 +284,6 @@ async def main(load: Load, runs: int) -> int:
     mode = f"open loop at {load.rate:g}/s" if load.rate else f"window {load.window}"
     runner = "full runner + SQLite" if load.runner else "no runner (direct reply)"
     runner += f", bus concurrency {load.concurrency}, embedding {load.embedding}"
-    runner += ", store process" if load.store_process else ", store thread"
-    runner += " and reader" if load.store_reader else ""
     runner += f", text {load.text}"
     runner += ", instant model" if load.model == "instant" else f", {load.model} SDK to a fake"
     if load.deflate:
@@ -357,15 +347,6 @@ if __name__ == "__main__":
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--embedding", choices=["auto", "local", "none"], default="auto")
     parser.add_argument(
-        "--store",
-        choices=["process", "thread"],
-        default="process",
-        help="memory.store_process: the DB in a process (the default), or on the bot's thread",
-    )
-    parser.add_argument(
-        "--store-reader", action="store_true", help="memory.store_reader: recall's reads apart"
-    )
-    parser.add_argument(
         "--text",
         choices=["lines", "numbered"],
         default="lines",
@@ -396,8 +377,6 @@ if __name__ == "__main__":
         not args.no_runner,
         args.concurrency,
         args.embedding,
-        args.store == "process",
-        args.store_reader,
         args.text,
         args.model,
         args.deflate,

@@ -58,7 +58,6 @@ from nahida.logs import configure_logging  # noqa: E402
 from nahida.memory.importer import import_lines  # noqa: E402
 from nahida.memory.models import DreamRun  # noqa: E402
 from nahida.memory.store.sqlite.db import DbStats  # noqa: E402
-from nahida.memory.store.sqlite.process import ProcessStats  # noqa: E402
 from nahida.memory.tokenize import warm_up  # noqa: E402
 from nahida.providers.base import ChatRequest, ChatResponse  # noqa: E402
 from nahida.providers.echo import EchoProvider  # noqa: E402
@@ -143,9 +142,7 @@ async def dreaming(app: App, chats: int, every: float, runs: list[tuple[DreamRun
 class Costs:
     """Per-message costs over a run: database round trips and statements, the database thread's
     CPU, the event loop's (this thread's) and the whole process's; and how many cores the
-    process kept busy (its CPU over the wall time: at most 1.0 while the GIL serialises it).
-    With the store in its own process (`--store process`, the default) the database's CPU is
-    the store process's (and its reader's), and the cores busy count every process."""
+    process kept busy (its CPU over the wall time: at most 1.0 while the GIL serialises it)."""
 
     db: Any
     before: DbStats
@@ -195,37 +192,23 @@ class Costs:
         self.process_cpu = time.process_time() - self.process_cpu
         self.wall = time.perf_counter() - self.wall
         self.after = self.db.snapshot()
-        if self.timed:  # read now: a store process is gone once the app stops
+        if self.timed:
             self.statements = self.db.statement_times()
 
     def rows(self, messages: int) -> list[tuple[str, str]]:
         assert self.after is not None
         a, b = self.after, self.before
-        separate = isinstance(self.db, ProcessStats)
         store_cpu = a.cpu_seconds - b.cpu_seconds
-        busy = (self.process_cpu + (store_cpu if separate else 0.0)) / self.wall
+        busy = self.process_cpu / self.wall
         return [
             ("database round trips / message", f"{(a.round_trips - b.round_trips) / messages:.2f}"),
             ("database transactions / message", f"{(a.batches - b.batches) / messages:.2f}"),
             ("transactions run again (a write failed)", f"{a.reruns - b.reruns}"),
             ("SQL statements / message", f"{(a.statements - b.statements) / messages:.1f}"),
-            (
-                "recall's checks answered from the store's memo / by SQL, per message",
-                f"{(a.memo_hits - b.memo_hits) / messages:.2f}"
-                f" / {(a.memo_misses - b.memo_misses) / messages:.2f}",
-            ),
-            (
-                "store process(es) CPU / message" if separate else "database thread CPU / message",
-                f"{store_cpu * 1000 / messages:.2f} ms",
-            ),
+            ("database thread CPU / message", f"{store_cpu * 1000 / messages:.2f} ms"),
             ("event-loop thread CPU / message", f"{self.loop_cpu * 1000 / messages:.2f} ms"),
             ("bot process CPU / message", f"{self.process_cpu * 1000 / messages:.2f} ms"),
-            (
-                "cores busy (CPU of every process / wall time)"
-                if separate
-                else "cores busy (process CPU / wall time)",
-                f"{busy:.2f}",
-            ),
+            ("cores busy (process CPU / wall time)", f"{busy:.2f}"),
         ]
 
 
@@ -350,8 +333,6 @@ async def main(
     dream_every: float,
     history: int = 0,
     concurrency: int = 16,
-    store_process: bool = True,
-    store_reader: bool = False,
     observed_concurrency: int = 32,
 ) -> int:
     configure_logging("WARNING", "json")  # as `nahida run` would, minus the info lines
@@ -362,11 +343,7 @@ async def main(
                 "concurrency": concurrency,
                 "observed_concurrency": observed_concurrency,
             },
-            "memory": {
-                "embedding": {"backend": embedding},
-                "store_process": store_process,
-                "store_reader": store_reader,
-            },
+            "memory": {"embedding": {"backend": embedding}},
             "logging": {"level": "WARNING", "format": "json"},
             "bot": {"rate_limit": {"per_chat_per_minute": 0}},  # throughput, not the cap
         }
@@ -569,18 +546,6 @@ if __name__ == "__main__":
         metavar="N",
         help="bus.observed_concurrency: light slots for observed talk (0: the model's slots)",
     )
-    parser.add_argument(
-        "--store",
-        choices=["process", "thread"],
-        default="process",
-        help="memory.store_process: the database in a process of its own (the default), or"
-        " on a thread of the bot's process",
-    )
-    parser.add_argument(
-        "--store-reader",
-        action="store_true",
-        help="memory.store_reader: recall's reads in a second, read-only store process",
-    )
     args = parser.parse_args()
     OBSERVED = 1.0 if args.observed else args.observed_share
     STATEMENTS = args.statements
@@ -597,8 +562,6 @@ if __name__ == "__main__":
                 args.dream_every,
                 args.history,
                 args.concurrency,
-                args.store == "process",
-                args.store_reader,
                 args.observed_concurrency,
             )
         )

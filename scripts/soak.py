@@ -275,7 +275,7 @@ class Bot:
 
 
 def _tree_rss(pid: int) -> int:
-    """kB resident of a process and its descendants (the store's child process too)."""
+    """kB resident of a process and its descendants."""
     children: dict[int, list[int]] = {}
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
@@ -653,7 +653,7 @@ class Soak:
         for message_id in twice[:10]:
             sent = ledger.sent[message_id]
             print(f"    twice: {message_id} ({ledger.replies[message_id]}): {_said(sent.event)!r}")
-        print("  memory of the bot (its process and the store's), MB by minute:")
+        print("  memory of the bot, MB by minute:")
         for minute, low, high in _by_minute(self.bot.rss):
             print(f"    minute {minute:3d}: {low / 1024:6.1f} – {high / 1024:6.1f}")
         print("  faults:")

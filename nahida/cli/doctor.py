@@ -31,7 +31,6 @@ from nahida.app import (
     open_memory,
     open_store,
     store_capabilities,
-    store_in_process,
 )
 from nahida.cli.state import State, echo_json, state_of
 from nahida.config import Config, masked_dump
@@ -237,7 +236,6 @@ async def diagnose(config: Config, paths: Paths) -> dict[str, Any]:
             "version": caps.version,
             "fts5": caps.fts,
             "sqlite_vec": caps.vectors_version or False,
-            "bot_store": "process" if store_in_process(config) else "thread",
         },
         "jieba": {"loaded": jieba_ok, "init_ms": jieba_ms},
         "paths": {
@@ -291,8 +289,7 @@ def render(report: dict[str, Any]) -> str:
     sqlite = report["sqlite"]
     lines = [
         f"{mark(True)}Python {report['python']} on {report['platform']}",
-        f"{mark(True)}SQLite {sqlite['version']} via {sqlite['driver']}; the bot runs it "
-        + ("in a process of its own" if sqlite["bot_store"] == "process" else "on a thread"),
+        f"{mark(True)}SQLite {sqlite['version']} via {sqlite['driver']}",
         f"{mark(sqlite['fts5'])}FTS5 {'available' if sqlite['fts5'] else 'MISSING'}",
         f"{mark(sqlite['sqlite_vec'])}sqlite-vec "
         + (

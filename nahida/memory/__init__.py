@@ -70,7 +70,6 @@ from nahida.memory.store.base import (
     Store,
     StoreCapabilities,
     VectorCounts,
-    answering,
 )
 from nahida.memory.tokenize import index_text
 from nahida.memory.turn import MemoryTools, TurnParts, turn_parts
@@ -143,7 +142,6 @@ __all__ = [
     "WorkspaceFiles",
     "WriteResult",
     "admin_viewer",
-    "answering",
     "bounded_lines",
     "candidates",
     "export_lines",

@@ -25,7 +25,6 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import replace
 from datetime import tzinfo
 from pathlib import Path
 from typing import Any, TypeVar
@@ -34,14 +33,7 @@ from nahida.envelope import ChatKey, UserKey
 from nahida.errors import MemoryPermissionError
 from nahida.memory import candidates, importer, write
 from nahida.memory.access import Actor, can_forget, review_scopes
-from nahida.memory.context_units import (
-    HISTORY,
-    NOTHING,
-    Probe,
-    pin,
-    pinned_unit,
-    probe_unit,
-)
+from nahida.memory.context_units import pin, pinned_unit
 from nahida.memory.dream import Dreaming, DreamSettings
 from nahida.memory.embedding import Embeddings, EmbeddingSettings
 from nahida.memory.episodes import Episodes
@@ -74,7 +66,6 @@ from nahida.scheduler import process_label
 T = TypeVar("T")
 MAX_ITEM_CHARS = 1000  # the default `limits.item_chars`
 TOO_LONG = "too_long"
-LONG_CHATS = 16_384  # chats `MemoryService.recall_probe` remembers as longer than a prompt
 
 
 def _size(candidate: Candidate) -> int:
@@ -276,15 +267,11 @@ class Recall:
             embedded = await self.embeddings.query(found.text)
             if embedded is not None:
                 found = found.with_vector(embedded.vector, embedded.space, embedded.unrelated)
-        # What the store is sent: the plan has read the time zone; the default tuning stays
-        # behind (the store process has its own), a tenth of the request's pickling each.
-        sent = replace(query, tz=None) if query.tz is not None else query
-        custom = None if tuning is TUNING else tuning
         episodes = True  # False: none where the viewer looks (not searched)
         if query.episodes and self.episodes is not None:
             episodes = await self.episodes.in_any(query.viewer.turn_chats())
-        hits, extra = await self.store.read_snapshot(
-            lambda tx: (search(tx, sent, found, custom or TUNING, episodes=episodes), also(tx))
+        hits, extra = await self.store.read(
+            lambda tx: (search(tx, query, found, tuning, episodes=episodes), also(tx))
         )
         if self.reranker is not None and len(hits) > 1:
             hits = await rerank(self.reranker, query.text, hits)
@@ -454,7 +441,6 @@ class MemoryService:
             else None
         )
         self.daily = DailyNotes(store, workspace, tz) if workspace and daily_notes else None
-        self._long_chats: dict[str, None] = {}  # chats with more history than a prompt shows
 
     async def context(
         self,
@@ -465,16 +451,9 @@ class MemoryService:
         limit: int,
         mode: Mode | None = None,
         profile_tokens: int = 400,
-        recallable: str | None = None,
     ) -> tuple[str | None, Pinned]:
         """A prompt's memory from one read: the recalled block (`Recall.block`) and the pinned
-        profile card and rules; a message with nothing to search gets the pinned part only.
-        `recallable`: what `recall_probe`'s probe answered for the same viewer and turns; NOTHING
-        (and no episode in the viewer's chats) answers nothing, without reading."""
-        if recallable == HISTORY:
-            self._remember_long(str(viewer.chat))
-        elif recallable == NOTHING and not await self.episodes.in_any(viewer.turn_chats()):
-            return None, pin(([], []), profile_tokens)
+        profile card and rules; a message with nothing to search gets the pinned part only."""
         unit = pinned_unit(viewer)
         if not text.strip():
             return None, pin(await self.store.read(unit), profile_tokens)
@@ -482,20 +461,6 @@ class MemoryService:
             text, viewer, exclude_turns, unit, limit=limit, mode=mode
         )
         return block, pin(raw, profile_tokens)
-
-    def recall_probe(self, viewer: Viewer) -> Probe | None:
-        """The probe (`probe_unit`) to send with a user turn (`Sessions.record_user_turn`),
-        whose answer `context` takes as `recallable`; None in a chat whose history has been
-        longer than a prompt shows: the answer would be HISTORY again, and the read is made
-        anyway (probing every message of long chats made the burst 2–5 % slower)."""
-        if str(viewer.chat) in self._long_chats:
-            return None
-        return probe_unit(viewer)
-
-    def _remember_long(self, chat: str) -> None:
-        if len(self._long_chats) >= LONG_CHATS:  # the oldest is probed again, and learnt again
-            del self._long_chats[next(iter(self._long_chats))]
-        self._long_chats[chat] = None
 
     @property
     def capabilities(self) -> StoreCapabilities:

@@ -142,17 +142,12 @@ class Recorded:
     hot: Sequence[Turn]
     summary: str = ""
     ended: str | None = None
-    probed: str | None = None  # the probe's answer (`record_user_turn`), None without one
     again: bool = False  # stored before and never answered: delivered again, answered now
 
 
-# A read unit asked, in the same unit, with the ids of the turns the prompt shows verbatim (the
-# user turn and its window): `MemoryService.recall_probe`.
-Probe = Callable[[Tx, frozenset[int]], str]
-
 # what `record_with_window` answers: the user turn as kept, its prompt's turns, the warm
-# summary, the probe's answer, whether the turn was stored before (`_record_or_resume`)
-Window = tuple[Kept, Sequence[Turn], str, str | None, bool]
+# summary, whether the turn was stored before (`_record_or_resume`)
+Window = tuple[Kept, Sequence[Turn], str, bool]
 
 
 def record_with_window(
@@ -162,11 +157,10 @@ def record_with_window(
     idle_split: float,
     hot: int,
     slack: int = 0,
-    probe: Probe | None = None,
 ) -> Window | None:
     """Record a user turn and read its prompt's history in the same unit: up to `hot + slack`
     turns before it, of which those the warm summary covers are left out — or, without a
-    summary, all but the last `hot` — and ask `probe` with the ids the prompt shows. Plain
+    summary, all but the last `hot`. Plain
     values (`Sessions.record_user_turn` makes the `Recorded`: the bot has the turn already, so
     it is not built here and sent back)."""
     recorded = _record_or_resume(tx, turn, tokens, idle_split)
@@ -175,16 +169,14 @@ def record_with_window(
     kept, again = recorded
     turn_id, session_id, _ = kept
     if hot <= 0:
-        return kept, [], "", None, again
+        return kept, [], "", again
     warm = tx.summaries.get(session_id) if slack else None
     if warm is None or not warm.summary:  # the last `hot`: no need to read the slack's rows
         shown, summary = tx.turns.window(session_id, turn_id, hot), ""
     else:
         shown = tx.turns.window(session_id, turn_id, hot + slack, warm.through_turn)
         summary = warm.summary
-    if probe is None:
-        return kept, shown, summary, None, again
-    return kept, shown, summary, probe(tx, shown_ids(turn_id, shown)), again
+    return kept, shown, summary, again
 
 
 def record_reply(tx: Tx, question: Turn, reply: NewTurn, tokens: str | None) -> int:
@@ -272,21 +264,19 @@ class Sessions:
         self.tz = tz
         self.changed = changed  # told after a turn is stored (its text may need a vector)
 
-    async def record_user_turn(
-        self, turn: NewTurn, hot: int, probe: Probe | None = None
-    ) -> Recorded | None:
+    async def record_user_turn(self, turn: NewTurn, hot: int) -> Recorded | None:
         """Store a user turn (`stored_form`) and read what its prompt shows of the session (the
-        last `hot` turns and those after the warm summary, and the summary) in one round trip,
-        asking `probe` too when `hot` is not 0; None for a duplicate message."""
+        last `hot` turns and those after the warm summary, and the summary) in one round trip;
+        None for a duplicate message."""
         turn, tokens = await run_cpu(stored_form, turn, size=len(turn.content))
         stored = await self.store.write(
-            record_with_window, turn, tokens, self.idle_split, hot, self.slack, probe
+            record_with_window, turn, tokens, self.idle_split, hot, self.slack
         )
         self.changed()
         if stored is None:
             return None
-        (turn_id, session_id, ended), shown, summary, probed, again = stored
-        return Recorded(turn.stored(turn_id, session_id), shown, summary, ended, probed, again)
+        (turn_id, session_id, ended), shown, summary, again = stored
+        return Recorded(turn.stored(turn_id, session_id), shown, summary, ended, again)
 
     async def record_reply(self, question: Turn, reply: NewTurn) -> int:
         """Store the bot's reply to a user turn and settle its fate (`record_reply`)."""
@@ -322,8 +312,7 @@ class Sessions:
         return await self._store(record, turn)
 
     async def add(self, turn: NewTurn) -> bool:
-        """`record` for a caller that needs only to know whether the turn was stored: the
-        store process sends back a flag, not the turn (~20 µs less)."""
+        """`record` for a caller that needs only to know whether the turn was stored."""
         return await self._store(add, turn)
 
     async def _store(self, unit: Callable[[Tx, NewTurn, str, float], T], turn: NewTurn) -> T:

@@ -14,7 +14,6 @@ import pytest
 
 from nahida.memory.store.base import Store
 from nahida.memory.store.sqlite import SqliteStore
-from nahida.memory.store.sqlite.process import ProcessStore
 
 Factory = Callable[[Path], Store]
 
@@ -22,9 +21,6 @@ BACKENDS: dict[str, Factory] = {
     "sqlite": lambda directory: SqliteStore(directory / "contract.db"),
     # the same file format, vector search ranked by numpy (no sqlite-vec): the same answers
     "sqlite-numpy": lambda directory: SqliteStore(directory / "contract.db", vec=False),
-    # the same store run by a child process (`memory.store_process`): units travel pickled;
-    # `read_snapshot` units in a second, read-only one (`memory.store_reader`)
-    "sqlite-process": lambda directory: ProcessStore(directory / "contract.db", reader=True),
 }
 
 

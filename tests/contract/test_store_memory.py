@@ -349,15 +349,11 @@ def give_vectors(store: Store) -> None:
 
 
 def test_every_path_shows_exactly_what_the_visibility_allows(
-    backend: Factory, tmp_path: Path, request: pytest.FixtureRequest
+    backend: Factory, tmp_path: Path
 ) -> None:
     searches: list[tuple[bool, bool]] = []  # (something to find, something hidden)
-    # the store process runs the same SQL as `sqlite`, and each example starts two children:
-    # fewer examples there check the same paths over the wire (the other backends run 40)
-    process = request.node.callspec.params["backend"] == "sqlite-process"
-    examples = 12 if process else 40
 
-    @settings(max_examples=examples, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
     @given(item_specs, st.lists(visibilities, min_size=1, max_size=3))
     def check(specs: list[tuple[str, str, str, set[str]]], views: list[Visibility]) -> None:
         items = [

@@ -99,7 +99,7 @@ def settings(server: FakeOpenAIServer) -> dict[str, Any]:
             "main": {"type": "openai", "base_url": server.url, "api_key": "sk-test", "model": "m1"}
         },
         "models": {"chat": "main/m1", "embed": "main/bigram-64"},
-        "memory": {"embedding": {"backend": "provider"}, "store_process": False},
+        "memory": {"embedding": {"backend": "provider"}},
     }
 
 

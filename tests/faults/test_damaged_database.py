@@ -168,12 +168,9 @@ def test_doctor_says_it_in_words(sound: Path, tmp_path: Path) -> None:
     )
 
 
-@pytest.mark.parametrize("store_process", [True, False], ids=["process", "thread"])
-def test_the_bot_refuses_to_start_on_a_damaged_file(
-    damaged: Path, tmp_path: Path, store_process: bool
-) -> None:
+def test_the_bot_refuses_to_start_on_a_damaged_file(damaged: Path, tmp_path: Path) -> None:
     paths = Paths(None, damaged.parent, tmp_path / "workspace")
-    cfg = config(memory={"store_process": store_process})
+    cfg = config()
     with pytest.raises(DatabaseDamaged, match=r"is damaged .*nahida restore"):
         App(cfg, paths)
 

@@ -30,7 +30,6 @@ from nahida.i18n import t
 from nahida.memory import MemoryService, Store
 from nahida.memory.store.sqlite import SqliteStore
 from nahida.memory.store.sqlite.connection import Connection, driver
-from nahida.memory.store.sqlite.process import ProcessStore
 from nahida.providers.echo import EchoProvider
 from nahida.providers.router import ModelRouter, resolve_routes
 from nahida.scheduler import JobContext, Schedule, Scheduler
@@ -72,13 +71,6 @@ def fill(db: Path) -> int:
         conn.close()
 
 
-def open_store(db: Path, mode: str) -> Store:
-    return SqliteStore(db) if mode == "thread" else ProcessStore(db)
-
-
-MODES = ["thread", "process"]
-
-
 # the scheduler: a job's books that cannot be written --------------------------------------
 
 
@@ -100,9 +92,9 @@ class Job:
             raise RuntimeError("the job's own write failed: " + "详细的错误说明" * 400)
 
 
-@pytest.fixture(params=MODES)
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    opened = open_store(tmp_path / "nahida.db", request.param)
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    opened: Store = SqliteStore(tmp_path / "nahida.db")
     yield opened
     opened.close()
 
@@ -173,10 +165,10 @@ class Chat:
 
 
 @contextlib.asynccontextmanager
-async def running(data: Path, mode: str) -> AsyncIterator[tuple[App, Chat]]:
+async def running(data: Path) -> AsyncIterator[tuple[App, Chat]]:
     chat = Chat()
     model = ModelRouter({"echo": EchoProvider()}, resolve_routes({}, {"echo": "m"}))
-    config = Config.model_validate({"memory": {"store_process": mode == "process"}})
+    config = Config()
     app = App(config, Paths(None, data, data.parent / "ws"), adapters=[chat], model=model)
     task = asyncio.create_task(app.run())
     try:
@@ -187,12 +179,11 @@ async def running(data: Path, mode: str) -> AsyncIterator[tuple[App, Chat]]:
         await asyncio.wait_for(task, 60)
 
 
-@pytest.mark.parametrize("mode", MODES)
 async def test_a_message_that_cannot_be_stored_gets_a_notice_and_the_next_one_an_answer(
-    tmp_path: Path, mode: str
+    tmp_path: Path,
 ) -> None:
     data = tmp_path / "data"
-    async with running(data, mode) as (app, chat):
+    async with running(data) as (app, chat):
         assert await chat.say("你好") == "echo: 你好"
         app.memory.store.db.call(limit, fill(data / "nahida.db"))  # type: ignore[attr-defined]
         with capture_logs() as logs:
@@ -266,12 +257,9 @@ def without_wal(db: Path) -> None:
 
 
 @needs_root
-@pytest.mark.parametrize("mode", MODES)
-async def test_on_a_really_full_disk_the_bot_goes_on_and_recovers(
-    small_disk: Path, mode: str
-) -> None:
+async def test_on_a_really_full_disk_the_bot_goes_on_and_recovers(small_disk: Path) -> None:
     data = small_disk / "data"
-    async with running(data, mode) as (app, chat):
+    async with running(data) as (app, chat):
         assert await chat.say("你好") == "echo: 你好"
         without_wal(data / "nahida.db")
         filler = fill_up(small_disk)

@@ -18,7 +18,6 @@ from nahida.memory import EmbeddingSettings, MemoryService, NewTurn, Query, view
 from nahida.memory.models import Candidate
 from nahida.memory.store.base import Store
 from nahida.memory.store.sqlite import SqliteStore
-from nahida.memory.store.sqlite.process import ProcessStore
 from nahida.providers import local_embed
 from tests.fakes.llm_server import FakeOpenAIServer
 from tests.integration.test_embeddings import endpoint
@@ -41,16 +40,15 @@ REPORT = "本群周五下午发周报"
 T0 = 1_780_000_000.0
 
 
-@pytest.mark.parametrize("process", [False, True], ids=["thread", "store-process"])
 async def test_every_owner_of_a_line_said_twice_finds_it_by_meaning(
-    tmp_path: Path, openai_server: FakeOpenAIServer, process: bool
+    tmp_path: Path, openai_server: FakeOpenAIServer
 ) -> None:
     """The same line said in two groups and two private chats, remembered by two people and by
     a group, embedded in the background as the bot does (`embed_new` after each change: the
     second owner's rows find the first one's vector in the cache). Each owner finds it by
     meaning, in its own scope; a stranger and a quiet group find nothing."""
     path = tmp_path / "memory.db"
-    store: Store = ProcessStore(path, reader=True) if process else SqliteStore(path)
+    store: Store = SqliteStore(path)
     memory = MemoryService(store, embedder=endpoint(openai_server))
     try:
         for n, (user, name) in enumerate((("1", "Ann"), ("2", "Bob"))):

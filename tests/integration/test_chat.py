@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from nahida.i18n import t
 from tests.fakes.llm_server import FakeAnthropicServer, FakeOpenAIServer
 from tests.helpers import History, chat_through_console, config, openai_provider
@@ -135,22 +133,15 @@ async def test_interactive_console_prompts_and_waits_for_each_reply(tmp_path: Pa
     )
 
 
-@pytest.mark.parametrize("own_process", [True, False], ids=["store-process", "store-thread"])
-async def test_memory_is_kept_and_recalled_with_the_store_in_a_process_or_on_a_thread(
-    tmp_path: Path, openai_server: FakeOpenAIServer, own_process: bool
-) -> None:
-    cfg = config(**openai_provider(openai_server.url), memory={"store_process": own_process})
+async def test_memory_is_kept_and_recalled(tmp_path: Path, openai_server: FakeOpenAIServer) -> None:
+    cfg = config(**openai_provider(openai_server.url))
     lines = ["我喜欢乌龙茶", "/memory search 乌龙茶", "我喜欢喝什么？"]
-    out, app = await chat_through_console(tmp_path, lines, cfg)
-    store = app.memory.store
-    assert type(store).__name__ == ("ProcessStore" if own_process else "SqliteStore")
+    out, _ = await chat_through_console(tmp_path, lines, cfg)
     replies = out.splitlines()
     assert replies[0] == "echo: 我喜欢乌龙茶"
     assert "乌龙茶" in replies[1]  # the extracted preference, found by the store's search
     injected = openai_server.requests[1].body["messages"][1]["content"]
     assert "喜欢乌龙茶" in injected and "[m_" in injected  # recalled as a memory item
-    if own_process:
-        assert store._child.process.poll() == 0  # type: ignore[attr-defined]  # stopped
     with _db(tmp_path) as db:
         (session,) = db.sessions(None, 10)
         assert [t.content for t in db.turns(session.id)][::2] == ["我喜欢乌龙茶", "我喜欢喝什么？"]

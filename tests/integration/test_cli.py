@@ -128,7 +128,6 @@ async def test_doctor_reports_capabilities_and_masks_secrets(
     assert result.code == 0, result.err
     report = json.loads(result.out)
     assert report["sqlite"]["fts5"] is True
-    assert report["sqlite"]["bot_store"] == "process"  # memory.store_process, the default
     assert report["jieba"]["loaded"] is True
     assert report["providers"][0]["reachable"] is True
     assert report["models"]["chat"] == "openai/gpt-4o-mini"

@@ -105,12 +105,12 @@ async def test_a_single_source_fills_its_slot(
     assert len(replies) == 1
 
 
-async def test_memory_is_read_only_for_a_message_whose_probe_found_something(
+async def test_memory_is_read_for_every_answered_message_and_reaches_the_prompt(
     store: SqliteStore, router: ModelRouter, openai_server: FakeOpenAIServer
 ) -> None:
-    """A young chat whose history the prompt shows whole, with no memory its speaker may see,
-    takes two store round trips a message (the turn with its window and probe, the reply);
-    once an item is there, the memory read is made again and the item reaches the prompt."""
+    """Each answered message takes three store round trips (the turn with its window, the
+    memory read, the reply), and one more once an item is found (its use recorded); the item
+    added between two messages reaches the second one's prompt."""
     replies: list[str] = []
     memory = MemoryService(store, model=router)
     answering = runner(store, router, replies, [MemoryInjection(memory)], memory)
@@ -123,8 +123,7 @@ async def test_memory_is_read_only_for_a_message_whose_probe_found_something(
     trips.append(store.db.snapshot().round_trips)
     await answering.handle(envelope("香山人多吗"))
     trips.append(store.db.snapshot().round_trips)
-    # then: the turn, the memory read, the item's use recorded, the reply
-    assert [trips[1] - trips[0], trips[3] - trips[2]] == [2, 4]
+    assert [trips[1] - trips[0], trips[3] - trips[2]] == [3, 4]
     first, second = (r.body["messages"] for r in openai_server.chat_requests)
     assert not any("[长期记忆]" in m["content"] for m in first)
     assert any("[长期记忆]" in m["content"] and "香山周六人很多" in m["content"] for m in second)

@@ -5,15 +5,11 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any
 
 import pytest
-import structlog
 
 from nahida.app import App, Paths
 from nahida.config import Config
-from nahida.memory.store.sqlite import process
-from nahida.memory.store.sqlite.wire import request
 from nahida.providers.base import ChatRequest, ChatResponse
 from nahida.providers.echo import EchoProvider
 from nahida.providers.router import ModelRouter, resolve_routes
@@ -69,42 +65,5 @@ async def test_chatter_is_stored_while_the_only_slot_waits_for_the_model(
         for n, chat in enumerate(chatter):
             assert user_turns(app, chat) == [f"闲聊 {n}"]
         assert recorder.sent == ["echo: Alice: 你好"]
-    finally:
-        app.memory.close()
-
-
-async def test_only_the_answered_messages_store_units_go_first(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """What the store process is told to run first (`tx!`, set by `answering`): the units of the
-    message the bot answers, from its model slot on, not those of the chatter around it."""
-    sent: list[tuple[object, str]] = []  # (the chat bound in the log context, the kind)
-
-    def spied(request_id: int, kind: str, *rest: Any) -> bytes:
-        sent.append((structlog.contextvars.get_contextvars().get("chat"), kind))
-        return request(request_id, kind, *rest)
-
-    monkeypatch.setattr(process, "request", spied)
-    cfg = Config.model_validate(
-        {"bus": {"concurrency": 1, "observed_concurrency": 4}, "memory": {"store_process": True}}
-    )
-    recorder = Recorder()
-    router = ModelRouter({"echo": EchoProvider()}, resolve_routes({}, {"echo": "m"}))
-    app = App(cfg, Paths(None, tmp_path / "d", tmp_path / "w"), adapters=[recorder], model=router)
-    try:
-        async with asyncio.timeout(20), asyncio.TaskGroup() as tg:
-            tg.create_task(app.bus.run())
-            for n in range(2):  # the second of each reaches the worker that served the first
-                assert await app.bus.submit(envelope(f"你好 {n}", chat="test:group:asks"))
-                assert await app.bus.submit(
-                    envelope(f"我喜欢乌龙茶 {n}", chat="test:group:chats", to_me=False)
-                )
-            await app.bus.shutdown()
-        assert recorder.sent == ["echo: Alice: 你好 0", "echo: Alice: 你好 1"]
-        kinds = {chat: [kind for c, kind in sent if c == chat] for chat, _ in sent}
-        assert set(kinds["test:group:asks"]) == {"tx!"}
-        assert len(kinds["test:group:asks"]) >= 6  # each: its turn and window, recall, reply
-        assert set(kinds["test:group:chats"]) == {"tx"}
-        assert "tx!" not in kinds.get(None, [])  # start-up, shutdown
     finally:
         app.memory.close()

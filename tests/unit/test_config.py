@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -237,19 +236,23 @@ def test_chat_modes_name_chats_and_modes(tmp_path: Path) -> None:
         assert "bot.chat_modes" in str(caught.value) and key in str(caught.value)
 
 
-def test_the_bot_runs_its_store_in_a_process_of_its_own_where_it_can(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    from nahida import app
+def test_retired_store_keys_are_accepted_and_named_for_a_warning(tmp_path: Path) -> None:
+    path = write(tmp_path, "memory:\n  store_process: true\n  store_reader: false\n")
+    config = load_config(path, {})
+    assert config.memory.retired_keys() == ["memory.store_process", "memory.store_reader"]
+    assert "store_process" not in config.memory.model_dump()  # nor in `nahida doctor`
+    assert load_config(None, {}).memory.retired_keys() == []
+
+
+def test_the_bot_starts_with_a_retired_key_and_warns_once_for_it(tmp_path: Path) -> None:
+    from structlog.testing import capture_logs
+
+    from nahida.app import App, Paths
     from nahida.config import Config
 
-    assert Config().memory.store_process is (os.name == "posix")
-    off = Config.model_validate({"memory": {"store_process": False}})
-    on = Config.model_validate({"memory": {"store_process": True}})
-    assert app.store_in_process(off) is False
-    if os.name != "posix":
-        assert app.store_in_process(on) is False
-        return
-    assert app.store_in_process(on) is True
-    monkeypatch.setattr(app.os, "name", "nt")  # no inherited sockets there: a thread instead
-    assert app.store_in_process(on) is False
+    config = Config.model_validate({"memory": {"store_process": True}})
+    with capture_logs() as logs:
+        app = App(config, Paths(None, tmp_path / "data", tmp_path / "workspace"))
+    app.memory.close()
+    warned = [e for e in logs if e["event"] == "config_key_ignored"]
+    assert [(e["key"], e["log_level"]) for e in warned] == [("memory.store_process", "warning")]

@@ -12,8 +12,7 @@ from nahida.errors import StorageError
 from nahida.memory import MemoryService, NewTurn
 from nahida.memory.sessions import Sessions
 from nahida.memory.store.sqlite import SqliteStore, migrations
-from nahida.memory.store.sqlite.checkpoint import truncate_log
-from nahida.memory.store.sqlite.connection import Connection, connect
+from nahida.memory.store.sqlite.connection import Connection, connect, truncate_log
 
 CHAT = "test:group:g1"
 T0 = 1_780_000_000.0

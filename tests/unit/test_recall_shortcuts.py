@@ -4,24 +4,17 @@ prompt; no active item the viewer may see), and what it returns is what the sear
 from __future__ import annotations
 
 import random
-from collections import Counter
 
 import pytest
 
 from nahida.memory import (
-    Actor,
     Hit,
     MemoryItem,
     MemoryService,
-    NewTurn,
-    ProfileEntry,
     Query,
     recall,
-    shown_ids,
     viewer_for,
 )
-from nahida.memory.context_units import HISTORY, MEMORY, NOTHING, probe_unit
-from nahida.memory.models import Pinned
 from nahida.memory.recall import cascade
 from nahida.memory.store.base import Tx
 from nahida.memory.store.sqlite import SqliteStore
@@ -124,80 +117,3 @@ async def test_episodes_are_searched_only_where_the_viewer_has_some(
     )
     kinds = {h.kind for h in await memory.recall.search(question)}
     assert kinds == {"turn", "episode"}
-
-
-async def test_the_probe_sent_with_the_turn_answers_what_the_read_would(
-    store: SqliteStore, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """`MemoryService.recall_probe`'s probe, asked as a user turn is stored: where it says
-    nothing is there, the prompt's memory read (recall and pinned context) answers nothing too
-    — and is then not made. Random chats, items of every scope, profiles, rules and windows."""
-    memory = MemoryService(store)
-    rng = random.Random(11)
-    chats = [f"test:group:g{k}" for k in range(12)] + ["test:private:alice"]
-    seen: Counter[str] = Counter()
-    await memory.episodes.in_any(chats)  # read once a process, then kept in step
-    for step in range(160):
-        action = rng.random()
-        if action < 0.06:  # a global item makes every later probe say yes: only at the end
-            scopes = [f"chat:{rng.choice(chats)}", "user:test:bob", "user:test:dave"]
-            scope = "global" if step > 150 else rng.choice(scopes)
-            add_item(store, step, scope, " ".join(rng.sample(WORDS, 2)))
-        elif action < 0.09:
-            writer = viewer_for(rng.choice(chats[:-1]), rng.choice(["carol", "dave"]))
-            await memory.procedures.write(
-                f"answer in {rng.choice(WORDS)} style",
-                chat=writer.chat,
-                user=writer.user,
-                for_chat=rng.random() < 0.5,
-                actor=Actor.cli(),
-            )
-        elif action < 0.11 or step == 5:  # erin has a card from early on
-            entry = ProfileEntry(
-                id=f"p_{step}",
-                user="test:erin" if step == 5 else rng.choice(["test:alice", "test:dave"]),
-                section="基础特征",
-                text=f"likes {rng.choice(WORDS)}",
-                sensitivity="public" if step == 5 else rng.choice(["public", "private"]),
-                created_at=T0,
-            )
-            assert store.write_sync(lambda tx, entry=entry: tx.profiles.add(entry, "bullet"))
-        chat = rng.choice(chats)
-        people = ["alice"] if chat == chats[-1] else ["alice", "dave", "erin"]
-        viewer = viewer_for(chat, rng.choice(people))
-        text = " ".join(rng.sample(WORDS, 2))
-        turn = NewTurn(
-            chat, "user", text, T0 + step, speaker=str(viewer.user), message_id=str(step)
-        )
-        window = rng.choice([2, 6, 20])
-        recorded = await memory.sessions.record_user_turn(turn, window, probe_unit(viewer))
-        assert recorded is not None and recorded.probed is not None
-        seen[recorded.probed] += 1
-        if recorded.probed != NOTHING:  # the read is made as before (and touches what it injects)
-            continue
-        shown = shown_ids(recorded.turn.id, recorded.hot)
-        trips = store.db.stats.round_trips
-        nothing = (None, Pinned(None, None))
-        assert await memory.context(text, viewer, shown, limit=10, recallable=NOTHING) == nothing
-        assert store.db.stats.round_trips == trips  # no read made
-        read = await memory.context(text, viewer, shown, limit=10)
-        assert read == nothing, (step, chat, viewer)  # and the read would have found nothing
-    assert seen[NOTHING] >= 20 and seen[HISTORY] >= 10 and seen[MEMORY] >= 10, seen
-
-
-async def test_a_chat_longer_than_its_prompts_is_no_longer_probed(store: SqliteStore) -> None:
-    """Once a probe found history beyond the window, the chat's messages go without one (the
-    answer would be the same): the read is made as it was before probes."""
-    memory = MemoryService(store)
-    viewer = viewer_for(GROUP, "alice")
-    for n in range(6):
-        turn = NewTurn(GROUP, "user", f"第 {n} 句", T0 + n, speaker="test:alice", message_id=str(n))
-        probe = memory.recall_probe(viewer)
-        assert probe is not None, n
-        recorded = await memory.sessions.record_user_turn(turn, 4, probe)
-        assert recorded is not None
-        assert recorded.probed == (NOTHING if n < 5 else HISTORY)  # a window of 4 turns
-        shown = shown_ids(recorded.turn.id, recorded.hot)
-        await memory.context(turn.content, viewer, shown, limit=5, recallable=recorded.probed)
-    assert memory.recall_probe(viewer) is None
-    assert memory.recall_probe(viewer_for("test:group:other", "alice")) is not None

@@ -179,8 +179,7 @@ class Dreaming:
             return await self._run(key, trigger, stopping)
         finally:
             self._running.discard(chat)
-            holder = self.holder  # a unit captures values, not the dreamer (process store)
-            await self.store.write(lambda tx: tx.jobs.release(f"dream:{chat}", holder))
+            await self.store.write(lambda tx: tx.jobs.release(f"dream:{chat}", self.holder))
             await self.write_journal()
 
     async def _lease(self, chat: str) -> bool:

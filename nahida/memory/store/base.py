@@ -21,7 +21,6 @@ a tsquery over the same tokens in PostgreSQL). A backend is a package under `mem
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
-from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol, TypeVar
 
@@ -41,10 +40,6 @@ from nahida.memory.models import (
 from nahida.memory.scopes import Visibility
 
 T = TypeVar("T")
-
-# Set while a message the bot answers is handled: a store that queues units may run this task's
-# ahead of background work and observed talk (the SQLite store does, in its process or thread).
-answering: ContextVar[bool] = ContextVar("nahida_store_answering", default=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -667,11 +662,6 @@ class Store(Protocol):
 
     async def read(self, unit: Callable[..., T], *args: Any) -> T:
         """Run `unit(tx, *args)`, which changes nothing, in one transaction."""
-
-    async def read_snapshot(self, unit: Callable[..., T], *args: Any) -> T:
-        """`read`, which may run beside the writes still waiting to run: it sees every write
-        whose caller had its answer before this call, maybe not those still running (recall,
-        once the message it answers is stored)."""
 
     async def write(self, unit: Callable[..., T], *args: Any) -> T:
         """Run `unit(tx, *args)` in one transaction: all of its changes, or none if it raises."""

@@ -93,7 +93,6 @@ class MemoryInjection:
             limit=limit,
             mode=mode,
             profile_tokens=self.profile_tokens,
-            recallable=turn.recallable,
         )
         log.debug(
             "memory_injected",

@@ -287,3 +287,15 @@ def transaction(conn: Connection) -> Iterator[Connection]:
         if conn.in_transaction:
             conn.execute("ROLLBACK")
         raise
+
+
+def truncate_log(conn: Connection, wait: float = 5.0) -> bool:
+    """`PRAGMA wal_checkpoint(TRUNCATE)` on `conn` (the whole log copied, the file emptied);
+    True when done. While another connection checkpoints SQLite answers busy at once, without
+    its busy timeout: tried again for up to `wait` seconds."""
+    deadline = time.monotonic() + wait
+    while True:
+        busy = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+        if not busy or time.monotonic() >= deadline:
+            return not busy
+        time.sleep(0.01)

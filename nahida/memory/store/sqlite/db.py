@@ -4,8 +4,8 @@
 code, `call` from sync code), so SQLite never blocks the event loop, statements are serialised
 without locks, and concurrent writers share commits. Each function is either a write (it runs in
 a transaction of its own, or in its own savepoint of a shared one) or a read (a batch of reads
-shares one deferred transaction: one snapshot, and no write lock). Its `memo` answers recall's
-per-message questions without SQL, kept exact by every transaction it opens and rolls back.
+shares one deferred transaction: one snapshot, and no write lock). The WAL is checkpointed by
+SQLite itself, on this connection, as it grows (`wal_autocheckpoint`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import queue
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
@@ -25,8 +25,6 @@ from typing import Any, TypeVar
 import structlog
 
 from nahida.errors import StorageError
-from nahida.memory.store.base import answering
-from nahida.memory.store.sqlite.checkpoint import Checkpointer
 from nahida.memory.store.sqlite.connection import (
     Connection,
     begin_immediate,
@@ -34,7 +32,6 @@ from nahida.memory.store.sqlite.connection import (
     driver,
     storage_error,
 )
-from nahida.memory.store.sqlite.memo import Memo
 
 log = structlog.get_logger(__name__)
 T = TypeVar("T")
@@ -42,18 +39,13 @@ T = TypeVar("T")
 
 @dataclass
 class Job:
-    """`fn(conn, *args)`, a write or a read; `future` (on `loop`, if any) learns its outcome.
-    `urgent`: a unit of a message being answered (`answering`), run ahead of the others. `raw`:
-    a function of the bare connection (tests, scripts), whose SQL the memo cannot follow; a
-    store's units (`SqliteStore.run_unit`) are not raw."""
+    """`fn(conn, *args)`, a write or a read; `future` (on `loop`, if any) learns its outcome."""
 
     fn: Callable[..., Any]
     args: tuple[Any, ...]
     write: bool
     future: asyncio.Future[Any] | concurrent.futures.Future[Any] | None = None
     loop: asyncio.AbstractEventLoop | None = None
-    urgent: bool = False
-    raw: bool = True
 
 
 Outcome = tuple[Job, bool, Any]  # a job, whether it succeeded, its result or exception
@@ -129,12 +121,9 @@ def _run_together(batch: list[Job], conn: Connection) -> tuple[list[Outcome], in
     return outcomes, None
 
 
-def _run_apart(
-    batch: list[Job], conn: Connection, failed: int, kept: Outcome, memo: Memo
-) -> list[Outcome]:
+def _run_apart(batch: list[Job], conn: Connection, failed: int, kept: Outcome) -> list[Outcome]:
     """Run `batch` again in a fresh transaction, each write in a savepoint of its own (a job
-    that fails rolls back alone, and the memo forgets what it read); the job at `failed` keeps
-    its outcome (`kept`), unrun."""
+    that fails rolls back alone); the job at `failed` keeps its outcome (`kept`), unrun."""
     outcomes: list[Outcome] = []
     for place, job in enumerate(batch):
         if place == failed:
@@ -148,7 +137,6 @@ def _run_apart(
                 if not conn.in_transaction:  # SQLite rolled back all (a full disk does)
                     raise outcome[2]
                 conn.execute("ROLLBACK TO job")
-                memo.clear()
             conn.execute("RELEASE job")
             outcomes.append(outcome)
     return outcomes
@@ -159,7 +147,7 @@ def _release(exc: BaseException) -> None:
     frame keeps its statement, and so an old read snapshot of the database, alive for as long as
     the exception lives: from then on every write of this connection meets SQLITE_BUSY_SNAPSHOT
     (waiting out the busy timeout, then "database is locked") and no checkpoint can reset the
-    WAL. This is what kept a chat process started during a `history import` slow afterwards."""
+    WAL."""
     traceback.clear_frames(exc.__traceback__)
     for linked in (exc.__cause__, exc.__context__):
         if linked is not None and linked.__traceback__ is not None:
@@ -170,16 +158,13 @@ def _release(exc: BaseException) -> None:
 class DbStats:
     """What the database thread has done (for the benchmarks): units run (`round_trips`),
     transactions (`batches`), batches run again because a write failed (`reruns`), SQL
-    statements given to the connection and the memo's answers (`snapshot` fills them in) and
-    the thread's CPU time."""
+    statements given to the connection (`snapshot` fills them in) and the thread's CPU time."""
 
     round_trips: int = 0
     batches: int = 0
     reruns: int = 0
     statements: int = 0
     cpu_seconds: float = 0.0
-    memo_hits: int = 0  # recall's questions answered from the memo
-    memo_misses: int = 0  # ... and by SQL (then remembered)
 
 
 class Database:
@@ -195,12 +180,9 @@ class Database:
 
     MAX_BATCH = 256
 
-    def __init__(
-        self, path: str | Path, *, vec: bool = True, threaded: bool = True, reader: bool = False
-    ) -> None:
-        """`threaded=False`: no worker thread; the owner calls `run_batch` itself (the store
-        process does, on its only thread). `reader`: a connection that only reads (`PRAGMA
-        query_only`) a file another one has migrated and checkpoints."""
+    def __init__(self, path: str | Path, *, vec: bool = True, threaded: bool = True) -> None:
+        """`threaded=False`: no worker thread; the owner calls `run_batch` itself (tests that
+        choose what one batch holds)."""
         from nahida.memory.store.sqlite.migrations import migrate
 
         self.path = str(path)
@@ -213,12 +195,6 @@ class Database:
             if isinstance(exc, driver.Error):  # the schema itself could not be read
                 raise _batch_error(exc, self.conn) from exc
             raise
-        self.memo = Memo(self.conn)  # recall's per-message questions, answered exactly
-        self.checkpoints: Checkpointer | None = None  # the WAL's, on a thread
-        if reader:
-            self.conn.execute("PRAGMA query_only = 1")
-        else:
-            self.checkpoints = Checkpointer.open(self.path, self.conn)
         self._jobs: queue.SimpleQueue[Job | None] = queue.SimpleQueue()
         self.stats = DbStats()
         self._thread: threading.Thread | None = None
@@ -227,29 +203,22 @@ class Database:
             self._thread.start()
         self._closed = False
 
-    async def run(
-        self, fn: Callable[..., T], *args: Any, write: bool = True, raw: bool = True
-    ) -> T:
-        """Run `fn(conn, *args)` on the database thread (`raw`: see `Job`)."""
+    async def run(self, fn: Callable[..., T], *args: Any, write: bool = True) -> T:
+        """Run `fn(conn, *args)` on the database thread."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
-        self._submit(Job(fn, args, write, future, loop, answering.get(), raw))
+        self._submit(Job(fn, args, write, future, loop))
         return await future
 
-    def call(self, fn: Callable[..., T], *args: Any, write: bool = True, raw: bool = True) -> T:
+    def call(self, fn: Callable[..., T], *args: Any, write: bool = True) -> T:
         """Run `fn(conn, *args)` on the database thread and wait (CLI, scripts, tests)."""
         future: concurrent.futures.Future[T] = concurrent.futures.Future()
-        self._submit(Job(fn, args, write, future, raw=raw))
+        self._submit(Job(fn, args, write, future))
         return future.result()
 
     def snapshot(self) -> DbStats:
         """The counts so far (the statements: of the connection)."""
-        return replace(
-            self.stats,
-            statements=int(getattr(self.conn, "statements", 0)),
-            memo_hits=self.memo.hits,
-            memo_misses=self.memo.misses,
-        )
+        return replace(self.stats, statements=int(getattr(self.conn, "statements", 0)))
 
     def time_statements(self) -> None:
         """From now on, time each statement (`statement_times`; the benchmarks)."""
@@ -285,56 +254,24 @@ class Database:
                 batch.append(job)
             started = time.thread_time()
             try:
-                for outcomes in self.run_in_turn(batch):
-                    _hand_back(outcomes)
-                self.between_batches()
+                _hand_back(self.run_batch(batch))
             except Exception as exc:  # never reached, by design; if it is, nobody waits forever
                 log.exception("database_batch_failed")
                 error = _batch_error(exc, self.conn)
                 _hand_back([(job, False, error) for job in batch])  # the answered keep theirs
             self.stats.cpu_seconds += time.thread_time() - started
 
-    def between_batches(self) -> None:
-        """What waits until the batch's callers have their answers (the owner of a database
-        without a thread calls it after each batch)."""
-        if self.checkpoints is not None:
-            self.checkpoints.between_batches()
-
-    def run_in_turn(self, batch: list[Job]) -> Iterator[list[Outcome]]:
-        """`run_batch` the urgent jobs first, then the others (each a batch of its own), yielding
-        the outcomes of each in turn: an answered message's callers learn theirs without waiting
-        for the observed talk and background work that queued up with them."""
-        if not batch:
-            return
-        urgent = [job for job in batch if job.urgent]
-        if not urgent or len(urgent) == len(batch):
-            yield self.run_batch(batch)
-            return
-        yield self.run_batch(urgent)
-        yield self.run_batch([job for job in batch if not job.urgent])
-
     def run_batch(self, batch: list[Job]) -> list[Outcome]:
         """Run jobs in one transaction (reads alone: one snapshot), in order; each job's
-        outcome is (job, True, result) or (job, False, exception). A batch with a raw job runs
-        without the memo, which then forgets everything (the raw SQL may have changed it)."""
+        outcome is (job, True, result) or (job, False, exception)."""
         self.stats.round_trips += len(batch)
         self.stats.batches += 1
-        if not any(job.raw for job in batch):
-            return self._run_batch(batch)
-        self.memo.off = True
-        try:
-            return self._run_batch(batch)
-        finally:
-            self.memo.off = False
-            self.memo.clear()
-
-    def _run_batch(self, batch: list[Job]) -> list[Outcome]:
         conn = self.conn
         if not any(job.write for job in batch):  # one read snapshot, no write lock
             try:
                 self._begin(write=False)
                 outcomes = [_attempt(job, conn) for job in batch]
-                self._end()
+                self._commit()  # a read batch may have written too (a temp table, say)
             except Exception as exc:  # a damaged page met by SQLite itself, say
                 error = _batch_error(exc, conn)
                 self._roll_back()
@@ -358,7 +295,7 @@ class Database:
                 self.stats.reruns += 1
                 self._roll_back()
                 self._begin()
-                outcomes = _run_apart(batch, conn, failed, outcomes[failed], self.memo)
+                outcomes = _run_apart(batch, conn, failed, outcomes[failed])
             self._commit()
         except Exception as exc:  # the batch itself failed: nobody's work was kept
             error = _batch_error(exc, conn)
@@ -367,27 +304,17 @@ class Database:
         return outcomes
 
     def _begin(self, write: bool = True) -> None:
-        """Open a transaction (a write one waits for another process's, `begin_immediate`) and
-        bring the memo up to date with what other connections committed."""
+        """Open a transaction (a write one waits for another process's, `begin_immediate`)."""
         if write:
             begin_immediate(self.conn)
         else:
             self.conn.execute("BEGIN")
-        self.memo.sync()
 
     def _commit(self) -> None:
         self.conn.execute("COMMIT")
-        if self.checkpoints is not None:
-            self.checkpoints.committed()
-
-    def _end(self) -> None:
-        """COMMIT a read batch (which may have written, too)."""
-        self.conn.execute("COMMIT")
 
     def _roll_back(self) -> None:
-        """Roll back what is open (SQLite may have rolled back already) and forget what the
-        memo read meanwhile."""
-        self.memo.clear()
+        """Roll back what is open (SQLite may have rolled back already)."""
         if not self.conn.in_transaction:
             return
         try:
@@ -408,8 +335,6 @@ class Database:
         if self._thread is not None:
             self._jobs.put(None)
             self._thread.join()
-        if self.checkpoints is not None:
-            self.checkpoints.close()
         with contextlib.suppress(Exception):
             self.conn.execute("PRAGMA optimize")
         self.conn.close()

@@ -265,10 +265,7 @@ class Merging(Compaction):
     → 171-187 µs in 50 chats × 60, for 20-40 µs more a commit (small segments merged). Judged
     anew every `CRISIS_EVERY` writes from the searches among them: observed talk alone, or a
     group that mostly chats among itself, keeps FTS5's default. The same stress test with
-    `crisismerge` 2 (and `optimize` every 0, 7 and 300 writes) passed on 3.50.4 and 3.40.1.
-
-    With `memory.store_reader` the searches run on the reader's connection, which this (the
-    writer's) never hears of: the turns index is then left to FTS5's own merging."""
+    `crisismerge` 2 (and `optimize` every 0, 7 and 300 writes) passed on 3.50.4 and 3.40.1."""
 
     COMMAND = "optimize"
     MAX_ROWS = 200_000  # ~0.2 s of the database thread

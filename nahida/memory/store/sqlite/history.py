@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection, Sequence
-from functools import partial
 from typing import Any, cast
 
 from nahida.memory.models import NewTurn, Session, Turn
@@ -21,7 +20,6 @@ from nahida.memory.store.sqlite import fts, rows
 from nahida.memory.store.sqlite.connection import Connection
 from nahida.memory.store.sqlite.episodes import forget_sql
 from nahida.memory.store.sqlite.fts import like_escape
-from nahida.memory.store.sqlite.memo import CHAT, MORE, TURN_IDS, Memo
 
 _MATCH_FROM = "turns_fts", rows.TURN_MATCH_COLUMNS, "turns t ON t.id = f.rowid", "t.time"
 
@@ -54,21 +52,6 @@ _INSERT_TURN = (  # the columns of `rows.TURN_COLUMNS` in its order, but the id 
     "INSERT INTO turns (session_id, chat, role, content, time, speaker, speaker_name, message_id,"
     " tool_calls, addressed, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
-# the inserted values' positions that are text columns (all but `time` and `addressed`)
-_TEXT_VALUES = (0, 1, 2, 3, 5, 6, 7, 8, 10)
-_LAST = 2**63 - 1  # above every turn id: `window` before it reads a session's latest turns
-
-
-def _as_read(turn_id: int, values: tuple[Any, ...]) -> tuple[Any, ...] | None:
-    """The row a read of the turn just inserted returns (`TURN_COLUMNS`), from the values it
-    was inserted with; None if a value might come back changed (a text column given another
-    type: SQLite would have stored its text). `INSERT … RETURNING` would say it for certain,
-    at twice the insert's cost (it journals the statement's pages)."""
-    for index in _TEXT_VALUES:
-        value = values[index]
-        if value is not None and type(value) is not str:
-            return None
-    return (turn_id, *values[:4], float(values[4]), *values[5:], None, None)
 
 
 def _fate(delivery: str | None) -> Fate:
@@ -159,9 +142,8 @@ class SessionTable:
 
 
 class TurnTable:
-    def __init__(self, conn: Connection, memo: Memo | None = None) -> None:
+    def __init__(self, conn: Connection) -> None:
         self.conn = conn
-        self.memo = memo
         self._merging = fts.Merging("turns_fts") if fts.merging_is_safe(conn) else None
 
     def known(self, chat: str, message_id: str) -> bool:
@@ -186,7 +168,7 @@ class TurnTable:
 
     def set_fate(self, turn_id: int, fate: Fate, error: str | None) -> None:
         delivery = None if fate == "pending" else fate
-        if error is None:  # `error` left out of the SET: the session's memoised tail stays
+        if error is None:
             self.conn.execute("UPDATE turns SET delivery = ? WHERE id = ?", (delivery, turn_id))
             return
         self.conn.execute(
@@ -214,7 +196,6 @@ class TurnTable:
 
     def add(self, session_id: str, turn: NewTurn, tokens: str | None) -> int:
         conn = self.conn
-        memo = self.memo
         values = (
             session_id,
             turn.chat,
@@ -229,10 +210,6 @@ class TurnTable:
             turn.error,
         )
         turn_id = int(conn.execute(_INSERT_TURN, values).lastrowid or 0)
-        if memo is not None:
-            memo.turn_added(turn.chat, turn_id, turn.role)
-            if session_id in memo.tails:
-                memo.tails.added(session_id, _as_read(turn_id, values))
         if tokens is not None:
             conn.execute(
                 "INSERT INTO turns_fts (rowid, body, scopes) VALUES (?, ?, ?)",
@@ -249,29 +226,18 @@ class TurnTable:
 
     def window(self, session_id: str, before: int, limit: int, after: int = 0) -> rows.TurnRows:
         """The last `limit` turns of the session before `before` (and after `after`) that are
-        not hidden, oldest first; from the session's tail (`tails.py`) when the memo keeps one."""
-        memo = self.memo
-        if memo is None or memo.off or limit <= 0:
-            return rows.TurnRows(self._window(session_id, before, limit, after))
-        found = memo.tails.window(session_id, before, limit, after)
-        if found is None:  # its latest turns, this one among them: kept for the next message
-            latest = self._window(session_id, _LAST, limit + 1, after)
-            memo.tails.keep(session_id, latest, after, limit + 1)
-            found = memo.tails.window(session_id, before, limit, after)
-            if found is None:  # an older window than the latest (never asked by the runner)
-                found = self._window(session_id, before, limit, after)
-        return rows.TurnRows(found)
-
-    def _window(self, session_id: str, before: int, limit: int, after: int) -> list[Any]:
+        not hidden, oldest first."""
+        if limit <= 0:
+            return rows.TurnRows([])
         cursor = self.conn.cursor()
-        cursor.row_factory = None  # plain tuples: they travel as they are (`TurnRows`)
+        cursor.row_factory = None  # plain tuples, built into turns only when looked at
         found = cursor.execute(
             _SELECT_TURNS + " WHERE session_id = ? AND id < ? AND id > ? AND hidden_by IS NULL"
             f" ORDER BY id DESC LIMIT {int(limit)}",
             (session_id, before, after),
         ).fetchall()
         found.reverse()
-        return found
+        return rows.TurnRows(found)
 
     def of_session(self, session_id: str) -> list[Turn]:
         found = self.conn.execute(
@@ -376,10 +342,6 @@ class TurnTable:
     def any_besides(self, chats: Sequence[str], exclude: Collection[int], at: float | None) -> bool:
         if not chats:
             return False
-        if self.memo is not None and at is None:
-            known = self._besides(self.memo, chats, exclude)
-            if known is not None:
-                return known
         sql = (
             f"SELECT 1 FROM turns WHERE chat IN ({', '.join('?' * len(chats))})"
             " AND hidden_by IS NULL AND role IN ('user', 'assistant')"
@@ -390,29 +352,6 @@ class TurnTable:
             sql += " AND time <= ?"
             params.append(at)
         return self.conn.execute(f"{sql} LIMIT 1", params).fetchone() is not None
-
-    def _besides(self, memo: Memo, chats: Sequence[str], exclude: Collection[int]) -> bool | None:
-        """`any_besides` from the memo's countable turns of each chat (no moment to respect);
-        None when it cannot tell (a chat with more than the memo lists, and as many shown)."""
-        left, more = 0, False
-        for chat in dict.fromkeys(chats):
-            ids = memo.get(CHAT, chat, partial(self._countable, chat))
-            if ids is MORE:
-                more = True
-            else:
-                left += len(ids) - sum(1 for turn_id in exclude if turn_id in ids)
-        if more:  # it has more than TURN_IDS: some are not shown if fewer than that are
-            return True if len(exclude) <= TURN_IDS else None
-        return left > 0
-
-    def _countable(self, chat: str) -> set[int] | str:
-        """The ids of the chat's user and assistant turns not hidden, or MORE than TURN_IDS."""
-        found = self.conn.execute(
-            "SELECT id FROM turns WHERE chat = ? AND hidden_by IS NULL"
-            f" AND role IN ('user', 'assistant') LIMIT {TURN_IDS + 1}",
-            (chat,),
-        ).fetchall()
-        return MORE if len(found) > TURN_IDS else {int(row[0]) for row in found}
 
     def containing(
         self, chats: Sequence[str], needles: Sequence[str], search: TextSearch

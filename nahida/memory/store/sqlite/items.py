@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import fields
-from functools import partial
 from typing import Any
 
 from nahida.memory.models import Candidate, MemoryEvent, MemoryItem, dump_evidence
@@ -17,7 +16,6 @@ from nahida.memory.store.base import CandidateNote, ItemMatch, TextSearch
 from nahida.memory.store.sqlite import fts, rows
 from nahida.memory.store.sqlite.connection import Connection
 from nahida.memory.store.sqlite.fts import like_escape
-from nahida.memory.store.sqlite.memo import SCOPE, Memo
 
 _COLUMNS = tuple(f.name for f in fields(MemoryItem))
 _INSERT = (
@@ -61,9 +59,8 @@ def visibility_sql(visibility: Visibility) -> tuple[str, list[str]]:
 
 
 class ItemTable:
-    def __init__(self, conn: Connection, memo: Memo | None = None) -> None:
+    def __init__(self, conn: Connection) -> None:
         self.conn = conn
-        self.memo = memo
         self._compaction = fts.Compaction("memory_items_fts")
 
     def get(self, item_id: str) -> MemoryItem | None:
@@ -185,32 +182,11 @@ class ItemTable:
         return [ItemMatch(rows.item(r), float(r["score"]), r["body"]) for r in found]
 
     def any_active(self, visibility: Visibility, kind: str | None = None) -> bool:
-        memo = self.memo
-        if memo is None:
-            where, params = visibility_sql(visibility)
-            sql = f"SELECT 1 FROM memory_items WHERE status = 'active' AND {where}"
-            if kind is not None:
-                sql, params = f"{sql} AND kind = ?", [*params, kind]
-            return self.conn.execute(f"{sql} LIMIT 1", params).fetchone() is not None
-        for scope in visibility.full:  # any active item of a scope seen in full
-            if memo.get(SCOPE, (scope, kind), partial(self._held, scope, kind))[0]:
-                return True
-        for scope in visibility.public_only:  # or a public one of a scope seen public-only
-            if memo.get(SCOPE, (scope, kind), partial(self._held, scope, kind))[1]:
-                return True
-        return False
-
-    def _held(self, scope: str, kind: str | None) -> tuple[bool, bool]:
-        """Whether `scope` holds an active item (of `kind`), and an active public one."""
-        where, params = "scope = ?1 AND status = 'active'", [scope]
+        where, params = visibility_sql(visibility)
+        sql = f"SELECT 1 FROM memory_items WHERE status = 'active' AND {where}"
         if kind is not None:
-            where, params = f"{where} AND kind = ?2", [scope, kind]
-        row = self.conn.execute(
-            f"SELECT EXISTS (SELECT 1 FROM memory_items WHERE {where}),"
-            f" EXISTS (SELECT 1 FROM memory_items WHERE {where} AND sensitivity = 'public')",
-            params,
-        ).fetchone()
-        return bool(row[0]), bool(row[1])
+            sql, params = f"{sql} AND kind = ?", [*params, kind]
+        return self.conn.execute(f"{sql} LIMIT 1", params).fetchone() is not None
 
     def containing(
         self, visibility: Visibility, needles: Sequence[str], search: TextSearch

@@ -10,7 +10,6 @@ from typing import Any
 from nahida.memory.models import ProfileEntry
 from nahida.memory.store.base import SectionEntry
 from nahida.memory.store.sqlite.connection import Connection
-from nahida.memory.store.sqlite.memo import PROFILE, Memo
 
 _FIELDS = "id, user, section, text, sensitivity, source, chat, status, created_at, updated_at"
 _PUBLIC = " AND sensitivity = 'public'"
@@ -32,9 +31,8 @@ def _entry(row: Any) -> ProfileEntry:
 
 
 class ProfileTable:
-    def __init__(self, conn: Connection, memo: Memo | None = None) -> None:
+    def __init__(self, conn: Connection) -> None:
         self.conn = conn
-        self.memo = memo
 
     def add(self, entry: ProfileEntry, tokens: str) -> bool:
         cursor = self.conn.execute(
@@ -70,19 +68,12 @@ class ProfileTable:
         return cursor.rowcount == 1
 
     def of_user(self, user: str, public_only: bool) -> list[ProfileEntry]:
-        if self.memo is None:
-            return list(self._of_user(user, public_only))
-        return list(
-            self.memo.get(PROFILE, (user, public_only), lambda: self._of_user(user, public_only))
-        )
-
-    def _of_user(self, user: str, public_only: bool) -> tuple[ProfileEntry, ...]:
         found = self.conn.execute(
             f"SELECT {_FIELDS} FROM profile_entries WHERE user = ? AND status = 'active'"
             f"{_PUBLIC if public_only else ''} ORDER BY created_at, rowid",
             (user,),
         )
-        return tuple(_entry(r) for r in found)
+        return [_entry(r) for r in found]
 
     def of_section(self, user: str, section: str, public_only: bool) -> list[SectionEntry]:
         found = self.conn.execute(

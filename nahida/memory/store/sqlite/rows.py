@@ -17,7 +17,6 @@ from nahida.memory.models import (
     load_evidence,
     moment,
 )
-from nahida.memory.store.sqlite.wire import build
 
 # The columns `turn` reads, in its order: a turn is built by position, not by name (several
 # microseconds less a turn, and a prompt window reads up to forty of them a message).
@@ -106,11 +105,10 @@ def session(row: Any) -> Session:
 
 
 def turn(row: Any) -> Turn:
-    """A turn from a row of `TURN_COLUMNS`, built as `wire` builds what travels (a prompt's
-    window builds up to forty a message, on the event loop)."""
+    """A turn from a row of `TURN_COLUMNS`."""
     (id_, session_id, chat, role, content, at, speaker, name, message_id, tool_calls, addressed,
      error, hidden_by, earlier_for) = row  # fmt: skip
-    values = (
+    return Turn(
         id_,
         session_id,
         chat,
@@ -126,15 +124,12 @@ def turn(row: Any) -> Turn:
         hidden_by,
         earlier_for,
     )
-    built: Turn = build(Turn, values)
-    return built
 
 
 class TurnRows(Sequence[Turn]):
     """Turns kept as the rows they were read as (plain tuples of `TURN_COLUMNS`) and built when
-    first looked at. A prompt's window is read in the store process and used by the bot's: what
-    travels is twenty rows of plain values, pickled natively, not twenty `Turn` objects built
-    there and pickled one by one (measured: 10 µs of the store's CPU a window, against 170)."""
+    first looked at: a prompt's window often needs only what `spoken` reads, so the database
+    thread does not build turns nobody looks at."""
 
     __slots__ = ("_built", "_rows")
 

@@ -16,7 +16,6 @@ from nahida.memory.store.sqlite.history import SessionTable, TurnTable
 from nahida.memory.store.sqlite.items import CandidateTable, EventTable, ItemTable
 from nahida.memory.store.sqlite.jobs import JobTable
 from nahida.memory.store.sqlite.markdown import MarkdownTable, StateTable
-from nahida.memory.store.sqlite.memo import Memo
 from nahida.memory.store.sqlite.profiles import ProfileTable
 from nahida.memory.store.sqlite.vectors import VectorTable
 from nahida.memory.store.sqlite.working import SummaryTable
@@ -25,20 +24,18 @@ T = TypeVar("T")
 
 
 class SqliteTx:
-    """The tables of one connection; units get it inside the transaction the store opened.
-    With the connection's `memo` (its `Database` keeps it exact), recall's per-message questions
-    are answered from memory; without it, by SQL."""
+    """The tables of one connection; units get it inside the transaction the store opened."""
 
-    def __init__(self, conn: Connection, memo: Memo | None = None) -> None:
+    def __init__(self, conn: Connection) -> None:
         self.sessions = SessionTable(conn)
-        self.turns = TurnTable(conn, memo)
-        self.items = ItemTable(conn, memo)
+        self.turns = TurnTable(conn)
+        self.items = ItemTable(conn)
         self.events = EventTable(conn)
         self.candidates = CandidateTable(conn)
         self.jobs = JobTable(conn)
         self.vectors = VectorTable(conn)
-        self.summaries = SummaryTable(conn, memo)
-        self.profiles = ProfileTable(conn, memo)
+        self.summaries = SummaryTable(conn)
+        self.profiles = ProfileTable(conn)
         self.episodes = EpisodeTable(conn)
         self.dreams = DreamTable(conn)
         self.markdown = MarkdownTable(conn)
@@ -62,12 +59,10 @@ class SqliteStore:
     """`vec=False` leaves sqlite-vec unloaded (vector search then ranks with numpy), as on a
     build that cannot load extensions."""
 
-    def __init__(
-        self, path: str | Path, *, vec: bool = True, threaded: bool = True, reader: bool = False
-    ) -> None:
-        self.db = Database(path, vec=vec, threaded=threaded, reader=reader)
+    def __init__(self, path: str | Path, *, vec: bool = True, threaded: bool = True) -> None:
+        self.db = Database(path, vec=vec, threaded=threaded)
         self.path = self.db.path
-        self._tx = SqliteTx(self.db.conn, self.db.memo)
+        self._tx = SqliteTx(self.db.conn)
         self._capabilities: StoreCapabilities | None = None
 
     @property
@@ -81,19 +76,17 @@ class SqliteStore:
         return unit(self._tx, *args)
 
     async def read(self, unit: Callable[..., T], *args: Any) -> T:
-        return await self.db.run(self.run_unit, unit, args, write=False, raw=False)
-
-    read_snapshot = read  # one connection: in order with the writes
+        return await self.db.run(self.run_unit, unit, args, write=False)
 
     async def write(self, unit: Callable[..., T], *args: Any) -> T:
-        return await self.db.run(self.run_unit, unit, args, raw=False)
+        return await self.db.run(self.run_unit, unit, args)
 
     def read_sync(self, unit: Callable[..., T], *args: Any) -> T:
-        result: T = self.db.call(self.run_unit, unit, args, write=False, raw=False)
+        result: T = self.db.call(self.run_unit, unit, args, write=False)
         return result
 
     def write_sync(self, unit: Callable[..., T], *args: Any) -> T:
-        result: T = self.db.call(self.run_unit, unit, args, raw=False)
+        result: T = self.db.call(self.run_unit, unit, args)
         return result
 
     def close(self) -> None:

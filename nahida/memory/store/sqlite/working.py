@@ -6,7 +6,6 @@ from typing import Any
 
 from nahida.memory.models import WarmSummary
 from nahida.memory.store.sqlite.connection import Connection
-from nahida.memory.store.sqlite.memo import SUMMARY, Memo
 
 _FIELDS = (
     "session_id, chat, summary, through_turn, rounds, total_rounds, rolls, failures, last_error,"
@@ -19,16 +18,10 @@ def _summary(row: Any) -> WarmSummary:
 
 
 class SummaryTable:
-    def __init__(self, conn: Connection, memo: Memo | None = None) -> None:
+    def __init__(self, conn: Connection) -> None:
         self.conn = conn
-        self.memo = memo
 
     def get(self, session_id: str) -> WarmSummary | None:
-        if self.memo is None:
-            return self._get(session_id)
-        return self.memo.get(SUMMARY, session_id, lambda: self._get(session_id))
-
-    def _get(self, session_id: str) -> WarmSummary | None:
         row = self.conn.execute(
             f"SELECT {_FIELDS} FROM session_summaries WHERE session_id = ?", (session_id,)
         ).fetchone()
