@@ -100,7 +100,7 @@ def _line(item: MemoryItem) -> str:
 
 
 def _evidence(evidence: Evidence, tz: tzinfo) -> str:
-    """Where an item came from, its time local: `2024-05-01 12:30 · onebot:group:1 · msg 77 · “…”`."""
+    """Where an item came from: `2024-05-01 12:30 · onebot:group:1 · msg 77 · “…”`."""
     parts = [local_time(evidence.time, tz)] if evidence.time is not None else []
     parts += [p for p in (evidence.chat, evidence.ref) if p]
     if evidence.message_id:
