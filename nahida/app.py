@@ -286,8 +286,8 @@ def build_model_router(config: Config, source: str = "config") -> ModelRouter:
 
 
 def model_calls_at_once(config: Config) -> int:
-    """The most model calls the bot makes at once: one a bus slot (answers, commands), one a
-    background slot (compaction, embedding), and a scheduled job's (dreaming)."""
+    """The most model calls the bot makes at once: the runner's (answers), one a background
+    slot (compaction, embedding), and a scheduled job's (dreaming)."""
     return 2 * config.bus.concurrency + 1
 
 
@@ -389,6 +389,7 @@ class App:
                 tz=config.bot.zone(),
                 max_tool_rounds=config.bot.max_tool_rounds,
                 max_reply_delay=config.bot.max_reply_delay,
+                model_calls=config.bus.concurrency,
             ),
             persona=Persona(paths.workspace),
             memory=self.memory,
@@ -402,10 +403,14 @@ class App:
             ],
             background=self.background,
         )
+        if config.bus.observed_concurrency is not None:
+            log.warning(
+                "config_key_ignored",
+                key="bus.observed_concurrency",
+                reason="observed talk never waits for the model; remove the key",
+            )
         self.bus = EventBus(
             self.runner.handle,
-            concurrency=config.bus.concurrency,
-            light_concurrency=config.bus.observed_concurrency,
             queue_size=config.bus.queue_size,
             idle_timeout=config.bus.idle_timeout,
         )

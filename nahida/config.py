@@ -110,11 +110,11 @@ class BotConfig(_Model):
 
 
 class BusConfig(_Model):
+    # answers waiting on the model at once (and pieces of background work running at once)
     concurrency: int = Field(16, ge=1, le=1024)
-    # group talk not addressed to the bot (stored, indexed, extracted; no model call) handled at
-    # once besides `concurrency`; 0: it shares those slots
-    observed_concurrency: int = Field(32, ge=0, le=1024)
-    queue_size: int = Field(100, ge=1, le=100_000)
+    # no longer used (observed talk never waits for the model): accepted, with a warning at start
+    observed_concurrency: int | None = Field(None, ge=0, le=1024)
+    queue_size: int = Field(1000, ge=1, le=100_000)  # messages waiting, in all chats together
     idle_timeout: float = Field(60.0, gt=0, le=86_400)
 
 

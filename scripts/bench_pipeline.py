@@ -14,10 +14,9 @@ only). `--statements` times every SQL statement on the database thread (its CPU;
 first step) and prints the costliest per message. `--history N` first imports N older turns
 into the same chats (a day back, through the history importer), so every message's history
 search has history to search, as in a chat older than its prompt window. `--concurrency N` sets
-`bus.concurrency` (how many messages are handled at once; the runner's time per message includes
-its waits for the event loop and the database thread, so fewer at once means lower latency, but
-not its wait for one of those slots). Observed talk is handled `bus.observed_concurrency` at once
-(`--observed-concurrency N`, default the config's 32; 0: in the model's slots, as before).
+`bus.concurrency` (how many answers wait on the model at once; the runner's time per message
+includes its waits for the event loop and the database thread, but not its wait for a model
+call). Observed talk never waits for a model call.
 `--dream-every SECONDS` dreams while the pipeline runs: every SECONDS a background task runs
 `memory.dreams.run` over the next chat in turn (each has new turns), the instant model answering
 each dream request with one add op citing the request's first turn.
@@ -352,16 +351,11 @@ async def main(
     concurrency: int = 16,
     store_process: bool = True,
     store_reader: bool = False,
-    observed_concurrency: int = 32,
 ) -> int:
     configure_logging("WARNING", "json")  # as `nahida run` would, minus the info lines
     config = Config.model_validate(
         {
-            "bus": {
-                "idle_timeout": 1.0,
-                "concurrency": concurrency,
-                "observed_concurrency": observed_concurrency,
-            },
+            "bus": {"idle_timeout": 1.0, "concurrency": concurrency},
             "memory": {
                 "embedding": {"backend": embedding},
                 "store_process": store_process,
@@ -466,10 +460,7 @@ async def main(
     print("| metric | value |")
     print("|---|---|")
     print(f"| messages | {total} |")
-    print(f"| handled at once (bus.concurrency) | {concurrency} |")
-    if OBSERVED:
-        observed_at_once = config.bus.observed_concurrency
-        print(f"| observed talk at once (bus.observed_concurrency) | {observed_at_once} |")
+    print(f"| model calls at once (bus.concurrency) | {concurrency} |")
     print(f"| wall time | {elapsed:.2f} s |")
     print(f"| throughput | {total / elapsed:,.0f} messages/s |")
     print(f"| runner overhead p50 | {p50:.2f} ms |")
@@ -560,14 +551,7 @@ if __name__ == "__main__":
         type=int,
         default=16,
         metavar="N",
-        help="bus.concurrency: messages handled at once (default 16, the config's default)",
-    )
-    parser.add_argument(
-        "--observed-concurrency",
-        type=int,
-        default=32,
-        metavar="N",
-        help="bus.observed_concurrency: light slots for observed talk (0: the model's slots)",
+        help="bus.concurrency: model calls at once (default 16, the config's default)",
     )
     parser.add_argument(
         "--store",
@@ -599,7 +583,6 @@ if __name__ == "__main__":
                 args.concurrency,
                 args.store == "process",
                 args.store_reader,
-                args.observed_concurrency,
             )
         )
     sys.exit(code)
