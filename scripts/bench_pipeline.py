@@ -44,12 +44,11 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import nahida.runner as runner_module  # noqa: E402
 from nahida.app import App, Paths  # noqa: E402
 from nahida.config import Config  # noqa: E402
 from nahida.envelope import ChatKey, Envelope, Reply, Role, Segment, Sender, UserKey  # noqa: E402
@@ -375,13 +374,18 @@ async def main(
     overhead: list[float] = []
     answering: list[float] = []  # the answered messages' (with observed talk beside them)
     handle = app.runner.handle
-    take_heavy_slot = runner_module.take_heavy_slot
     queued: dict[asyncio.Task[Any] | None, float] = {}
 
-    async def timed_take() -> None:  # the wait for a heavy slot is queueing, not the runner
-        t0 = time.perf_counter()
-        await take_heavy_slot()
-        queued[asyncio.current_task()] = time.perf_counter() - t0
+    class TimedCalls(asyncio.Semaphore):
+        """The runner's bound on model calls; the wait for one is queueing, not the runner."""
+
+        async def acquire(self) -> Literal[True]:
+            t0 = time.perf_counter()
+            await super().acquire()
+            queued[asyncio.current_task()] = time.perf_counter() - t0
+            return True
+
+    app.runner._model_calls = TimedCalls(concurrency)
 
     async def timed(env: Envelope) -> None:
         t0 = time.perf_counter()
@@ -390,8 +394,6 @@ async def main(
         overhead.append(time.perf_counter() - t0 - waited)
         if env.to_me:
             answering.append(overhead[-1])
-
-    runner_module.take_heavy_slot = timed_take  # type: ignore[assignment]
 
     app.bus._handler = timed  # measure the runner's own time per message
     if history:
