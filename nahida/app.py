@@ -270,8 +270,8 @@ def build_model_router(config: Config, source: str = "config") -> ModelRouter:
 
 
 def model_calls_at_once(config: Config) -> int:
-    """The most model calls the bot makes at once: one a bus slot (answers, commands), one a
-    background slot (compaction, embedding), and a scheduled job's (dreaming)."""
+    """The most model calls the bot makes at once: the runner's (answers), one a background
+    slot (compaction, embedding), and a scheduled job's (dreaming)."""
     return 2 * config.bus.concurrency + 1
 
 
@@ -322,7 +322,7 @@ class App:
         check_database(paths)  # a damaged file: refuse to start, saying what to do
         ensure_workspace(paths.workspace)
         self.model = model or build_model_router(config, source)
-        for key in config.memory.retired_keys():
+        for key in config.retired_keys():
             log.warning("config_key_ignored", key=key, reason="no longer does anything")
         self.memory = open_memory(config, paths, self.model)
         self.adapters = {a.platform: a for a in adapters}
@@ -366,6 +366,7 @@ class App:
                 tz=config.bot.zone(),
                 max_tool_rounds=config.bot.max_tool_rounds,
                 max_reply_delay=config.bot.max_reply_delay,
+                model_calls=config.bus.concurrency,
             ),
             persona=Persona(paths.workspace),
             memory=self.memory,
@@ -381,8 +382,6 @@ class App:
         )
         self.bus = EventBus(
             self.runner.handle,
-            concurrency=config.bus.concurrency,
-            light_concurrency=config.bus.observed_concurrency,
             queue_size=config.bus.queue_size,
             idle_timeout=config.bus.idle_timeout,
         )

@@ -4,8 +4,8 @@ A reply is persisted, then whatever may take long (a model call for compaction, 
 submitted here, so the chat's worker is free for its next message at once. Work is keyed (by
 chat): work of one key runs in the order it was submitted, one piece at a time, so a chat's
 compaction runs after that chat's earlier turns; different keys run concurrently, at most
-`concurrency` at once. Queues are bounded (a full one makes `submit` wait: backpressure, never
-loss), idle keys retire, and `shutdown()` returns once everything accepted has run. It is the
+`concurrency` at once. What waits is bounded (a full queue makes `submit` wait: backpressure,
+never loss), idle keys retire, and `shutdown()` returns once everything accepted has run. It is the
 event bus's machinery (`EventBus`) carrying `Work` instead of envelopes; a failing piece of work
 is logged and counted and never stops the queue.
 """

@@ -1,11 +1,18 @@
 """The event bus: delivers envelopes to one handler, in order per chat (DESIGN §1).
 
-Every chat (keyed by `str(envelope.chat)`) gets a bounded queue and a worker task that handles its
+Every chat (keyed by `str(envelope.chat)`) gets a queue and a worker task that handles its
 envelopes one at a time, in the order `submit()` accepted them. Workers of different chats run
-concurrently, with at most `concurrency` handlers running at once. A full queue makes `submit()`
-wait (backpressure, never loss). A worker that has had nothing to do for `idle_timeout` seconds
-retires and takes all of its chat's state with it, so memory does not grow with the number of chats
-ever seen. `shutdown()` stops accepting and returns once everything accepted has been handled.
+concurrently: the bus does not bound them (a bus of slow work may, with `concurrency`). What
+waits is bounded as a whole: at most `queue_size` messages, in all chats together, are submitted
+and not yet started; beyond that `submit()` waits (backpressure, never loss). What needs bounding
+inside a handler is bounded there: the runner holds a semaphore around its model call, so group
+talk that is only stored never waits for a model.
+
+A worker whose queue has been empty for `idle_timeout` seconds (on the bus's `Clock`) retires
+and takes all of its chat's state with it, so memory does not grow with the number of chats ever
+seen. One timer task serves every idle chat: idle chats are kept in the order they fell idle,
+so the one that retires next is always the first. `shutdown()` stops accepting and returns once
+everything accepted has been handled.
 
 Retirement cannot lose an envelope. `submit()` finds (or creates) the chat's entry and counts
 itself as pending in one step; a worker retires only when its queue is empty and nobody is pending,
@@ -18,20 +25,6 @@ submitted to before `run()` starts get their workers when it does.
 The bus is generic over what it carries: envelopes keyed by chat by default, or any item with a
 `key` function (the background work queue, `nahida.background`, is one).
 
-Overload: the oldest waiting message is answered first. A worker holding its chat's head message
-asks `_Slots` for a slot; when all are busy, a freed slot is handed
-directly to the waiting worker whose head message was submitted longest ago (a heap keyed by that
-time), not to whichever worker asked first; a worker that finishes a message keeps its slot for
-its chat's next message only when that one is older than every waiter. (`asyncio.Semaphore`
-wakes in the order workers began waiting: a chat whose next message has waited behind its
-previous one for a long while would go after a chat whose only message arrived a moment ago.)
-With `light_concurrency`, a message starts in one of those light slots, and a handler whose
-message needs the model (an answer, a command) calls `take_heavy_slot()`: it gives up its light
-slot and waits, oldest first, for one of the `concurrency` heavy ones. Group talk not addressed to
-the bot (stored, indexed, extracted) stays light, so a bot whose every heavy slot waits for the
-model still stores the chatter around it, and a burst of chatter is stored in large batches
-without more model calls at once.
-
 The bus knows its depth (`backlog()`: messages submitted and not yet started, the largest chat
 queue, the longest wait) and logs `bus_backlog` at most every `backlog_log_every` seconds while
 at least `backlog_log_at` messages wait.
@@ -41,10 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import heapq
-import itertools
 import signal
-import time
 from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable, Hashable
 from contextvars import Context, ContextVar, copy_context
@@ -53,6 +43,7 @@ from typing import Any, Generic, TypeVar, cast
 
 import structlog
 
+from nahida.clock import SYSTEM, Clock
 from nahida.envelope import Envelope
 
 T = TypeVar("T")
@@ -89,13 +80,13 @@ class Backlog:
 
 @dataclass(slots=True, eq=False)
 class _Chat(Generic[T]):
-    """One chat's queue. `None` in the queue only wakes an idle worker at shutdown."""
+    """One chat's queue. `None` in the queue only wakes an idle worker to retire."""
 
     key: str
-    queue: asyncio.Queue[T | None]
-    pending: int = 0  # submits waiting for room in the queue
+    queue: asyncio.Queue[T | None] = field(default_factory=asyncio.Queue)
+    pending: int = 0  # submits waiting for room on the bus
     has_worker: bool = False
-    # submit times (monotonic) of the chat's messages not yet started, oldest first
+    # submit times (the clock's monotonic) of the chat's messages not yet started, oldest first
     since: deque[float] = field(default_factory=deque)
 
     @property
@@ -103,83 +94,13 @@ class _Chat(Generic[T]):
         return self.pending == 0 and self.queue.empty()
 
 
-class _Slots:
-    """At most `n` holders; a freed slot goes to the waiter whose message has waited longest."""
-
-    def __init__(self, n: int) -> None:
-        self._free = n
-        self._waiters: list[tuple[float, int, asyncio.Future[None]]] = []
-        self._order = itertools.count()  # equal times: first come, first served
-
-    async def acquire(self, since: float) -> None:
-        if self._free > 0:  # free slots exist only while nobody waits (release hands them over)
-            self._free -= 1
-            return
-        future = asyncio.get_running_loop().create_future()
-        heapq.heappush(self._waiters, (since, next(self._order), future))
-        try:
-            await future
-        except asyncio.CancelledError:
-            if future.done() and not future.cancelled():
-                self.release()  # granted, then cancelled before it ran: pass the slot on
-            raise
-
-    def keep(self, since: float) -> bool:
-        """Whether a holder whose next message was submitted at `since` may keep its slot."""
-        while self._waiters and self._waiters[0][2].done():
-            heapq.heappop(self._waiters)  # cancelled
-        return not self._waiters or since <= self._waiters[0][0]
-
-    def waiters(self) -> tuple[int, float | None]:
-        """How many wait, and since when the one that has waited longest (None: nobody)."""
-        waiting = [since for since, _, future in self._waiters if not future.done()]
-        return len(waiting), min(waiting, default=None)
-
-    def release(self) -> None:
-        while self._waiters:
-            future = heapq.heappop(self._waiters)[2]
-            if not future.done():  # a cancelled waiter stays in the heap until popped here
-                future.set_result(None)
-                return
-        self._free += 1
-
-
-@dataclass(slots=True, eq=False)
-class _Held:
-    """Which slot a worker holds: one of `start`'s (where every message starts), one of
-    `heavy`'s, or none."""
-
-    start: _Slots
-    heavy: _Slots
-    slots: _Slots | None = None
-    since: float = 0.0  # when the message being handled was submitted
-
-
-# The slot this worker task holds, for `take_heavy_slot()`.
-_held: ContextVar[_Held | None] = ContextVar("nahida_bus_slot", default=None)
-
-
-async def take_heavy_slot() -> None:
-    """From a bus handler whose message needs the model: trade its light slot for one of the
-    bus's `concurrency` slots (waiting, oldest message first). Nothing happens outside a bus
-    with light slots, or when it already holds a heavy one."""
-    held = _held.get()
-    if held is None or held.start is held.heavy or held.slots is not held.start:
-        return
-    held.start.release()
-    held.slots = None  # cancelled while waiting below: nothing is held
-    await held.heavy.acquire(held.since)
-    held.slots = held.heavy
-
-
 class EventBus(Generic[T]):
     def __init__(
         self,
         handler: Callable[[T], Awaitable[None]],
         *,
-        concurrency: int = 16,
-        light_concurrency: int = 0,
-        queue_size: int = 100,
+        concurrency: int | None = None,
+        queue_size: int = 1000,
         idle_timeout: float = 30.0,
         dedup_size: int = 4096,
         dedup_key: Callable[[T], Hashable] | None = None,
@@ -188,11 +109,10 @@ class EventBus(Generic[T]):
         name: str = "bus",
         backlog_log_at: int = 100,
         backlog_log_every: float = 5.0,
+        clock: Clock = SYSTEM,
     ) -> None:
-        if concurrency < 1:
+        if concurrency is not None and concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, not {concurrency}")
-        if light_concurrency < 0:
-            raise ValueError(f"light_concurrency must not be negative, not {light_concurrency}")
         if queue_size < 1:
             raise ValueError(f"queue_size must be at least 1, not {queue_size}")
         if idle_timeout < 0:
@@ -200,22 +120,25 @@ class EventBus(Generic[T]):
         if dedup_size < 0:
             raise ValueError(f"dedup_size must not be negative, not {dedup_size}")
         self._handler = handler
-        self._queue_size = queue_size
+        # None: handlers of different chats all run at once
+        self._running_handlers = asyncio.Semaphore(concurrency) if concurrency else None
+        self._room = asyncio.Semaphore(queue_size)  # one permit a message not yet started
         self._idle_timeout = idle_timeout
+        self._clock = clock
         self._dedup_size = dedup_size  # 0 turns deduplication off
         # The defaults are for envelopes; a bus of other items passes its own.
         self._dedup_key = dedup_key or cast(Callable[[T], Hashable], _envelope_dedup_key)
         self._key = key or cast(Callable[[T], str], _envelope_chat)
         self._label = label or cast(Callable[[T], dict[str, Any]], _envelope_label)
-        self._heavy = _Slots(concurrency)
-        # where a message starts: a light slot, or (without light slots) a heavy one
-        self._start = _Slots(light_concurrency) if light_concurrency else self._heavy
         self._name = name
         self._backlog_log_at = backlog_log_at
         self._backlog_log_every = backlog_log_every
         self._backlog_logged = -backlog_log_every  # monotonic time of the last `bus_backlog`
         self._waiting = 0
         self._chats: dict[str, _Chat[T]] = {}
+        # chats whose worker waits on an empty queue, with the time it began, oldest first
+        self._idle: OrderedDict[_Chat[T], float] = OrderedDict()
+        self._someone_idle = asyncio.Event()  # wakes the idle timer when `_idle` was empty
         self._seen: OrderedDict[Hashable, None] = OrderedDict()
         self._tg: asyncio.TaskGroup | None = None
         self._context = Context()  # run()'s: each worker starts in a copy of it
@@ -257,18 +180,13 @@ class EventBus(Generic[T]):
 
     @property
     def waiting(self) -> int:
-        """Messages submitted and not yet started (queued, holding a worker for a slot, or
-        waiting in `take_heavy_slot()`)."""
-        return self._waiting + self._heavy_waiters()[0]
-
-    def _heavy_waiters(self) -> tuple[int, float | None]:
-        """Messages whose handler waits in `take_heavy_slot()` (the others are in `since`)."""
-        return self._heavy.waiters() if self._start is not self._heavy else (0, None)
+        """Messages submitted and not yet started."""
+        return self._waiting
 
     def backlog(self) -> Backlog:
         """The bus's depth now: O(chats), for logs and status, not for every message."""
         largest, largest_chat = 0, None
-        heavy, oldest = self._heavy_waiters()
+        oldest: float | None = None
         for chat in self._chats.values():
             if not chat.since:
                 continue
@@ -276,11 +194,11 @@ class EventBus(Generic[T]):
                 largest, largest_chat = len(chat.since), chat.key
             if oldest is None or chat.since[0] < oldest:
                 oldest = chat.since[0]
-        wait = 0.0 if oldest is None else max(0.0, time.monotonic() - oldest)
-        return Backlog(self._waiting + heavy, largest, largest_chat, wait)
+        wait = 0.0 if oldest is None else max(0.0, self._clock.monotonic() - oldest)
+        return Backlog(self._waiting, largest, largest_chat, wait)
 
     async def submit(self, envelope: T) -> bool:
-        """Queue `envelope` for its chat; wait while that chat's queue is full.
+        """Queue `envelope` for its chat; wait while the bus holds `queue_size` waiting messages.
 
         Returns False when the envelope is a recent duplicate or the bus is shut down. Envelopes of
         one chat are handled in the order their `submit()` calls returned True.
@@ -294,16 +212,17 @@ class EventBus(Generic[T]):
             return False
         chat = self._chat_for(self._key(envelope))
         chat.pending += 1
-        since = time.monotonic()
         try:
-            await chat.queue.put(envelope)
-            chat.since.append(since)  # no await since the put: in the queue's order
+            await self._room.acquire()
         except BaseException:
             if key is not None:
                 self._seen.pop(key, None)  # never queued: let a retry through
             raise
         finally:
             chat.pending -= 1
+        # no await from here on: the queue and `since` keep the same order
+        chat.queue.put_nowait(envelope)
+        chat.since.append(self._clock.monotonic())
         self._accepted += 1
         self._waiting += 1
         if self._waiting >= self._backlog_log_at:
@@ -319,6 +238,7 @@ class EventBus(Generic[T]):
         try:
             async with asyncio.TaskGroup() as tg:
                 self._tg, self._context = tg, copy_context()
+                timer = tg.create_task(self._retire_idle(), name=f"{self._name} idle timer")
                 try:
                     for chat in list(self._chats.values()):
                         self._start_worker(chat)
@@ -326,9 +246,11 @@ class EventBus(Generic[T]):
                 finally:
                     # Closed (or cancelled): no new chats can appear, every chat has its worker.
                     self._tg = None
+                    timer.cancel()
         finally:
             for chat in self._chats.values():
                 chat.has_worker = False  # only left over when run() was cancelled
+            self._idle.clear()
             self._running = False
             self._finished.set()
 
@@ -376,7 +298,7 @@ class EventBus(Generic[T]):
     def _chat_for(self, key: str) -> _Chat[T]:
         chat = self._chats.get(key)
         if chat is None:
-            chat = _Chat[T](key, asyncio.Queue(self._queue_size))
+            chat = _Chat[T](key)
             self._chats[key] = chat
             self._start_worker(chat)
         return chat
@@ -386,48 +308,59 @@ class EventBus(Generic[T]):
             return  # run() starts it
         chat.has_worker = True
         self._workers += 1
-        # not in the context of whoever submitted (a handler's, say, with its log bindings
-        # and store priority): the worker serves that chat's later messages too
+        # not in the context of whoever submitted (a handler's, say, with its log bindings):
+        # the worker serves that chat's later messages too
         self._tg.create_task(self._work(chat), name=f"bus {chat.key}", context=self._context.copy())
 
     async def _work(self, chat: _Chat[T]) -> None:
         _worker_of.set(self)
-        # A slot kept from the last message for the next one (see `_Slots.keep`): a start one.
-        held = _Held(self._start, self._heavy)
-        _held.set(held)
+        queue = chat.queue
         try:
-            queue = chat.queue
-            while not (self._closing and chat.idle):
-                if not queue.empty():  # a burst: no idle timer to arm and cancel (~5 µs)
+            while True:
+                if not queue.empty():
                     envelope = queue.get_nowait()
+                elif chat.idle and self._closing:
+                    break
                 else:
+                    self._idle[chat] = self._clock.monotonic()
+                    if len(self._idle) == 1:
+                        self._someone_idle.set()
                     try:
-                        async with asyncio.timeout(self._idle_timeout):
-                            envelope = await queue.get()
-                    except TimeoutError:
-                        if chat.idle:
-                            break
-                        continue
-                if envelope is None:
+                        envelope = await queue.get()
+                    finally:
+                        self._idle.pop(chat, None)
+                if envelope is None:  # closing, or idle for long enough: retire if still idle
+                    if chat.idle:
+                        break
                     continue
-                held.since = chat.since[0]  # when `envelope` was submitted
-                if held.slots is None:
-                    await self._start.acquire(held.since)
-                    held.slots = self._start
-                await self._handle(chat, envelope)
-                # The chat's next message competes for the slot like any other waiter.
-                keep = held.slots is self._start and chat.since and self._start.keep(chat.since[0])
-                if not keep and held.slots is not None:
-                    held.slots.release()
-                    held.slots = None
+                if self._running_handlers is None:
+                    await self._handle(chat, envelope)
+                else:
+                    async with self._running_handlers:
+                        await self._handle(chat, envelope)
             # Retire: nothing awaits between the idle check above and this removal.
             del self._chats[chat.key]
         finally:
-            if held.slots is not None:
-                held.slots.release()
             self._workers -= 1
 
+    async def _retire_idle(self) -> None:
+        """Wake each worker whose queue has been empty for `idle_timeout`, so it retires."""
+        while True:
+            if not self._idle:
+                self._someone_idle.clear()
+                await self._someone_idle.wait()
+                continue
+            chat, since = next(iter(self._idle.items()))
+            left = since + self._idle_timeout - self._clock.monotonic()
+            if left > 0:
+                await self._clock.sleep(left)  # a chat idle since later retires later still
+                continue
+            del self._idle[chat]
+            if chat.pending == 0:  # a submit waiting for room wakes the worker itself
+                chat.queue.put_nowait(None)
+
     async def _handle(self, chat: _Chat[T], envelope: T) -> None:
+        self._room.release()  # started: no longer waiting
         chat.since.popleft()
         self._waiting -= 1
         if self._waiting >= self._backlog_log_at:
@@ -440,7 +373,7 @@ class EventBus(Generic[T]):
         self._handled += 1
 
     def _log_backlog(self) -> None:
-        now = time.monotonic()
+        now = self._clock.monotonic()
         if now - self._backlog_logged < self._backlog_log_every:
             return
         self._backlog_logged = now

@@ -109,12 +109,21 @@ class BotConfig(_Model):
         return local
 
 
+# Keys that no longer do anything, still accepted so that an older config starts (the bot warns
+# at start): the store always runs on one database thread of the bot's process, and observed
+# talk never waits for the model.
+RETIRED = (
+    ("memory", "store_process"),
+    ("memory", "store_reader"),
+    ("bus", "observed_concurrency"),
+)
+
+
 class BusConfig(_Model):
+    # answers waiting on the model at once (and pieces of background work running at once)
     concurrency: int = Field(16, ge=1, le=1024)
-    # group talk not addressed to the bot (stored, indexed, extracted; no model call) handled at
-    # once besides `concurrency`; 0: it shares those slots
-    observed_concurrency: int = Field(32, ge=0, le=1024)
-    queue_size: int = Field(100, ge=1, le=100_000)
+    observed_concurrency: int | None = Field(None, exclude=True)  # retired (RETIRED)
+    queue_size: int = Field(1000, ge=1, le=100_000)  # messages waiting, in all chats together
     idle_timeout: float = Field(60.0, gt=0, le=86_400)
 
 
@@ -172,18 +181,8 @@ class MemoryConfig(_Model):
     embedding: EmbeddingConfig = Field(default_factory=EmbeddingConfig)
     dreaming: DreamingConfig = Field(default_factory=DreamingConfig)
     markdown: MarkdownConfig = Field(default_factory=MarkdownConfig)
-    # Retired: the store always runs on one database thread of the bot's process. Still
-    # accepted so that an older config starts; `retired_keys` names them for a warning.
-    store_process: bool | None = Field(None, exclude=True)
-    store_reader: bool | None = Field(None, exclude=True)
-
-    def retired_keys(self) -> list[str]:
-        """The retired keys this config still sets, dotted (`memory.store_process`)."""
-        return [
-            f"memory.{key}"
-            for key in ("store_process", "store_reader")
-            if getattr(self, key) is not None
-        ]
+    store_process: bool | None = Field(None, exclude=True)  # retired (RETIRED)
+    store_reader: bool | None = Field(None, exclude=True)  # retired (RETIRED)
 
 
 class LimitsConfig(_Model):
@@ -234,6 +233,14 @@ class Config(_Model):
             if task not in tasks:
                 raise ValueError(f"unknown task {task!r}; tasks are {', '.join(sorted(tasks))}")
         return value
+
+    def retired_keys(self) -> list[str]:
+        """The retired keys this config still sets, dotted (`memory.store_process`)."""
+        return [
+            f"{section}.{key}"
+            for (section, key) in RETIRED
+            if getattr(getattr(self, section), key) is not None
+        ]
 
     def channel_enabled(self, name: str) -> bool:
         return bool(self.channels.get(name, {}).get("enabled", False))

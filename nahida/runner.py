@@ -2,10 +2,12 @@
 
     decide → (command → reply) | (persist → context → model → reply → persist → post-turn work)
 
-Overload: a message that waited longer than `max_reply_delay` seconds (since Nahida received it,
-not since the platform's event time) before its turn came is stored and fed to the hooks as usual
-but answered with a short apology instead of a model call (`reply_too_late` in the log); commands
-are answered as usual.
+Overload: at most `model_calls` answers wait on the model at once (a semaphore around the model
+call, so group talk that is only stored never waits for it). A message that waited longer than
+`max_reply_delay` seconds (since Nahida received it, not since the platform's event time) before
+its turn came, or before a model call was free, is stored and fed to the hooks as usual but
+answered with a short apology instead of a model call (`reply_too_late` in the log); commands are
+answered as usual.
 
 Commands are answered without entering the conversation history. This module only knows the
 order; each step lives in its own module (policy, memory, prompt, tools, hooks). Post-turn hooks
@@ -34,7 +36,7 @@ from datetime import datetime, tzinfo
 import structlog
 
 from nahida.background import BackgroundWork
-from nahida.bus import take_heavy_slot
+from nahida.clock import SYSTEM, Clock
 from nahida.commands.router import CommandContext, CommandRouter
 from nahida.commands.router import parse as parse_command
 from nahida.envelope import Envelope, Reply
@@ -71,6 +73,7 @@ class RunnerSettings:
     max_reply_chars: int = 4000  # a longer answer is sent and stored cut to this, with a note
     tz: tzinfo | None = None  # the bot's zone (`bot.timezone`) for "Now:" and command times
     max_reply_delay: float = 60.0  # seconds; an older message gets an apology (0: off)
+    model_calls: int = 16  # answers waiting on the model at once (`bus.concurrency`)
 
 
 class SessionRunner:
@@ -90,6 +93,7 @@ class SessionRunner:
         background_hooks: Sequence[PostTurnHook] = (),
         background: BackgroundWork | None = None,
         limiter: RateLimiter | None = None,
+        clock: Clock = SYSTEM,
     ) -> None:
         self.model = model
         self.send = send
@@ -104,6 +108,8 @@ class SessionRunner:
         self.background_hooks = list(background_hooks)
         self.background = background  # None: background hooks run inline too
         self.limiter = limiter
+        self.clock = clock
+        self._model_calls = asyncio.Semaphore(settings.model_calls)
 
     def is_bot_admin(self, envelope: Envelope) -> bool:
         return str(envelope.sender.user) in self.settings.admins
@@ -121,14 +127,11 @@ class SessionRunner:
 
     async def _handle(self, envelope: Envelope) -> None:
         if self._is_command_for_me(envelope):
-            await take_heavy_slot()
             await self._command(envelope)
             return
         respond = self.policy.should_respond(envelope)
         limited = respond and self._over_limit(envelope)
         respond = respond and not limited
-        if respond:  # observed talk needs no model: it keeps its light slot (nahida.bus)
-            await take_heavy_slot()
         late = self._late_by(envelope) if respond else None
         too_long = len(envelope.text) > self.settings.max_message_chars
         window = self.settings.hot_size * 2 if respond and late is None else 0
@@ -164,9 +167,8 @@ class SessionRunner:
                 await self._reply(envelope, t("rate_limited", ctx.language))
         elif not respond:
             pass  # observed group talk: stored, and the hooks still feed memory from it
-        elif late is not None:  # a stale answer helps nobody: say so, and be quick about it
-            log.info("reply_too_late", delay=round(late, 1), limit=self.settings.max_reply_delay)
-            await self._notice(envelope, turn.id, t("reply_too_late", ctx.language))
+        elif late is not None:
+            await self._too_late(envelope, turn.id, late, ctx.language)
         elif too_long:
             limit = self.settings.max_message_chars
             notice = t("message_too_long", ctx.language, n=len(envelope.text), limit=limit)
@@ -180,15 +182,21 @@ class SessionRunner:
         await self._run_hooks(ctx, reply)
 
     async def _answer(self, ctx: TurnContext, hot: Sequence[Turn], summary: str) -> str | None:
-        """Model → reply → persist; the stored answer, or None when the model failed."""
+        """Model → reply → persist; the stored answer, or None when the model failed or the
+        message grew too old waiting for a model call."""
         envelope = ctx.envelope
         try:
-            completion = await self._complete(ctx, hot, summary)
+            async with self._model_calls:
+                late = self._late_by(envelope)  # the wait for a free model call counts too
+                completion = None if late is not None else await self._complete(ctx, hot, summary)
         except ProviderError as exc:
             log.warning("provider_failed", error=str(exc), error_type=type(exc).__name__)
             failure = f"{type(exc).__name__}: {exc}"
             await _kept("provider_error", self.memory.sessions.mark_error(ctx.turn.id, failure))
             await self._notice(envelope, ctx.turn.id, t("provider_failed", ctx.language))
+            return None
+        if completion is None:
+            await self._too_late(envelope, ctx.turn.id, late or 0.0, ctx.language)
             return None
         text = self._bounded(completion.text.strip() or t("empty_model_reply", ctx.language), ctx)
         sent_id, error = await self._reply(envelope, text)
@@ -220,13 +228,20 @@ class SessionRunner:
         _, error = await self._reply(envelope, text)
         await _kept("delivery", self.memory.sessions.settle(turn_id, error))
 
+    async def _too_late(
+        self, envelope: Envelope, turn_id: int, late: float, language: Language
+    ) -> None:
+        """A stale answer helps nobody: say so, and be quick about it."""
+        log.info("reply_too_late", delay=round(late, 1), limit=self.settings.max_reply_delay)
+        await self._notice(envelope, turn_id, t("reply_too_late", language))
+
     def _late_by(self, envelope: Envelope) -> float | None:
         """How long the message waited since Nahida received it (not since the platform's event
         time: its clock may be off), when that is longer than `max_reply_delay`."""
         limit = self.settings.max_reply_delay
         if limit <= 0:
             return None
-        delay = time.time() - envelope.received.timestamp()
+        delay = self.clock.time() - envelope.received.timestamp()
         return delay if delay > limit else None
 
     def _over_limit(self, envelope: Envelope) -> bool:

@@ -14,10 +14,9 @@ only). `--statements` times every SQL statement on the database thread (its CPU;
 first step) and prints the costliest per message. `--history N` first imports N older turns
 into the same chats (a day back, through the history importer), so every message's history
 search has history to search, as in a chat older than its prompt window. `--concurrency N` sets
-`bus.concurrency` (how many messages are handled at once; the runner's time per message includes
-its waits for the event loop and the database thread, so fewer at once means lower latency, but
-not its wait for one of those slots). Observed talk is handled `bus.observed_concurrency` at once
-(`--observed-concurrency N`, default the config's 32; 0: in the model's slots, as before).
+`bus.concurrency` (how many answers wait on the model at once; the runner's time per message
+includes its waits for the event loop and the database thread, but not its wait for a model
+call). Observed talk never waits for a model call.
 `--dream-every SECONDS` dreams while the pipeline runs: every SECONDS a background task runs
 `memory.dreams.run` over the next chat in turn (each has new turns), the instant model answering
 each dream request with one add op citing the request's first turn.
@@ -45,12 +44,11 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import nahida.runner as runner_module  # noqa: E402
 from nahida.app import App, Paths  # noqa: E402
 from nahida.config import Config  # noqa: E402
 from nahida.envelope import ChatKey, Envelope, Reply, Role, Segment, Sender, UserKey  # noqa: E402
@@ -333,16 +331,11 @@ async def main(
     dream_every: float,
     history: int = 0,
     concurrency: int = 16,
-    observed_concurrency: int = 32,
 ) -> int:
     configure_logging("WARNING", "json")  # as `nahida run` would, minus the info lines
     config = Config.model_validate(
         {
-            "bus": {
-                "idle_timeout": 1.0,
-                "concurrency": concurrency,
-                "observed_concurrency": observed_concurrency,
-            },
+            "bus": {"idle_timeout": 1.0, "concurrency": concurrency},
             "memory": {"embedding": {"backend": embedding}},
             "logging": {"level": "WARNING", "format": "json"},
             "bot": {"rate_limit": {"per_chat_per_minute": 0}},  # throughput, not the cap
@@ -358,13 +351,18 @@ async def main(
     overhead: list[float] = []
     answering: list[float] = []  # the answered messages' (with observed talk beside them)
     handle = app.runner.handle
-    take_heavy_slot = runner_module.take_heavy_slot
     queued: dict[asyncio.Task[Any] | None, float] = {}
 
-    async def timed_take() -> None:  # the wait for a heavy slot is queueing, not the runner
-        t0 = time.perf_counter()
-        await take_heavy_slot()
-        queued[asyncio.current_task()] = time.perf_counter() - t0
+    class TimedCalls(asyncio.Semaphore):
+        """The runner's bound on model calls; the wait for one is queueing, not the runner."""
+
+        async def acquire(self) -> Literal[True]:
+            t0 = time.perf_counter()
+            await super().acquire()
+            queued[asyncio.current_task()] = time.perf_counter() - t0
+            return True
+
+    app.runner._model_calls = TimedCalls(concurrency)
 
     async def timed(env: Envelope) -> None:
         t0 = time.perf_counter()
@@ -373,8 +371,6 @@ async def main(
         overhead.append(time.perf_counter() - t0 - waited)
         if env.to_me:
             answering.append(overhead[-1])
-
-    runner_module.take_heavy_slot = timed_take  # type: ignore[assignment]
 
     app.bus._handler = timed  # measure the runner's own time per message
     if history:
@@ -443,10 +439,7 @@ async def main(
     print("| metric | value |")
     print("|---|---|")
     print(f"| messages | {total} |")
-    print(f"| handled at once (bus.concurrency) | {concurrency} |")
-    if OBSERVED:
-        observed_at_once = config.bus.observed_concurrency
-        print(f"| observed talk at once (bus.observed_concurrency) | {observed_at_once} |")
+    print(f"| model calls at once (bus.concurrency) | {concurrency} |")
     print(f"| wall time | {elapsed:.2f} s |")
     print(f"| throughput | {total / elapsed:,.0f} messages/s |")
     print(f"| runner overhead p50 | {p50:.2f} ms |")
@@ -537,14 +530,7 @@ if __name__ == "__main__":
         type=int,
         default=16,
         metavar="N",
-        help="bus.concurrency: messages handled at once (default 16, the config's default)",
-    )
-    parser.add_argument(
-        "--observed-concurrency",
-        type=int,
-        default=32,
-        metavar="N",
-        help="bus.observed_concurrency: light slots for observed talk (0: the model's slots)",
+        help="bus.concurrency: model calls at once (default 16, the config's default)",
     )
     args = parser.parse_args()
     OBSERVED = 1.0 if args.observed else args.observed_share
@@ -562,7 +548,6 @@ if __name__ == "__main__":
                 args.dream_every,
                 args.history,
                 args.concurrency,
-                args.observed_concurrency,
             )
         )
     sys.exit(code)

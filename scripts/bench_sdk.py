@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from nahida.providers.base import ChatRequest, Message  # noqa: E402
-from nahida.providers.client import ClientSettings, transport  # noqa: E402
+from nahida.providers.client import ClientSettings  # noqa: E402
 from tests.fakes.llm_server import serve_until_stopped  # noqa: E402
 
 
@@ -80,8 +80,10 @@ def _raw_request(kind: str, url: str, request: ChatRequest) -> tuple[str, dict[s
 
 
 def sdk_transport(kind: str) -> ModuleType:
-    """The HTTP package the SDK of `kind` sends its requests with (httpx or httpx2)."""
-    return transport(importlib.import_module(kind))
+    """The HTTP package the SDK of `kind` sends its requests with (httpx or httpx2): the
+    package of the limits the SDK exports as its default."""
+    limits = importlib.import_module(kind).DEFAULT_CONNECTION_LIMITS
+    return importlib.import_module(type(limits).__module__.partition(".")[0])
 
 
 async def transport_calls(

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
-import importlib
 import math
 import random
 import time
@@ -59,28 +58,25 @@ class ClientSettings:
     keepalive_expiry: float = 5.0  # seconds an idle connection stays open
 
 
-def transport(sdk: ModuleType) -> ModuleType:
-    """The HTTP package under an SDK's client: `httpx`, or `httpx2` in the SDKs' later releases."""
-    base = sdk.DefaultAsyncHttpxClient.__mro__[1]  # the package's AsyncClient
-    return importlib.import_module(base.__module__.partition(".")[0])
-
-
 def http_client(sdk: ModuleType, settings: ClientSettings) -> Any:
     """The SDK's HTTP client (its timeouts, redirects) with the pool of `settings`: the one
     that sends through aiohttp where the SDK has it (`DefaultAioHttpClient`, the SDKs' own
     documented choice; aiohttp is ours anyway), else its httpx one. httpx parses HTTP in
-    Python: through aiohttp a call costs 0.3-0.45 ms less CPU (`scripts/bench_sdk.py`).
+    Python: through aiohttp a call costs less CPU (`scripts/bench_sdk.py`).
 
+    The pool's limits are of the class the SDK exports its own defaults in
+    (`DEFAULT_CONNECTION_LIMITS`), whichever HTTP package the SDK release is built on.
     aiohttp keeps alive every connection it may open, so there the pool is the most open at
     once: a call beyond it waits for one (the bot never makes more at once than
     `settings.connections`). httpx opens more and closes them after their call."""
+    limits_type = type(sdk.DEFAULT_CONNECTION_LIMITS)
     aiohttp_client = getattr(sdk, "DefaultAioHttpClient", None)
     if aiohttp_client is not None:
-        limits = transport(sdk).Limits(
+        limits = limits_type(
             max_connections=settings.connections, keepalive_expiry=settings.keepalive_expiry
         )
         return aiohttp_client(limits=limits)
-    limits = transport(sdk).Limits(
+    limits = limits_type(
         max_connections=max(_MAX_CONNECTIONS, settings.connections),
         max_keepalive_connections=settings.connections,
         keepalive_expiry=settings.keepalive_expiry,

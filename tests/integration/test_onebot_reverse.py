@@ -349,15 +349,13 @@ async def test_a_reply_that_never_left_a_dying_socket_is_sent_on_the_new_one(
         conn = bot.adapter.registry.api(str(BOT))
         assert conn is not None
 
-        outbox = conn._outbox
-        assert outbox is not None
-        queue = outbox.put
+        socket = conn.socket
 
-        def dies_while_writing(echo: int, frame: str) -> None:
-            queue(echo, frame)
-            outbox._transport.close()  # the socket dies before the frame is written
+        async def dies_while_writing(data: str, compress: int | None = None) -> None:
+            await socket.close()  # the socket dies before the frame is written
+            raise ConnectionResetError("Cannot write to closing transport")
 
-        monkeypatch.setattr(outbox, "put", dies_while_writing)
+        monkeypatch.setattr(socket, "send_str", dies_while_writing)
         sending = asyncio.create_task(bot.adapter.send(Reply.text(GROUP, "retry me")))
         await bot.wait_for(lambda: bot.adapter.registry.api(str(BOT)) is None)
         second = await impl.connect(bot.ws_url)

@@ -16,7 +16,7 @@ from tests.integration.test_reply_delay import make_app
 
 
 async def test_doctor_shows_the_queue_the_bot_last_wrote(tmp_path: Path) -> None:
-    app, _, _ = make_app(tmp_path)
+    app, _, _, _ = make_app(tmp_path)
     try:
         job = QueueDepthJob(app.memory, lambda: dataclasses.asdict(Backlog(42, 17, "g1", 12.4)))
         await job.run(JobContext(asyncio.Event()))

@@ -1,4 +1,5 @@
-"""EventBus: per-chat order, concurrency bound, backpressure, idle retirement, shutdown, dedup."""
+"""EventBus: per-chat order, the global bound on what waits (backpressure), the optional bound on
+handlers, idle retirement on virtual time, shutdown, dedup."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from structlog.testing import capture_logs
 
-from nahida.bus import EventBus, Handler, take_heavy_slot
+from nahida.bus import EventBus, Handler
+from nahida.clock import VirtualClock
 from nahida.envelope import ChatKey, Envelope, Segment, Sender, UserKey
 
 SAID = datetime(2026, 5, 1, 12, tzinfo=UTC)
@@ -79,7 +81,7 @@ planned_message = st.tuples(
 
 async def run_plan(
     plan: list[tuple[int, int, int, int]],
-    concurrency: int,
+    concurrency: int | None,
     queue_size: int,
     idle_timeout: float,
     run_first: bool,
@@ -88,12 +90,14 @@ async def run_plan(
     handled: dict[str, list[str]] = defaultdict(list)
     in_flight: dict[str, int] = defaultdict(int)
     overlaps = 0
+    most_waiting = 0
 
     async def handler(envelope: Envelope) -> None:
-        nonlocal overlaps
+        nonlocal overlaps, most_waiting
         chat = str(envelope.chat)
         in_flight[chat] += 1
         overlaps += in_flight[chat] > 1
+        most_waiting = max(most_waiting, bus.waiting)
         for _ in range(sleeps[envelope.message_id]):
             await asyncio.sleep(0)
         handled[chat].append(envelope.message_id)
@@ -129,6 +133,7 @@ async def run_plan(
     all_handled = [m for ids in handled.values() for m in ids]
     assert sorted(all_handled) == sorted(sleeps)  # nothing lost, nothing duplicated
     assert overlaps == 0
+    assert most_waiting <= queue_size  # the one bound on what waits, over all chats
     assert bus.accepted == bus.handled == len(plan)
     assert bus.active_chats == 0
     assert bus._chats == {}
@@ -137,14 +142,14 @@ async def run_plan(
 @settings(max_examples=150, deadline=None)
 @given(
     plan=st.lists(planned_message, min_size=1, max_size=30),
-    concurrency=st.integers(1, 4),
+    concurrency=st.none() | st.integers(1, 4),
     queue_size=st.integers(1, 3),
     idle_timeout=st.sampled_from([0.0, 0.0005, 10.0]),
     run_first=st.booleans(),
 )
 def test_each_chat_is_handled_in_submission_order(
     plan: list[tuple[int, int, int, int]],
-    concurrency: int,
+    concurrency: int | None,
     queue_size: int,
     idle_timeout: float,
     run_first: bool,
@@ -164,7 +169,8 @@ async def test_concurrency_bound_is_respected_and_used(bound: int) -> None:
         nonlocal in_flight, peak
         in_flight += 1
         peak = max(peak, in_flight)
-        await asyncio.sleep(0.001)
+        for _ in range(3):
+            await asyncio.sleep(0)
         in_flight -= 1
 
     bus = EventBus(handler, concurrency=bound)
@@ -176,69 +182,123 @@ async def test_concurrency_bound_is_respected_and_used(bound: int) -> None:
     assert peak == bound
 
 
-# --- backpressure ---------------------------------------------------------------------------------
+async def test_without_a_bound_every_chat_is_handled_at_once() -> None:
+    """The envelope bus bounds no handlers: a chat whose handler waits (on a model) holds up
+    nobody else's."""
+    gate = asyncio.Event()
+    started: list[str] = []
+
+    async def handler(envelope: Envelope) -> None:
+        started.append(envelope.message_id)
+        await gate.wait()
+
+    bus = EventBus(handler)
+    async with running(bus):
+        for chat in range(50):
+            assert await bus.submit(make_envelope(f"c{chat}", f"m{chat}"))
+        await wait_until(lambda: len(started) == 50)
+        assert bus.waiting == 0
+        gate.set()
+    assert bus.handled == 50
 
 
-async def test_full_queue_makes_submit_wait_until_the_handler_progresses() -> None:
+# --- backpressure: one bound over all chats -------------------------------------------------------
+
+
+async def test_submit_waits_while_the_bus_holds_queue_size_messages_in_all_chats() -> None:
     gate = asyncio.Semaphore(0)
-    started = asyncio.Event()
     handled: list[str] = []
 
     async def handler(envelope: Envelope) -> None:
-        started.set()
         await gate.acquire()
         handled.append(envelope.message_id)
 
-    bus = EventBus(handler, queue_size=2)
+    bus = EventBus(handler, queue_size=3)
     async with running(bus), asyncio.TaskGroup() as tg:
-        assert await bus.submit(make_envelope("a", "1"))
-        await started.wait()  # "1" is in the handler; the queue holds what waits behind it
-        assert await bus.submit(make_envelope("a", "2"))
-        assert await bus.submit(make_envelope("a", "3"))
-        blocked = tg.create_task(bus.submit(make_envelope("a", "4")))
-        await asyncio.sleep(0.02)
-        assert not blocked.done()
-        assert bus.accepted == 3
-        other_chat = await asyncio.wait_for(bus.submit(make_envelope("b", "b1")), 1)
-        assert other_chat  # another chat's queue is not affected
-        gate.release()  # the handler finishes "1" and takes "2": room for "4"
-        assert await asyncio.wait_for(blocked, 1)
-        assert handled == ["1"]
-        for _ in range(4):
+        assert await bus.submit(make_envelope("a", "a1"))
+        await wait_until(lambda: bus.waiting == 0)  # a1 is in the handler: it waits no more
+        for message in ("a2", "a3"):
+            assert await bus.submit(make_envelope("a", message))
+        assert await bus.submit(make_envelope("b", "b1"))
+        await wait_until(lambda: bus.waiting == 2)  # b1 started: its chat's worker is free
+        assert await bus.submit(make_envelope("c", "c1"))
+        await wait_until(lambda: bus.waiting == 2)
+        assert await bus.submit(make_envelope("a", "a4"))  # a2 a3 a4 wait: the bus is full
+        assert bus.waiting == 3
+        blocked_a = tg.create_task(bus.submit(make_envelope("a", "a5")))
+        blocked_d = tg.create_task(bus.submit(make_envelope("d", "d1")))  # another chat too
+        for _ in range(20):
+            await asyncio.sleep(0)
+        assert not blocked_a.done() and not blocked_d.done()
+        assert bus.accepted == 6
+        gate.release()  # one handler finishes; a2 starts (if a1 was the one): room for one
+        await wait_until(lambda: blocked_a.done() or blocked_d.done())
+        assert bus.waiting <= 3
+        for _ in range(8):
             gate.release()
-    assert [m for m in handled if m != "b1"] == ["1", "2", "3", "4"]
-    assert "b1" in handled
+        assert await blocked_a and await blocked_d
+    assert [m for m in handled if m.startswith("a")] == ["a1", "a2", "a3", "a4", "a5"]
+    assert sorted(handled) == ["a1", "a2", "a3", "a4", "a5", "b1", "c1", "d1"]
+
+
+async def test_a_cancelled_submit_gives_its_room_back() -> None:
+    gate = asyncio.Event()
+
+    async def handler(envelope: Envelope) -> None:
+        await gate.wait()
+
+    bus = EventBus(handler, queue_size=1)
+    async with running(bus):
+        assert await bus.submit(make_envelope("a", "1"))
+        assert await bus.submit(make_envelope("a", "2"))  # waits behind "1": the bus is full
+        waiting = asyncio.create_task(bus.submit(make_envelope("b", "1")))
+        await asyncio.sleep(0)
+        waiting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+        gate.set()
+        assert await asyncio.wait_for(bus.submit(make_envelope("b", "1")), 1)  # let through
+    assert bus.handled == 3 and bus.accepted == 3
 
 
 # --- idle retirement ------------------------------------------------------------------------------
 
 
-async def test_idle_workers_retire_and_leave_no_state_behind() -> None:
-    loop = asyncio.get_running_loop()
-    bus = EventBus(noop, idle_timeout=0.2)
-    async with running(bus, seconds=8):
-        submitted_at = loop.time()
+async def test_idle_workers_retire_on_time_and_leave_no_state_behind() -> None:
+    clock = VirtualClock()
+    bus = EventBus(noop, idle_timeout=60, clock=clock)
+    async with running(bus):
         for chat in range(3):
             assert await bus.submit(make_envelope(f"c{chat}", f"c{chat}"))
-        await wait_until(lambda: bus.handled == 3)
+        await clock.advance(0)
+        assert bus.handled == 3
+        await clock.advance(30)
+        assert await bus.submit(
+            make_envelope("c2", "again")
+        )  # c2 is busy again: its timer restarts
+        await clock.advance(29.9)
         assert bus.active_chats == 3  # idle, but not for long enough yet
-        await wait_until(lambda: bus.active_chats == 0)
-        assert loop.time() - submitted_at >= 0.19
-        assert bus._chats == {}
+        await clock.advance(0.2)
+        assert sorted(bus._chats) == ["test:group:c2"]  # c0 and c1 retired at 60 s
+        await clock.advance(29.9)
+        assert bus.active_chats == 0  # c2 at 90 s
+        assert bus._chats == {} and bus._idle == {}
 
         for chat in range(10_000):
             assert await bus.submit(make_envelope(f"many{chat}", f"many{chat}"))
         assert bus.active_chats > 0
-        await wait_until(lambda: bus.handled == 10_003)
-        await wait_until(lambda: bus.active_chats == 0)
+        await wait_until(lambda: bus.handled == 10_004)
+        await clock.advance(60)
+        assert bus.active_chats == 0
         assert bus._chats == {}
         assert len(bus._seen) == 4096  # the dedup memory is bounded too
 
 
-@pytest.mark.parametrize("idle_timeout", [0.0, 0.001])
+@pytest.mark.parametrize("idle_timeout", [0.0, 1.0])
 async def test_envelopes_submitted_as_a_worker_retires_are_not_lost(idle_timeout: float) -> None:
     handler, handled = recorder()
-    bus = EventBus(handler, idle_timeout=idle_timeout)
+    clock = VirtualClock()
+    bus = EventBus(handler, idle_timeout=idle_timeout, clock=clock)
     rng = random.Random(20240601)
     saw_retired = 0
     saw_idle_worker = 0
@@ -250,7 +310,7 @@ async def test_envelopes_submitted_as_a_worker_retires_are_not_lost(idle_timeout
                 saw_idle_worker += 1  # alive with nothing to do: about to retire
             assert await bus.submit(make_envelope("race", str(i)))
             if idle_timeout:
-                await asyncio.sleep(rng.choice([0, 0, idle_timeout * rng.uniform(0.5, 2)]))
+                await clock.advance(rng.choice([0, 0, idle_timeout * rng.uniform(0.5, 2)]))
             else:
                 for _ in range(rng.randint(0, 4)):
                     await asyncio.sleep(0)
@@ -468,193 +528,35 @@ def test_bad_settings_are_refused(kwargs: dict[str, float]) -> None:
         EventBus(noop, **kwargs)  # type: ignore[arg-type]
 
 
-# --- overload: the oldest waiting message first, depth visible ------------------------------------
-
-
-def blocked_recorder() -> tuple[Handler, list[str], asyncio.Event, asyncio.Event]:
-    """A handler that holds its first message until `gate` is set, recording the start order."""
-    order: list[str] = []
-    gate = asyncio.Event()
-    first = asyncio.Event()
-
-    async def handler(envelope: Envelope) -> None:
-        order.append(envelope.message_id)
-        first.set()
-        await gate.wait()
-
-    return handler, order, gate, first
-
-
-async def test_a_freed_slot_goes_to_the_message_that_waited_longest() -> None:
-    # a2 waits behind a1 in chat a; b1 arrives later in chat b. A semaphore would wake chat b's
-    # worker first (it began waiting first); the bus gives the slot to a2, the older message.
-    handler, order, gate, first = blocked_recorder()
-    bus = EventBus(handler, concurrency=1)
-    async with running(bus):
-        assert await bus.submit(make_envelope("a", "a1"))
-        await first.wait()
-        assert await bus.submit(make_envelope("a", "a2"))
-        await asyncio.sleep(0.005)
-        assert await bus.submit(make_envelope("b", "b1"))
-        await asyncio.sleep(0.005)  # b's worker is waiting for the slot now
-        gate.set()
-    assert order == ["a1", "a2", "b1"]
-
-
-async def test_a_saturated_bus_starts_messages_in_submit_order_across_chats() -> None:
-    handler, order, gate, first = blocked_recorder()
-    bus = EventBus(handler, concurrency=1)
-    rng = random.Random(14)
-    planned = [(f"c{rng.randrange(6)}", f"m{i}") for i in range(60)]
-    async with running(bus):
-        assert await bus.submit(make_envelope("first", "m-1"))
-        await first.wait()
-        for chat, message in planned:
-            assert await bus.submit(make_envelope(chat, message))
-            await asyncio.sleep(0)  # let workers pick up their heads and queue for the slot
-        gate.set()
-    assert order == ["m-1", *(message for _, message in planned)]
+# --- depth visible -------------------------------------------------------------------------------
 
 
 async def test_backlog_counts_what_waits_and_logs_it_at_most_every_few_seconds() -> None:
-    handler, _, gate, first = blocked_recorder()
-    bus = EventBus(handler, concurrency=1, backlog_log_at=3, backlog_log_every=60)
+    gate, first = asyncio.Event(), asyncio.Event()
+
+    async def handler(envelope: Envelope) -> None:
+        first.set()
+        await gate.wait()
+
+    clock = VirtualClock()
+    bus = EventBus(handler, backlog_log_at=3, backlog_log_every=60, clock=clock)
     assert bus.backlog().waiting == 0 and bus.backlog().oldest_wait == 0
     with capture_logs() as logs:
         async with running(bus):
             assert await bus.submit(make_envelope("a", "a1"))
             await first.wait()
+            await clock.advance(4)
             for message in ("a2", "a3", "a4"):
                 assert await bus.submit(make_envelope("a", message))
-            assert await bus.submit(make_envelope("b", "b1"))
-            await asyncio.sleep(0.02)
+            await clock.advance(5)
+            assert await bus.submit(make_envelope("b", "b1"))  # started at once: b is free
+            await clock.advance(0)
             depth = bus.backlog()
-            assert (depth.waiting, depth.largest, depth.largest_chat) == (4, 3, "test:group:a")
-            assert depth.oldest_wait >= 0.01
-            assert bus.waiting == 4
+            assert (depth.waiting, depth.largest, depth.largest_chat) == (3, 3, "test:group:a")
+            assert depth.oldest_wait == 5  # a2's, in virtual seconds
+            assert bus.waiting == 3
             gate.set()
     assert bus.waiting == 0 and bus.backlog().waiting == 0
     backlog_lines = [line for line in logs if line["event"] == "bus_backlog"]
     assert len(backlog_lines) == 1  # several crossings within 60 s: one line
     assert backlog_lines[0]["waiting"] == 3 and backlog_lines[0]["bus"] == "bus"
-
-
-async def test_a_cancelled_waiter_does_not_swallow_the_slot() -> None:
-    from nahida.bus import _Slots
-
-    slots = _Slots(1)
-    await slots.acquire(0.0)
-    cancelled = asyncio.create_task(slots.acquire(1.0))
-    later = asyncio.create_task(slots.acquire(2.0))
-    await asyncio.sleep(0)
-    cancelled.cancel()
-    await asyncio.sleep(0)
-    slots.release()
-    await asyncio.wait_for(later, 1)
-    slots.release()
-    await asyncio.wait_for(slots.acquire(3.0), 1)  # the slot came back
-
-
-# --- light slots: messages that need no model ----------------------------------------------------
-
-
-async def test_chatter_goes_on_in_light_slots_while_the_heavy_one_waits_for_the_model() -> None:
-    model, stored = asyncio.Event(), asyncio.Event()
-    asking: list[str] = []
-    storing: list[str] = []
-
-    async def handler(envelope: Envelope) -> None:
-        if envelope.text == "question":
-            await take_heavy_slot()
-            asking.append(envelope.message_id)
-            await model.wait()
-        else:
-            storing.append(envelope.message_id)
-            await stored.wait()
-
-    bus = EventBus(handler, concurrency=1, light_concurrency=2)
-    async with running(bus):
-        for chat in ("a", "b"):
-            assert await bus.submit(make_envelope(chat, f"q{chat}", "question"))
-        for n in range(3):
-            assert await bus.submit(make_envelope(f"talk{n}", f"t{n}", "chatter"))
-        await wait_until(lambda: len(storing) == 2)
-        await asyncio.sleep(0.01)
-        # one question holds the heavy slot, the other waits for it holding nothing; two
-        # chatters hold the light slots, the third waits for one
-        assert asking == ["qa"] and storing == ["t0", "t1"]
-        assert bus.waiting == bus.backlog().waiting == 2  # qb for the heavy slot, t2 for a light
-        assert bus.backlog().oldest_wait >= 0.01
-        stored.set()
-        await wait_until(lambda: bus.handled == 3)
-        assert storing == ["t0", "t1", "t2"] and asking == ["qa"]
-        model.set()
-    assert bus.handled == 5 and asking == ["qa", "qb"]
-    assert bus._heavy._free == 1 and bus._start._free == 2
-
-
-async def test_without_light_slots_every_message_waits_for_the_one_slot() -> None:
-    model = asyncio.Event()
-    started: list[str] = []
-
-    async def handler(envelope: Envelope) -> None:
-        await take_heavy_slot()
-        started.append(envelope.message_id)
-        await model.wait()
-
-    await take_heavy_slot()  # outside a bus: nothing happens
-    bus = EventBus(handler, concurrency=1)
-    async with running(bus):
-        assert await bus.submit(make_envelope("a", "a1"))
-        assert await bus.submit(make_envelope("b", "b1"))
-        await asyncio.sleep(0.01)
-        assert started == ["a1"]  # b1 waits for the only slot
-        model.set()
-    assert bus.handled == 2 and bus._heavy._free == 1
-
-
-@settings(max_examples=100, deadline=None)
-@given(
-    plan=st.lists(st.tuples(st.integers(0, 3), st.booleans(), st.integers(0, 3)), max_size=30),
-    concurrency=st.integers(1, 3),
-    light=st.integers(1, 3),
-)
-def test_light_and_heavy_messages_keep_order_bounds_and_slots(
-    plan: list[tuple[int, bool, int]], concurrency: int, light: int
-) -> None:
-    heavy_now = light_now = heavy_peak = light_peak = 0
-    handled: dict[str, list[str]] = defaultdict(list)
-    accepted: dict[str, list[str]] = defaultdict(list)
-
-    async def handler(envelope: Envelope) -> None:
-        nonlocal heavy_now, light_now, heavy_peak, light_peak
-        heavy = envelope.text[0] == "H"
-        if heavy:  # it gives up its light slot before it waits: it counts from here on
-            await take_heavy_slot()
-            await take_heavy_slot()  # twice: once counts
-            heavy_now += 1
-            heavy_peak = max(heavy_peak, heavy_now)
-        else:
-            light_now += 1
-            light_peak = max(light_peak, light_now)
-        for _ in range(int(envelope.text[1:])):
-            await asyncio.sleep(0)
-        handled[str(envelope.chat)].append(envelope.message_id)
-        if heavy:
-            heavy_now -= 1
-        else:
-            light_now -= 1
-
-    async def scenario() -> EventBus:
-        bus = EventBus(handler, concurrency=concurrency, light_concurrency=light)
-        async with running(bus, seconds=10):
-            for i, (chat, heavy, sleeps) in enumerate(plan):
-                envelope = make_envelope(f"c{chat}", f"m{i}", f"{'H' if heavy else 'L'}{sleeps}")
-                assert await bus.submit(envelope)
-                accepted[str(envelope.chat)].append(f"m{i}")
-        return bus
-
-    bus = asyncio.run(scenario())
-    assert handled == accepted  # every message once, each chat in order
-    assert heavy_peak <= concurrency and light_peak <= light
-    assert bus._heavy._free == concurrency and bus._start._free == light

@@ -239,9 +239,9 @@ def test_chat_modes_name_chats_and_modes(tmp_path: Path) -> None:
 def test_retired_store_keys_are_accepted_and_named_for_a_warning(tmp_path: Path) -> None:
     path = write(tmp_path, "memory:\n  store_process: true\n  store_reader: false\n")
     config = load_config(path, {})
-    assert config.memory.retired_keys() == ["memory.store_process", "memory.store_reader"]
+    assert config.retired_keys() == ["memory.store_process", "memory.store_reader"]
     assert "store_process" not in config.memory.model_dump()  # nor in `nahida doctor`
-    assert load_config(None, {}).memory.retired_keys() == []
+    assert load_config(None, {}).retired_keys() == []
 
 
 def test_the_bot_starts_with_a_retired_key_and_warns_once_for_it(tmp_path: Path) -> None:

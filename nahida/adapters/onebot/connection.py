@@ -41,7 +41,6 @@ from nahida.adapters.onebot.api import (
     ResultStore,
     check_result,
 )
-from nahida.adapters.onebot.frames import Outbox
 from nahida.adapters.onebot.inbound import Inbound
 from nahida.adapters.onebot.payload import PayloadError, decode
 from nahida.errors import AdapterError
@@ -99,14 +98,13 @@ class WsConnection:
         self.paused = False
         self._wake = asyncio.Event()  # ends a pause: a call opened, or the socket is closing
         self._gave_up: int | None = None  # `inbound.drains` when a pause last ran out
-        self._outbox = Outbox.for_socket(socket, self._unsent)  # None: `send_str` each frame
 
     def __repr__(self) -> str:
         return f"<WsConnection {self.role} self_id={self.self_id} peer={self.peer}>"
 
     @property
     def closed(self) -> bool:
-        return self.socket.closed or (self._outbox is not None and self._outbox.closing)
+        return self.socket.closed
 
     @property
     def can_call(self) -> bool:
@@ -126,7 +124,7 @@ class WsConnection:
                 {"action": action, "params": dict(params), "echo": echo}, ensure_ascii=False
             )
             try:
-                await self._send(echo, frame)
+                await self.socket.send_str(frame)
             except (ConnectionError, RuntimeError, aiohttp.ClientError):
                 raise ConnectionClosedError(action, sent=False) from None
             # a timer, not `asyncio.timeout()`: a third of the cost, on every reply
@@ -142,21 +140,6 @@ class WsConnection:
                 future.exception()  # failed by a close while we were not awaiting it: retrieved
         return check_result(action, answer)
 
-    async def _send(self, echo: int, frame: str) -> None:
-        outbox = self._outbox
-        if outbox is None:
-            await self.socket.send_str(frame)
-        elif outbox.backed_up:  # behind what waits already, then wait for the peer to read
-            outbox.flush()
-            await self.socket.send_str(frame)
-        else:
-            outbox.put(echo, frame)
-
-    def _unsent(self, echoes: list[int]) -> None:
-        """Frames the closing socket never took: their calls fail as not sent (safe to retry)."""
-        for echo in echoes:
-            self.results.fail(echo, lambda action: ConnectionClosedError(action, sent=False))
-
     async def serve(self) -> None:
         """Read frames until the socket closes; then fail every pending call."""
         try:
@@ -167,8 +150,6 @@ class WsConnection:
                 finally:
                     watchdog.cancel()
         finally:
-            if self._outbox is not None:
-                self._outbox.flush()  # the socket has closed: what waited fails as not sent
             failed = self.results.fail_all(lambda action: ConnectionClosedError(action, sent=True))
             self._log().info(
                 "connection_closed",
@@ -269,8 +250,6 @@ class WsConnection:
         if not self.close_reason:
             self.close_reason = reason
         self._wake.set()  # a paused reader sees the close
-        if self._outbox is not None:
-            self._outbox.flush()  # what this pass of the loop sent goes before the close frame
         try:
             async with asyncio.timeout(CLOSE_TIMEOUT):
                 await self.socket.close(code=code, message=reason.encode()[:120])
