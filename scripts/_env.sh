@@ -5,9 +5,9 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="$ROOT/.venv"
 
 # The interpreter .venv is made with: $PYTHON when set; else the system's own python3 when it is
-# 3.11 or newer and can make a venv (a distribution's build, optimised when it was compiled: the
-# bot spent 10-20 % less CPU a message on Debian's than on pyenv's default build of the same
-# Python, docs/throughput.md stop 44); else the first python3 on PATH.
+# 3.11 or newer and can make a venv (a distribution's build is compiled with optimisations that
+# a default source build lacks, and the bot spends less CPU a message on it); else the first
+# python3 on PATH.
 make_venv() {
     local candidates=(/usr/bin/python3 python3)
     if [ -n "${PYTHON:-}" ]; then

@@ -3,7 +3,7 @@ with keep-alive, built once per provider; aiohttp under it where the SDK offers 
 same request through the SDKs' default HTTP client alone (httpx2 in their current releases) and
 through a raw aiohttp POST, all to the fake server in a second process (its CPU is not ours).
 Prints, per call, our process's CPU and the wall time at a given concurrency: what the SDK's
-request building and response parsing cost beyond the HTTP round trip (issue 14 item 4). The
+request building and response parsing cost beyond the HTTP round trip. The
 request is shaped like the bot's prompt: `--turns` hot-window turns (20 by default) besides the
 system message, the recalled memory and the message.
 

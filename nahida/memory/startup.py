@@ -8,6 +8,6 @@ from nahida.memory import statements, timeparse, tokenize
 
 
 def warm_up() -> None:
-    tokenize.warm_up()  # jieba's dictionary, ~0.1 s
-    statements.warm_up()  # extraction's rules and their prefilter, ~30 ms
-    timeparse.warm_up()  # the time parser's prefilter (recall's queries), ~4 ms
+    tokenize.warm_up()  # jieba's dictionary
+    statements.warm_up()  # extraction's rules and their prefilter
+    timeparse.warm_up()  # the time parser's prefilter (recall's queries)

@@ -7,11 +7,10 @@ installed. It is loaded once, on first use, and kept: loading through the module
 Queries and passages have a thread and a model handle each, so a message's query never waits
 behind a background batch. The passage thread runs OpenMP on one core (`omp_set_num_threads` is
 per calling thread) at the lowest CPU priority (nice 19), so background embedding takes what
-the chats leave. A query runs on one core too: ~28 ms on an idle 2-core machine against ~15 ms
-on both, but beside busy chats two OpenMP threads wait for each other at every step (the
-figures are in docs/throughput.md). Neither ever runs on the event loop or the
-database thread. A text costs ~25 ms of CPU, so the embedder says it is `local`:
-`memory.embedding` rations its time while chats are busy.
+the chats leave. A query runs on one core too: slower on an idle machine than on all
+cores, but beside busy chats several OpenMP threads wait for each other at every step. Neither
+ever runs on the event loop or the database thread. A text costs tens of milliseconds of CPU,
+so the embedder says it is `local`: `memory.embedding` rations its time while chats are busy.
 """
 
 from __future__ import annotations

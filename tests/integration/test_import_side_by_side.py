@@ -1,5 +1,5 @@
-"""A chat keeps working while `nahida history import` fills the same database (issue 9: a message
-sent during an import was lost, and a chat process started then stayed slow afterwards)."""
+"""A chat keeps working while `nahida history import` fills the same database (a message sent during
+an import was once lost, and a chat process started then stayed slow afterwards)."""
 
 from __future__ import annotations
 

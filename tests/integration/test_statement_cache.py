@@ -2,8 +2,8 @@
 they keep their places in sqlean's cache) and the distinct statements of a busy mix of messages
 (groups and private chats, answered and observed, statements worth remembering, old history
 searched, a command) stay well inside the driver's statement cache. A statement that does not
-fit is parsed and planned again at every run (docs/throughput.md: the store's CPU a message was
-a third higher while they did not fit). And SQLite keeps them: none of the mix's statements is
+fit is parsed and planned again at every run, which costs the store much of its CPU a message.
+And SQLite keeps them: none of the mix's statements is
 prepared again at its runs (a bound LIMIT made SQLite 3.50 do that at every run)."""
 
 from __future__ import annotations

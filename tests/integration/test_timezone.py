@@ -1,4 +1,4 @@
-"""`bot.timezone` (issue 9): prompts, command times and the dates a plan or task names."""
+"""`bot.timezone`: prompts, command times and the dates a plan or task names."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Trust (issue 9): secrets never outlive the one message, and forgetting really forgets."""
+"""Trust: secrets never outlive the one message, and forgetting really forgets."""
 
 from __future__ import annotations
 

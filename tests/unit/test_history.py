@@ -237,7 +237,7 @@ def test_an_upgrade_redacts_secrets_already_in_the_history() -> None:
     before = [m for m in migrations.MIGRATIONS if m.name != "0007_redact_history"]
     migrations.migrate(conn, before)
     said = user(f"记住我的key是 {key}", T0, "1")
-    units.record(SqliteTx(conn), said, index_text(said.content))  # as stored before issue 9
+    units.record(SqliteTx(conn), said, index_text(said.content))  # as older versions stored it
     assert migrations.migrate(conn) == ["0007_redact_history"]
     rows = [tuple(r) for r in conn.execute("SELECT content FROM turns")]
     rows += [tuple(r) for r in conn.execute("SELECT body FROM turns_fts")]

@@ -35,8 +35,8 @@ Serve = Callable[[WsConnection], Awaitable[None]]
 _ROLES: dict[str, ClientRole] = {"universal": "Universal", "api": "API", "event": "Event"}
 MAX_FRAME = 16 * 1024 * 1024  # forwarded chat records can be large
 # asyncio's socket transport reads up to 256 KiB at a time, and Python allocates all of it for
-# every read: above glibc's mmap threshold that is ~13 µs a read (an event frame arrives in one,
-# and each action's answer in another); 64 KiB reads cost ~1. A larger frame takes a few reads.
+# every read, above glibc's mmap threshold, so each small frame paid for a fresh mapping; 64 KiB
+# reads stay below it. A larger frame takes a few reads.
 READ_BYTES = 1 << 16
 
 

@@ -79,8 +79,8 @@ def _leaving_out_the_empty(tx: Tx, query: Query, episodes: bool) -> Query:
     """`query` without the lists that cannot find anything: turns when the viewer's chats hold
     none but those the prompt shows (a young chat, its whole history in the hot window), items
     when the viewer may see no active one, episodes when the caller knows of none. Each check
-    is one indexed lookup; a search saved is an FTS5 query (0.3–0.9 ms on the database thread)
-    and the ranking around it. One copy of the query at most (`replace`: ~3 µs)."""
+    is one indexed lookup; a search saved is an FTS5 query on the database thread and the
+    ranking around it. One copy of the query at most."""
     off: dict[str, Any] = {}
     if (
         query.turns

@@ -128,12 +128,10 @@ def _load_vec(conn: Connection) -> str | None:
 # Prepared statements the driver keeps per connection. sqlean's cache holds about a hundred by
 # default and evicts the newest entry first, so the migrations' statements (run once, first)
 # keep their places and a chat's statements beyond what is left are parsed and planned again at
-# every run: with ~70 of the one and ~50-100 of the other, a third of the store's CPU a message
-# went there (docs/throughput.md). The stdlib module's cache is LRU; room for all is cheap.
-# A cached statement is only worth it if SQLite keeps it: no statement binds its LIMIT (it is
-# written into the SQL as a number), since SQLite 3.50 (sqlean's) prepares a statement again at
-# every run once a LIMIT parameter has been bound (the window's query cost 71-77 µs a run with
-# `LIMIT ?`, 14 µs with the number written in).
+# every run, which was much of the store's CPU a message. The stdlib module's cache is LRU;
+# room for all is cheap. A cached statement is only worth it if SQLite keeps it: no statement
+# binds its LIMIT (it is written into the SQL as a number), since SQLite 3.50 (sqlean's)
+# prepares a statement again at every run once a LIMIT parameter has been bound.
 STATEMENT_CACHE = 512
 
 

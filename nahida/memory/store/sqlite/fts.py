@@ -40,7 +40,7 @@ PUBLIC_SUFFIX = "#public"
 EVERY_ROW = ""  # an "expression" that filters nothing (no MATCH at all)
 
 
-@lru_cache(maxsize=4096)  # asked for every stored turn: 0.08 µs, where the hash took 0.56
+@lru_cache(maxsize=4096)  # asked for every stored turn, of a few scopes
 def scope_token(scope: str) -> str:
     """A deterministic single unicode61 token for a scope string such as `chat:onebot:group:1`."""
     return "zs" + hashlib.blake2b(scope.encode("utf-8"), digest_size=10).hexdigest()
@@ -193,9 +193,9 @@ class Compaction:
     EVERY = 16
     RATIO = 16
     MAX_ROWS = 20_000
-    # A rebuild costs ~1.7 µs a row; a search of 300 items in the segments 16 writes leave
-    # costs ~80 µs more than in one (`bench_pipeline --statements`): worth a rebuild once the
-    # searches since the last one number a fiftieth of the rows.
+    # A rebuild costs a little for every row, and each search over many segments costs more
+    # than over one: worth a rebuild once the searches since the last one number a fiftieth of
+    # the rows.
     ROWS_PER_SEARCH = 50
 
     def __init__(self, table: str) -> None:
@@ -258,22 +258,22 @@ class Merging(Compaction):
 
     Between two merges every transaction leaves a segment, and FTS5's own merging starts only
     every 64 leaf pages written or at 16 segments of a level (its `crisismerge`): ten commits
-    after a merge the search of 6,000 turns cost 2.4 times what it cost merged (each phrase is
-    looked up in each segment, twice with bm25). While the index is searched often, its
-    `crisismerge` is 2 (`CRISIS_SEARCHED`): two segments of one level are merged as the second
-    is written, so a few small ones remain besides the merged one — the turns search 278-309
-    → 171-187 µs in 50 chats × 60, for 20-40 µs more a commit (small segments merged). Judged
+    after a merge a search costs a multiple of what it cost merged (each phrase is looked up in
+    each segment, twice with bm25). While the index is searched often, its `crisismerge` is 2
+    (`CRISIS_SEARCHED`): two segments of one level are merged as the second is written, so a
+    few small ones remain besides the merged one; searches get cheaper for a little more work a
+    commit. Judged
     anew every `CRISIS_EVERY` writes from the searches among them: observed talk alone, or a
     group that mostly chats among itself, keeps FTS5's default. The same stress test with
     `crisismerge` 2 (and `optimize` every 0, 7 and 300 writes) passed on 3.50.4 and 3.40.1."""
 
     COMMAND = "optimize"
-    MAX_ROWS = 200_000  # ~0.2 s of the database thread
-    # A merge costs ~20 µs for each write since the last one and saves a search ~150 µs on a
-    # few thousand turns: it is worth it when a search comes at least every 8 writes (a group
-    # that mostly chats among itself, or observed talk alone, is left to FTS5's own merging).
+    MAX_ROWS = 200_000  # beyond it a merge would hold the database thread too long
+    # A merge costs work for each write since the last one and saves every later search more:
+    # it is worth it when a search comes at least every 8 writes (a group that mostly chats
+    # among itself, or observed talk alone, is left to FTS5's own merging).
     WRITES_PER_SEARCH = 8
-    # Eager merging costs up to ~25 µs a write and saves a search ~120 µs: worth it with a
+    # Eager merging costs a little each write and saves each search more: worth it with a
     # search at least every 4 writes (an answered message writes two turns and searches once).
     CRISIS_EVERY = 64
     CRISIS_WRITES_PER_SEARCH = 4
