@@ -29,6 +29,7 @@ from nahida.adapters.console.adapter import USER as CONSOLE_USER
 from nahida.adapters.console.adapter import ConsoleAdapter
 from nahida.background import BackgroundWork
 from nahida.bus import EventBus
+from nahida.clock import SYSTEM, Clock
 from nahida.commands import memory as memory_commands
 from nahida.commands import profile as profile_commands
 from nahida.commands import rules as rules_commands
@@ -217,6 +218,7 @@ def open_memory(
     *,
     choice: EmbedderChoice | None = None,
     process: bool = False,
+    clock: Clock = SYSTEM,
 ) -> MemoryService:
     """Memory as the app and the CLI use it: the store, migrated, behind the facade, with the
     configured embedder (or `choice`, when the caller has made it already). `process`: the
@@ -252,6 +254,7 @@ def open_memory(
         markdown=config.memory.markdown.enabled,
         max_bullets=config.memory.markdown.max_bullets,
         daily_notes=daily_notes_enabled(config),
+        clock=clock,
     )
 
 
@@ -340,14 +343,18 @@ class App:
         adapters: Sequence[Adapter] = (),
         model: ModelRouter | None = None,
         stop_when_adapters_done: bool = False,
+        clock: Clock = SYSTEM,
     ) -> None:
         self.config = config
+        self.clock = clock  # what waits or measures time: virtual in tests
         self.paths = paths
         source = str(paths.config) if paths.config else "config"
         check_database(paths)  # a damaged file: refuse to start, saying what to do
         ensure_workspace(paths.workspace)
         self.model = model or build_model_router(config, source)
-        self.memory = open_memory(config, paths, self.model, process=store_in_process(config))
+        self.memory = open_memory(
+            config, paths, self.model, process=store_in_process(config), clock=clock
+        )
         self.adapters = {a.platform: a for a in adapters}
         commands = CommandRouter()
         session_commands.register(commands)
@@ -394,7 +401,7 @@ class App:
             memory=self.memory,
             tools=self.tools,
             sources=parts.sources,
-            limiter=RateLimiter(config.bot.rate_limit.per_chat_per_minute),
+            limiter=RateLimiter(config.bot.rate_limit.per_chat_per_minute, clock=clock),
             hooks=parts.inline,
             background_hooks=[
                 *parts.background,
@@ -410,7 +417,7 @@ class App:
             idle_timeout=config.bus.idle_timeout,
         )
         self.server = InboundServer(config.server.host, config.server.port)
-        self.scheduler = Scheduler(self.memory.runs)
+        self.scheduler = Scheduler(self.memory.runs, clock=clock)
         self.scheduler.add(CleanupEmptySessions(self.memory))
         self.scheduler.add(EmbeddingUpkeep(self.memory))
         self.scheduler.add(ConfidenceDecay(self.memory))
