@@ -113,6 +113,7 @@ def memory(store: SqliteStore) -> MemoryService:
 # `-m "not slow"` leaves them out of the quick run (CI runs everything).
 SLOW_MODULES = frozenset(
     {
+        "tests/faults/test_backup_restore.py",
         "tests/faults/test_onebot_token.py",
         "tests/faults/test_profile_bullets_by_hand.py",
         "tests/faults/test_remember_paths.py",
