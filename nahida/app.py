@@ -28,6 +28,7 @@ from nahida.adapters.console.adapter import USER as CONSOLE_USER
 from nahida.adapters.console.adapter import ConsoleAdapter
 from nahida.background import BackgroundWork
 from nahida.bus import EventBus
+from nahida.clock import SYSTEM, Clock
 from nahida.commands import memory as memory_commands
 from nahida.commands import profile as profile_commands
 from nahida.commands import rules as rules_commands
@@ -202,6 +203,7 @@ def open_memory(
     model: ModelRouter | None = None,
     *,
     choice: EmbedderChoice | None = None,
+    clock: Clock = SYSTEM,
 ) -> MemoryService:
     """Memory as the app and the CLI use it: the store, migrated, behind the facade, with the
     configured embedder (or `choice`, when the caller has made it already)."""
@@ -236,6 +238,7 @@ def open_memory(
         markdown=config.memory.markdown.enabled,
         max_bullets=config.memory.markdown.max_bullets,
         daily_notes=daily_notes_enabled(config),
+        clock=clock,
     )
 
 
@@ -315,8 +318,10 @@ class App:
         adapters: Sequence[Adapter] = (),
         model: ModelRouter | None = None,
         stop_when_adapters_done: bool = False,
+        clock: Clock = SYSTEM,
     ) -> None:
         self.config = config
+        self.clock = clock  # what waits or measures time: virtual in tests
         self.paths = paths
         source = str(paths.config) if paths.config else "config"
         check_database(paths)  # a damaged file: refuse to start, saying what to do
@@ -324,7 +329,7 @@ class App:
         self.model = model or build_model_router(config, source)
         for key in config.retired_keys():
             log.warning("config_key_ignored", key=key, reason="no longer does anything")
-        self.memory = open_memory(config, paths, self.model)
+        self.memory = open_memory(config, paths, self.model, clock=clock)
         self.adapters = {a.platform: a for a in adapters}
         commands = CommandRouter()
         session_commands.register(commands)
@@ -372,21 +377,23 @@ class App:
             memory=self.memory,
             tools=self.tools,
             sources=parts.sources,
-            limiter=RateLimiter(config.bot.rate_limit.per_chat_per_minute),
+            limiter=RateLimiter(config.bot.rate_limit.per_chat_per_minute, clock=clock),
             hooks=parts.inline,
             background_hooks=[
                 *parts.background,
                 *(hook for plugin in self.plugins for hook in plugin.hooks),
             ],
             background=self.background,
+            clock=clock,
         )
         self.bus = EventBus(
             self.runner.handle,
             queue_size=config.bus.queue_size,
             idle_timeout=config.bus.idle_timeout,
+            clock=clock,
         )
         self.server = InboundServer(config.server.host, config.server.port)
-        self.scheduler = Scheduler(self.memory.runs)
+        self.scheduler = Scheduler(self.memory.runs, clock=clock)
         self.scheduler.add(CleanupEmptySessions(self.memory))
         self.scheduler.add(EmbeddingUpkeep(self.memory))
         self.scheduler.add(ConfidenceDecay(self.memory))

@@ -11,7 +11,12 @@ import asyncio
 import heapq
 import itertools
 import time
-from typing import Protocol
+from collections.abc import Awaitable
+from contextlib import AbstractAsyncContextManager
+from types import TracebackType
+from typing import Protocol, TypeVar
+
+T = TypeVar("T")
 
 
 class Clock(Protocol):
@@ -24,6 +29,9 @@ class Clock(Protocol):
     async def sleep(self, seconds: float) -> None:
         """Wait this long on this clock."""
 
+    def timeout(self, seconds: float) -> AbstractAsyncContextManager[object]:
+        """`asyncio.timeout` on this clock: TimeoutError when the body outlasts `seconds`."""
+
 
 class SystemClock:
     def time(self) -> float:
@@ -34,6 +42,9 @@ class SystemClock:
 
     async def sleep(self, seconds: float) -> None:
         await asyncio.sleep(seconds)
+
+    def timeout(self, seconds: float) -> AbstractAsyncContextManager[object]:
+        return asyncio.timeout(seconds)
 
 
 SYSTEM: Clock = SystemClock()
@@ -60,9 +71,28 @@ class VirtualClock:
         if seconds <= 0:
             await asyncio.sleep(0)
             return
+        await self._alarm(seconds)
+
+    def timeout(self, seconds: float) -> AbstractAsyncContextManager[object]:
+        return _VirtualTimeout(self, seconds)
+
+    async def run(self, awaitable: Awaitable[T]) -> T:
+        """Await `awaitable`, moving time on to the next deadline whenever something waits on
+        this clock: virtual time runs as fast as it is waited for, and real I/O takes none."""
+        task = asyncio.ensure_future(awaitable)
+        while not task.done():
+            due = [deadline for deadline, _, future in self._sleepers if not future.done()]
+            if due:
+                await self.advance(max(0.0, min(due) - self.now))
+            else:
+                await asyncio.wait({task}, timeout=0.001)
+        return task.result()
+
+    def _alarm(self, seconds: float) -> asyncio.Future[None]:
+        """A future that `advance` resolves once time has moved `seconds` on."""
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         heapq.heappush(self._sleepers, (self.now + seconds, next(self._order), future))
-        await future
+        return future
 
     async def advance(self, seconds: float) -> None:
         """Move time forward by `seconds`, waking each sleeper at its deadline in order and
@@ -77,6 +107,42 @@ class VirtualClock:
             await _settle()
         self.now = end
         await _settle()
+
+
+class _VirtualTimeout:
+    """Cancels the task that entered it when its alarm goes off, and turns that cancellation
+    into TimeoutError on the way out (what `asyncio.timeout` does on the loop's clock)."""
+
+    def __init__(self, clock: VirtualClock, seconds: float) -> None:
+        self._clock = clock
+        self._seconds = seconds
+        self._inside = False
+        self._expired = False
+
+    async def __aenter__(self) -> _VirtualTimeout:
+        task = asyncio.current_task()
+        assert task is not None, "a timeout is entered by a task"
+        self._task = task
+        self._inside = True
+        self._alarm = self._clock._alarm(max(self._seconds, 0.0))
+        self._alarm.add_done_callback(self._expire)
+        return self
+
+    def _expire(self, alarm: asyncio.Future[None]) -> None:
+        if self._inside and not alarm.cancelled():  # a callback may run after the body left
+            self._expired = True
+            self._task.cancel()
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self._inside = False
+        self._alarm.cancel()
+        if self._expired and self._task.uncancel() == 0 and kind is asyncio.CancelledError:
+            raise TimeoutError from error
 
 
 async def _settle(rounds: int = 20) -> None:

@@ -14,10 +14,10 @@ goes first; forgetting only ever lets a reply through early, never blocks one).
 
 from __future__ import annotations
 
-import time
 from collections import OrderedDict, deque
-from collections.abc import Callable
 from dataclasses import dataclass, field
+
+from nahida.clock import SYSTEM, Clock
 
 
 @dataclass(slots=True)
@@ -33,7 +33,7 @@ class RateLimiter:
         *,
         window: float = 60.0,
         max_chats: int = 10_000,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Clock = SYSTEM,
     ) -> None:
         if per_minute < 0:
             raise ValueError(f"per_minute must not be negative, not {per_minute}")
@@ -57,7 +57,7 @@ class RateLimiter:
         """Take one reply for `chat` if its allowance has room; False when it is over the limit."""
         if not self.enabled:
             return True
-        now = self._clock()
+        now = self._clock.monotonic()
         self._forget_idle(now)
         state = self._touch(chat, now)
         if len(state.sent) >= self.per_minute:
@@ -81,7 +81,7 @@ class RateLimiter:
         state = self._chats.get(chat)
         if state is None:
             return 0.0
-        now = self._clock()
+        now = self._clock.monotonic()
         self._expire(state, now)
         if len(state.sent) < self.per_minute:
             return 0.0

@@ -1,8 +1,9 @@
 """Background jobs (DESIGN §1): the `Job` protocol, and the scheduler that runs jobs.
 
-A job is an object with a `name`, a `schedule` and `async run(ctx)`. APScheduler (3.x, on our
-event loop) decides when; each run is a child task of the app's TaskGroup, and:
+A job is an object with a `name`, a `schedule` and `async run(ctx)`. A timer per job, on the
+app's clock, decides when; each run is a child task of the app's TaskGroup, and:
 
+- a run still going when the next is due makes the timer skip that one (no backlog of runs);
 - at most one run of a job at a time, across processes sharing the database: a run first takes
   the job's lease (`RunRecords`: the memory's `runs`), renews it while it runs and releases it
   at the end; a process that finds it taken skips that run;
@@ -33,6 +34,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import structlog
+
+from nahida.clock import SYSTEM, Clock
 
 if TYPE_CHECKING:
     from nahida.memory import JobOutcome
@@ -105,16 +108,16 @@ class Scheduler:
         holder: str | None = None,
         lease_seconds: float = LEASE_SECONDS,
         deadline: float = STOP_DEADLINE,
+        clock: Clock = SYSTEM,
     ) -> None:
         self.runs = runs  # None: no leases, no records (tests of the timing alone)
         self.holder = holder or process_label()
         self.lease_seconds = lease_seconds
         self.deadline = deadline
+        self.clock = clock
         self.jobs: dict[str, Job] = {}
-        from apscheduler.schedulers.asyncio import AsyncIOScheduler  # ~0.1 s: only when used
-
-        self._scheduler = AsyncIOScheduler(timezone="UTC")
         self._group: asyncio.TaskGroup | None = None
+        self._timers: list[asyncio.Task[None]] = []
         self._running: dict[str, asyncio.Task[JobOutcome | None]] = {}
         self._stop = asyncio.Event()
 
@@ -124,28 +127,21 @@ class Scheduler:
         self.jobs[job.name] = job
 
     def start(self, group: asyncio.TaskGroup) -> None:
-        """Start firing jobs; each run becomes a task of `group`."""
-        import datetime as dt
-
+        """Start firing jobs; each job's timer and each run are tasks of `group`."""
         self._group = group
-        now = dt.datetime.now(dt.UTC)
         for name, job in self.jobs.items():
-            first = job.schedule.every if job.schedule.first is None else job.schedule.first
-            self._scheduler.add_job(
-                self._fire,
-                "interval",
-                args=(name,),
-                seconds=job.schedule.every,
-                next_run_time=now + dt.timedelta(seconds=first),
-                id=name,
-                coalesce=True,
-                max_instances=1,
-                misfire_grace_time=None,
-            )
-        self._scheduler.start()
+            timer = group.create_task(self._timer(name, job.schedule), name=f"timer {name}")
+            self._timers.append(timer)
 
-    async def _fire(self, name: str) -> None:
-        """APScheduler's callback: hand the run to the app's TaskGroup and return at once."""
+    async def _timer(self, name: str, schedule: Schedule) -> None:
+        wait = schedule.every if schedule.first is None else schedule.first
+        while not self._stop.is_set():
+            await self.clock.sleep(wait)
+            self._fire(name)
+            wait = schedule.every
+
+    def _fire(self, name: str) -> None:
+        """Hand a run to the app's TaskGroup, unless the last one is still going."""
         if self._group is None or self._stop.is_set() or name in self._running:
             return
         task = self._group.create_task(self.run_now(name), name=f"job {name}")
@@ -203,19 +199,22 @@ class Scheduler:
     async def _keep_lease(self, runs: RunRecords, name: str) -> None:
         bound = log.bind(job=name)
         while True:
-            await asyncio.sleep(self.lease_seconds / 3)
+            await self.clock.sleep(self.lease_seconds / 3)
             await _booked(bound, "renew", runs.lease(name, self.holder, self.lease_seconds))
 
     async def stop(self) -> None:
         """No new runs; running ones finish their unit of work, or are cancelled after the
         deadline. Returns when none is left."""
         self._stop.set()
-        if self._scheduler.running:
-            self._scheduler.shutdown(wait=False)
+        for timer in self._timers:
+            timer.cancel()
         running = list(self._running.values())
         if not running:
             return
-        _, late = await asyncio.wait(running, timeout=self.deadline)
+        with contextlib.suppress(TimeoutError):
+            async with self.clock.timeout(self.deadline):
+                await asyncio.wait(running)
+        late = [task for task in running if not task.done()]
         for task in late:
             log.warning("job_cancelled_at_deadline", job=task.get_name())
             task.cancel()

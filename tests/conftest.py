@@ -107,3 +107,28 @@ def store(tmp_path: Path) -> Iterator[SqliteStore]:
 @pytest.fixture
 def memory(store: SqliteStore) -> MemoryService:
     return MemoryService(store)
+
+
+# Tests that start `nahida` in a child process or load the real local model: seconds each, so
+# `-m "not slow"` leaves them out of the quick run (CI runs everything).
+SLOW_MODULES = frozenset(
+    {
+        "tests/faults/test_backup_restore.py",
+        "tests/faults/test_onebot_token.py",
+        "tests/faults/test_profile_bullets_by_hand.py",
+        "tests/faults/test_remember_paths.py",
+        "tests/integration/test_cli.py",
+        "tests/integration/test_dreaming_run.py",
+        "tests/integration/test_import_side_by_side.py",
+        "tests/integration/test_lark_cli.py",
+        "tests/integration/test_onebot_cli.py",
+    }
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    root = config.rootpath
+    for item in items:
+        module = item.path.relative_to(root).as_posix()
+        if module in SLOW_MODULES or item.get_closest_marker("embeddings") is not None:
+            item.add_marker(pytest.mark.slow)

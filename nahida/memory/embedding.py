@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING
 
 import structlog
 
+from nahida.clock import SYSTEM, Clock
 from nahida.errors import ProviderError, StorageError
 from nahida.memory.recall.floor import REFERENCES, unrelated
 from nahida.memory.store.base import Embedded, Store, Tx, Unembedded, VectorCounts, VectorSpace
@@ -87,14 +88,12 @@ class TimeShare:
     """At most `share` of the time, over any stretch of `burst` seconds or more: a bucket of
     seconds that fills at `share` a second, up to `burst`, and is spent by what used the time."""
 
-    def __init__(
-        self, share: float, burst: float = 1.0, clock: Callable[[], float] = time.monotonic
-    ) -> None:
+    def __init__(self, share: float, burst: float = 1.0, clock: Clock = SYSTEM) -> None:
         self.share = share
         self.burst = burst
         self.clock = clock
         self._left = burst * share
-        self._at = clock()
+        self._at = clock.monotonic()
 
     def available(self) -> bool:
         return self.share >= 1.0 or self._filled() > 0
@@ -103,7 +102,7 @@ class TimeShare:
         self._left = self._filled() - seconds
 
     def _filled(self) -> float:
-        now = self.clock()
+        now = self.clock.monotonic()
         self._left = min(self.burst * self.share, self._left + (now - self._at) * self.share)
         self._at = now
         return self._left
@@ -145,7 +144,7 @@ class Embeddings:
         query_share: float = QUERY_SHARE,
         background_share: float = BACKGROUND_SHARE,
         why: str = "",
-        clock: Callable[[], float] = time.monotonic,
+        clock: Clock = SYSTEM,
     ) -> None:
         self.store = store
         self.embedder = embedder
@@ -239,11 +238,11 @@ class Embeddings:
             self._turned_away()
             return None
         self._in_flight += 1
-        started = self._clock()
+        started = self._clock.monotonic()
         try:
             if self._local:
                 await self._unrelated_lines(await self._known_space())
-            async with asyncio.timeout(self.query_timeout):
+            async with self._clock.timeout(self.query_timeout):
                 rows = await self.embedder.embed([text], "query")
                 space = self.space()
                 if space is None or space.dimension != rows.shape[1]:
@@ -257,7 +256,7 @@ class Embeddings:
             return None
         finally:
             self._in_flight -= 1
-            self._queries.spend(self._clock() - started)
+            self._queries.spend(self._clock.monotonic() - started)
         self.queried += 1
         vector = rows[0]  # a float32 row (the Embedder protocol)
         return QueryVector(vector, space, unrelated(vector, references))
@@ -265,7 +264,7 @@ class Embeddings:
     def _turned_away(self) -> None:
         """Count a search left lexical for a busy embedder; say so at most once a minute."""
         self.busy += 1
-        now = self._clock()
+        now = self._clock.monotonic()
         if now - self._busy_logged >= BUSY_LOG_EVERY:
             log.info("query_embedding_busy", lexical=self.busy - self._busy_said)
             self._busy_logged, self._busy_said = now, self.busy
@@ -311,7 +310,7 @@ class Embeddings:
             chunk = pending[start : start + self.batch]
             vectors: list[tuple[str, Vector]] = []
             if chunk:
-                started, nudges = self._clock(), self._nudges
+                started, nudges = self._clock.monotonic(), self._nudges
                 matrix = await self.embedder.embed([t for _, t in chunk], "passage")
                 vectors = [(h, matrix[i]) for i, (h, _) in enumerate(chunk)]
                 report.embedded += len(chunk)
@@ -411,10 +410,11 @@ class Embeddings:
         share = self._background_share
         if share >= 1.0:
             return
-        took = self._clock() - started
+        took = self._clock.monotonic() - started
         rest = min(MAX_REST, took * (1.0 - share) / share)
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._stopped.wait(), rest)
+            async with self._clock.timeout(rest):
+                await self._stopped.wait()
 
     async def run(self, settle: float = 0.2) -> None:
         """Embed what each nudge brought, until `stop()`; a failure waits for the next nudge
@@ -426,7 +426,7 @@ class Embeddings:
             await self._wake.wait()
             if self._stopping:
                 break
-            await asyncio.sleep(settle)  # let a burst of turns arrive, embed it in batches
+            await self._clock.sleep(settle)  # let a burst of turns arrive, embed it in batches
             self._wake.clear()
             try:
                 report = await self.embed_new()

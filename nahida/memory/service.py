@@ -29,6 +29,7 @@ from datetime import tzinfo
 from pathlib import Path
 from typing import Any, TypeVar
 
+from nahida.clock import SYSTEM, Clock
 from nahida.envelope import ChatKey, UserKey
 from nahida.errors import MemoryPermissionError
 from nahida.memory import candidates, importer, write
@@ -378,6 +379,7 @@ class MemoryService:
         markdown: bool = True,
         max_bullets: int = 200,
         daily_notes: bool = True,
+        clock: Clock = SYSTEM,
     ) -> None:
         self.store = store
         self.tz = tz  # the bot's zone (`bot.timezone`); None: the system's
@@ -390,6 +392,7 @@ class MemoryService:
             query_share=settings.query_share,
             background_share=settings.background_share,
             why=embedder_why,
+            clock=clock,
         )
         work = working or WorkingSettings()
         self.sessions = Sessions(

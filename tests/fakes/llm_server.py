@@ -74,6 +74,7 @@ class Fail:
 @dataclass(frozen=True, slots=True)
 class Hang:
     seconds: float  # then the echo reply, if the server is still open
+    until: asyncio.Event | None = None  # or as soon as the test sets this
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,8 +188,11 @@ class FakeLLMServer(LoopbackServer, abc.ABC):
         else:
             behaviour = self._script.pop(0) if self._script else None
         if isinstance(behaviour, Hang):
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._closing.wait(), behaviour.seconds)
+            ends = [self._closing] if behaviour.until is None else [self._closing, behaviour.until]
+            waits = [asyncio.create_task(end.wait()) for end in ends]
+            await asyncio.wait(waits, timeout=behaviour.seconds, return_when="FIRST_COMPLETED")
+            for wait in waits:
+                wait.cancel()
             behaviour = None
         if isinstance(behaviour, Fail):
             extra = (

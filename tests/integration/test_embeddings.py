@@ -19,9 +19,11 @@ from typing import Any
 import numpy as np
 import pytest
 import structlog
+from pytest import approx
 from structlog.testing import capture_logs
 
 from nahida.app import Paths, choose_embedder, open_memory
+from nahida.clock import SYSTEM, Clock, VirtualClock
 from nahida.errors import ConfigError, ProviderServerError
 from nahida.memory import EmbeddingSettings, MemoryService, NewTurn, Query, viewer_for
 from nahida.memory.embedding import Embeddings, TimeShare
@@ -48,11 +50,17 @@ def endpoint(
 
 @contextlib.asynccontextmanager
 async def served(
-    server: FakeOpenAIServer, path: Path, model: str = "bigram-64", **settings: float
+    server: FakeOpenAIServer,
+    path: Path,
+    model: str = "bigram-64",
+    clock: Clock = SYSTEM,
+    **settings: float,
 ) -> AsyncIterator[MemoryService]:
     """Memory on `path` embedding through the fake server's `/v1/embeddings`; closed after."""
     embedding = EmbeddingSettings(**settings) if settings else None
-    memory = MemoryService(SqliteStore(path), embedder=endpoint(server, model), embedding=embedding)
+    memory = MemoryService(
+        SqliteStore(path), embedder=endpoint(server, model), embedding=embedding, clock=clock
+    )
     try:
         yield memory
     finally:
@@ -120,16 +128,16 @@ async def test_upkeep_embeds_once_per_text_skips_short_turns_and_search_finds_by
 async def test_a_slow_embedder_makes_the_search_lexical_within_its_bound(
     tmp_path: Path, openai_server: FakeOpenAIServer
 ) -> None:
-    async with served(openai_server, tmp_path / "m.db", query_timeout=0.2) as memory:
+    clock = VirtualClock()
+    async with served(openai_server, tmp_path / "m.db", clock=clock, query_timeout=2.0) as memory:
         await say(memory, CHAT, "我们周末去爬山")
         await memory.embeddings.catch_up()
-        openai_server.embed_delay = 5.0
-        started = time.monotonic()
-        hits = await memory.recall.search(Query("爬山", viewer_for(CHAT, "7")))
-        assert time.monotonic() - started < 2.0
+        openai_server.embed_delay = 60.0
+        hits = await clock.run(memory.recall.search(Query("爬山", viewer_for(CHAT, "7"))))
+        assert clock.monotonic() == 2.0  # it waited for the vector as long as its bound
         assert [h.text for h in hits] == ["我们周末去爬山"]  # found lexically
-        vector_only = await memory.recall.search(
-            Query("爬山", viewer_for(CHAT, "7"), mode="vector")
+        vector_only = await clock.run(
+            memory.recall.search(Query("爬山", viewer_for(CHAT, "7"), mode="vector"))
         )
         assert vector_only == []  # no query vector in time: nothing to search by meaning
 
@@ -225,21 +233,25 @@ async def test_background_run_embeds_new_turns_without_being_asked(
 async def test_a_burst_beyond_the_query_queue_is_searched_lexically_at_once(
     tmp_path: Path, openai_server: FakeOpenAIServer
 ) -> None:
-    async with served(openai_server, tmp_path / "m.db", query_timeout=5.0) as memory:
+    clock = VirtualClock()
+    async with served(openai_server, tmp_path / "m.db", clock=clock, query_timeout=5.0) as memory:
         await say(memory, CHAT, "我们周末去爬山")
         await memory.embeddings.catch_up()
-        openai_server.embed_delay = 0.5
+        openai_server.embed_delay = 60.0  # the vectors do not come: two wait for their bound
         viewer = viewer_for(CHAT, "7")
-
-        async def timed() -> float:
-            started = time.monotonic()
-            hits = await memory.recall.search(Query("爬山", viewer))
+        searches = [
+            asyncio.create_task(memory.recall.search(Query("爬山", viewer))) for _ in range(4)
+        ]
+        done: set[asyncio.Task[Any]] = set()
+        while len(done) < 2:
+            done, _ = await asyncio.wait(searches, return_when=asyncio.FIRST_COMPLETED)
+        assert len(done) == 2  # two answered without any time passing, two wait
+        assert memory.embeddings.busy == 2
+        await clock.advance(4.9)
+        assert sum(s.done() for s in searches) == 2
+        await clock.advance(0.1)
+        for hits in await asyncio.gather(*searches):
             assert [h.text for h in hits] == ["我们周末去爬山"]
-            return time.monotonic() - started
-
-        took = await asyncio.gather(*(timed() for _ in range(4)))
-        assert memory.embeddings.busy == 2  # two waited for their vectors, two did not
-        assert sorted(took)[1] < 0.3 < sorted(took)[2]
 
 
 @contextlib.contextmanager
@@ -262,7 +274,7 @@ class OnThisMachine:
 
     local = True
 
-    def __init__(self, inner: EndpointEmbedder, clock: list[float], seconds: float) -> None:
+    def __init__(self, inner: EndpointEmbedder, clock: VirtualClock, seconds: float) -> None:
         self.inner = inner
         self.clock = clock
         self.seconds = seconds
@@ -278,7 +290,7 @@ class OnThisMachine:
         self.calls += 1
         for _ in range(self.turns):
             self.nudge()
-        self.clock[0] += self.seconds
+        self.clock.now += self.seconds
         return await self.inner.embed(texts, kind)
 
     async def aclose(self) -> None:
@@ -288,12 +300,12 @@ class OnThisMachine:
 @contextlib.asynccontextmanager
 async def rationed(
     memory: MemoryService, server: FakeOpenAIServer, seconds: float, **settings: Any
-) -> AsyncIterator[tuple[Embeddings, OnThisMachine, list[float]]]:
+) -> AsyncIterator[tuple[Embeddings, OnThisMachine, VirtualClock]]:
     """Embeddings of `memory`'s store through a "local" embedder on a clock of its own, loaded
     (the floor's reference lines embedded: `calls` counts what came after)."""
-    clock = [1000.0]
+    clock = VirtualClock()
     embedder = OnThisMachine(endpoint(server), clock, seconds)
-    local = Embeddings(memory.store, embedder, clock=lambda: clock[0], **settings)
+    local = Embeddings(memory.store, embedder, clock=clock, **settings)
     await local.load()
     embedder.calls = 0
     try:
@@ -303,16 +315,16 @@ async def rationed(
 
 
 def test_a_time_share_fills_at_its_rate_up_to_its_burst() -> None:
-    now = [0.0]
-    share = TimeShare(0.25, burst=1.0, clock=lambda: now[0])
+    clock = VirtualClock()
+    share = TimeShare(0.25, burst=1.0, clock=clock)
     assert share.available()
     share.spend(0.3)  # a quarter of a second was there; now a twentieth is owed
     assert not share.available()
-    now[0] += 0.1  # fills 0.025: still owed
+    clock.now += 0.1  # fills 0.025: still owed
     assert not share.available()
-    now[0] += 0.2
+    clock.now += 0.2
     assert share.available()
-    now[0] += 100  # a long quiet time keeps at most the burst's share
+    clock.now += 100  # a long quiet time keeps at most the burst's share
     share.spend(0.25)
     assert not share.available()
     assert TimeShare(1.0).available()  # unbounded
@@ -339,12 +351,14 @@ async def test_a_local_model_embeds_queries_only_its_share_of_the_time(
             assert (embedder.calls, local.busy) == (3, 2)
             said = [e for e in logs if e["event"] == "query_embedding_busy"]
             assert [e["lexical"] for e in said] == [1]  # once a minute: the second is not said
-            clock[0] += 1.0  # a quiet second gives its quarter back
+            clock.now += 1.0  # a quiet second gives its quarter back
             assert await local.query("爬山") is not None
             assert (embedder.calls, local.busy) == (4, 2)
             with info_lines() as logs:
                 within = [await local.query("爬山") for _ in range(4)]
-                clock[0] += 60.0  # a minute on, the next one turned away is said, with the minute's
+                clock.now += (
+                    60.0  # a minute on, the next one turned away is said, with the minute's
+                )
                 after = [await local.query("爬山") for _ in range(6)]
             assert None in within and None in after
             # since the last line: the fifth search above, then those up to the first after a minute
@@ -365,26 +379,33 @@ async def test_a_local_model_rests_in_the_background_only_while_it_falls_behind(
         rationed(memory, openai_server, 0.05, batch=2, background_share=0.2) as (
             local,
             embedder,
-            _,
+            clock,
         ),
     ):
         embedder.nudge = local.nudge
 
         async def embedding(*texts: str) -> float:
+            """Seconds on the clock that embedding these turns took: the model's and rests."""
             await say(memory, CHAT, *texts)
-            started = time.monotonic()
-            await local.embed_new()
-            return time.monotonic() - started
+            started = clock.monotonic()
+            await clock.run(local.embed_new())
+            return clock.monotonic() - started
 
-        # quiet chats, and chats slower than the model (one turn while it embeds two): no rest
-        assert await embedding("我们周末去爬山", "周日下雨就去看电影", "下周一交周报") < 0.4
+        # quiet chats, and chats slower than the model (one turn while it embeds two): no rest,
+        # only the calls of 0.05 s
+        assert await embedding("我们周末去爬山", "周日下雨就去看电影", "下周一交周报") == approx(
+            0.1
+        )
         embedder.turns = 1
-        assert await embedding("明天早上八点开会", "会议室在三楼东边", "记得带上电脑") < 0.4
-        assert (await local.counts()).stored == 6
+        slower = ("明天早上八点开会", "会议室在三楼东边", "记得带上电脑", "投影仪找行政借")
+        assert await embedding(*slower) == approx(0.1)
+        assert (await local.counts()).stored == 7
         # a burst (two turns while it embeds two): 0.2 s of rest after each call of 0.05 s
         embedder.turns = 2
-        assert await embedding("下午三点有客户来访", "晚上一起吃火锅吧", "周五团建去郊外") >= 0.4
-        assert (await local.counts()).stored == 9
+        assert await embedding(
+            "下午三点有客户来访", "晚上一起吃火锅吧", "周五团建去郊外"
+        ) == approx(0.5)
+        assert (await local.counts()).stored == 10
 
         await say(memory, OTHER, "周六上午九点出发", "记得带雨伞和水")
         embedder.seconds = 30.0  # a rest of MAX_REST (5 s), cut short by stop()
@@ -393,7 +414,7 @@ async def test_a_local_model_rests_in_the_background_only_while_it_falls_behind(
         while embedder.calls == calls:  # noqa: ASYNC110 - until the first call is made
             await asyncio.sleep(0.01)
         local.stop()
-        report = await asyncio.wait_for(running, 2)  # a rest is 5 s
+        report = await asyncio.wait_for(running, 30)  # a rest on this clock never ends by itself
         assert report.embedded == 2  # its rest was cut short
 
 

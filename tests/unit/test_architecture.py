@@ -66,7 +66,13 @@ class Rule:
 def _adapter_imports(module: str, imported: str) -> bool:
     if not within(imported, "nahida"):
         return True
-    allowed = ("nahida.envelope", "nahida.errors", "nahida.config", "nahida.adapters.base")
+    allowed = (
+        "nahida.envelope",
+        "nahida.errors",
+        "nahida.config",
+        "nahida.clock",
+        "nahida.adapters.base",
+    )
     return within(imported, *allowed) or within(imported, own_package(module))
 
 
@@ -83,7 +89,7 @@ def _backend(module: str, imported: str) -> bool:
 
 RULES = (
     Rule(
-        "adapters import only envelope, errors, config and their own package",
+        "adapters import only envelope, errors, config, clock and their own package",
         lambda m: within(m, "nahida.adapters"),
         _adapter_imports,
         ("nahida.adapters.onebot.events", "from nahida.memory import MemoryService"),

@@ -2,6 +2,8 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from nahida.clock import SYSTEM, VirtualClock
 
 
@@ -41,3 +43,52 @@ async def test_the_system_clock_moves_forward() -> None:
     before = SYSTEM.monotonic()
     await SYSTEM.sleep(0)
     assert SYSTEM.monotonic() >= before and SYSTEM.time() > 1_700_000_000
+
+
+async def test_a_virtual_timeout_fires_only_when_time_passes_its_deadline() -> None:
+    clock = VirtualClock()
+    outcome: list[str] = []
+
+    async def waits(seconds: float) -> None:
+        try:
+            async with clock.timeout(seconds):
+                await asyncio.Event().wait()
+        except TimeoutError:
+            outcome.append(f"timed out at {clock.monotonic()}")
+
+    task = asyncio.create_task(waits(2.0))
+    await clock.advance(1.9)
+    assert outcome == [] and not task.done()
+    await clock.advance(0.2)
+    assert outcome == ["timed out at 2.0"]
+    await task
+
+
+async def test_a_body_done_in_time_is_not_cancelled_later() -> None:
+    clock = VirtualClock()
+    async with clock.timeout(1.0):
+        await clock.sleep(0)
+    await clock.advance(5)  # the alarm is gone: nothing is cancelled now
+    await asyncio.sleep(0)
+    async with clock.timeout(1.0):
+        pass
+
+
+async def test_the_system_timeout_is_asyncio_timeout() -> None:
+    with pytest.raises(TimeoutError):
+        async with SYSTEM.timeout(0.001):
+            await asyncio.Event().wait()
+
+
+async def test_run_moves_time_to_each_deadline_it_waits_for() -> None:
+    clock = VirtualClock()
+
+    async def naps() -> list[float]:
+        seen = []
+        for seconds in (3, 0.5, 10):
+            await clock.sleep(seconds)
+            seen.append(clock.monotonic())
+        return seen
+
+    assert await clock.run(naps()) == [3.0, 3.5, 13.5]
+    assert clock.monotonic() == 13.5  # no further than the last deadline

@@ -157,7 +157,7 @@ def test_hostile_input_takes_milliseconds(text: str) -> None:
     statements("warm up: 我喜欢乌龙茶")
     started = time.perf_counter()
     statements(text[:1000])
-    assert time.perf_counter() - started < 0.25
+    assert time.perf_counter() - started < 1.0  # milliseconds; a backtracking pattern takes seconds
 
 
 def test_slot_for_reuses_the_rules() -> None:

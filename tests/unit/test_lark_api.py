@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import socket
-import time
 from collections.abc import AsyncIterator
 
 import pytest
@@ -15,6 +14,7 @@ from nahida.adapters.lark.config import load
 from nahida.adapters.lark.directory import Directory
 from nahida.adapters.lark.limiter import SendLimiter
 from nahida.adapters.lark.message import Mention, Outgoing
+from nahida.clock import VirtualClock
 from nahida.envelope import ChatKey, Reply, Role, UserKey
 from nahida.errors import ActionFailedError, AdapterError
 from tests.fakes.lark_server import INVALID_TOKEN, FakeLarkServer
@@ -158,22 +158,27 @@ async def test_bot_info(lark: FakeLarkServer, api: LarkApi) -> None:
 
 
 async def test_limiter_lets_five_per_period_into_one_chat() -> None:
-    limiter = SendLimiter(rate=5, period=0.2)
-    start = time.monotonic()
-    times = []
-    for _ in range(11):
-        await limiter.acquire("lark:group:a")
-        times.append(time.monotonic() - start)
-    assert times[4] < 0.1  # the first five go at once
-    assert 0.18 <= times[5] < 0.35  # the sixth waits for the first to leave the window
-    assert times[10] >= 0.38
-    other = time.monotonic()
-    await limiter.acquire("lark:group:b")  # another chat does not wait
-    assert time.monotonic() - other < 0.05
+    clock = VirtualClock()
+    limiter = SendLimiter(rate=5, period=0.2, clock=clock)
+    times: list[float] = []
+
+    async def send(n: int) -> None:
+        for _ in range(n):
+            await limiter.acquire("lark:group:a")
+            times.append(clock.monotonic())
+
+    sending = asyncio.create_task(send(11))
+    await clock.advance(1.0)
+    await sending
+    # five at once, five more when the first five leave the window, then the eleventh
+    assert times == pytest.approx([0.0] * 5 + [0.2] * 5 + [0.4])
+    other = asyncio.create_task(limiter.acquire("lark:group:b"))
+    await clock.advance(0)
+    assert other.done()  # another chat does not wait
 
 
 async def test_limiter_forgets_quiet_chats() -> None:
-    clock = Clock()
+    clock = VirtualClock()
     limiter = SendLimiter(rate=5, period=1.0, clock=clock)
     for n in range(100):
         await limiter.acquire(f"chat-{n}")
@@ -184,16 +189,20 @@ async def test_limiter_forgets_quiet_chats() -> None:
 
 
 async def test_concurrent_senders_do_not_overshoot() -> None:
-    limiter = SendLimiter(rate=5, period=0.2)
-    start = time.monotonic()
+    clock = VirtualClock()
+    limiter = SendLimiter(rate=5, period=0.2, clock=clock)
     done: list[float] = []
 
     async def send() -> None:
         await limiter.acquire("lark:group:a")
-        done.append(time.monotonic() - start)
+        done.append(clock.monotonic())
 
-    await asyncio.gather(*(send() for _ in range(10)))
-    assert sum(1 for t in done if t < 0.15) == 5
+    senders = asyncio.gather(*(send() for _ in range(10)))
+    await clock.advance(0.1)
+    assert done == [0.0] * 5
+    await clock.advance(0.1)
+    await senders
+    assert done == pytest.approx([0.0] * 5 + [0.2] * 5)
 
 
 # -- directory ----------------------------------------------------------------------------------
@@ -220,7 +229,7 @@ async def test_a_failed_role_lookup_means_member_and_is_not_repeated(
 async def test_names_from_contacts_or_mentions_cached_until_the_ttl(
     lark: FakeLarkServer, api: LarkApi
 ) -> None:
-    clock = Clock()
+    clock = VirtualClock()
     lark.users["ou_a"] = "Alice"
     directory = Directory(api, ttl=60, clock=clock)
     assert await directory.name("ou_a") == "Alice"
@@ -238,11 +247,16 @@ async def test_a_slow_lookup_gives_up_quickly_and_is_not_retried_at_once(
     lark: FakeLarkServer, api: LarkApi
 ) -> None:
     lark.slow_down("/chats/", 0.5)
-    directory = Directory(api, timeout=0.05)
-    start = time.monotonic()
-    assert await directory.role("oc_slow", "ou_a") is Role.MEMBER
-    assert await directory.role("oc_slow", "ou_a") is Role.MEMBER
-    assert time.monotonic() - start < 0.4
+    clock = VirtualClock()
+    directory = Directory(api, timeout=0.05, clock=clock)
+    first = asyncio.create_task(directory.role("oc_slow", "ou_a"))
+    await clock.advance(0.04)
+    assert not first.done()  # waits for the platform up to its timeout
+    await clock.advance(0.01)
+    assert await first is Role.MEMBER  # gave up at the timeout, not at the slow answer
+    again = asyncio.create_task(directory.role("oc_slow", "ou_a"))
+    await clock.advance(0)
+    assert again.done() and again.result() is Role.MEMBER  # the failure was cached
     assert len(lark.calls("/chats/")) == 1
 
 
@@ -255,16 +269,20 @@ async def test_a_long_group_reply_is_split_quoted_paced_and_mentions_once(
     adapter = LarkAdapter(
         load({"app_id": lark.app_id, "app_secret": lark.app_secret, "domain": lark.url})
     )
-    adapter.limiter = SendLimiter(rate=2, period=0.2)
+    clock = VirtualClock()
+    adapter.limiter = SendLimiter(rate=2, period=0.2, clock=clock)
     text = "\n\n".join(f"paragraph {i}: " + "words " * 100 for i in range(12))
     reply = Reply.text(GROUP, text, quote="om_q", mention=UserKey("lark", "ou_alice"))
-    start = time.monotonic()
-    try:
+
+    async def sending() -> str:
         first = await adapter.send(reply)
         await adapter.send(Reply.text(ChatKey("lark", "private", "ou_bob"), "hi"))
+        return first
+
+    try:
+        first = await clock.run(sending())
     finally:
         await adapter.api.aclose()
-    elapsed = time.monotonic() - start
     *group, private = lark.delivered
     assert len(group) >= 3
     assert {m.path for m in group} == {"/open-apis/im/v1/messages/om_q/reply"}
@@ -273,6 +291,6 @@ async def test_a_long_group_reply_is_split_quoted_paced_and_mentions_once(
     assert not any("<at" in t for t in texts[1:])
     assert len({m.body["uuid"] for m in group}) == len(group)
     assert first == lark.sent_ids[0]
-    assert elapsed >= 0.2 * ((len(group) - 1) // 2) - 0.02  # two per 0.2 s into one chat
+    assert clock.monotonic() == pytest.approx(0.2 * ((len(group) - 1) // 2))  # two per 0.2 s
     assert private.query == {"receive_id_type": "open_id"}
     assert private.body["receive_id"] == "ou_bob"

@@ -6,26 +6,19 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from nahida.clock import VirtualClock
 from nahida.ratelimit import RateLimiter
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def test_limits_each_chat_separately() -> None:
-    clock = Clock()
+    clock = VirtualClock()
     limiter = RateLimiter(3, clock=clock)
     assert [limiter.allow("a") for _ in range(4)] == [True, True, True, False]
     assert limiter.allow("b") is True
 
 
 def test_sliding_window_frees_one_reply_at_a_time() -> None:
-    clock = Clock()
+    clock = VirtualClock()
     limiter = RateLimiter(2, clock=clock)
     assert limiter.allow("a")
     clock.now += 30
@@ -39,7 +32,7 @@ def test_sliding_window_frees_one_reply_at_a_time() -> None:
 
 
 def test_one_notice_per_limited_stretch() -> None:
-    clock = Clock()
+    clock = VirtualClock()
     limiter = RateLimiter(1, clock=clock)
     assert limiter.take_notice("a") is False  # not limited
     assert limiter.allow("a")
@@ -60,7 +53,7 @@ def test_zero_means_unlimited() -> None:
 
 
 def test_idle_chats_are_forgotten() -> None:
-    clock = Clock()
+    clock = VirtualClock()
     limiter = RateLimiter(5, clock=clock)
     for chat in range(100):
         limiter.allow(f"c{chat}")
@@ -71,7 +64,7 @@ def test_idle_chats_are_forgotten() -> None:
 
 
 def test_tracked_chats_are_capped() -> None:
-    limiter = RateLimiter(5, clock=Clock(), max_chats=10)
+    limiter = RateLimiter(5, clock=VirtualClock(), max_chats=10)
     for chat in range(100):
         limiter.allow(f"c{chat}")
     assert len(limiter) == 10
@@ -86,7 +79,7 @@ def test_bad_arguments() -> None:
 
 @given(st.lists(st.floats(min_value=0, max_value=5), max_size=60), st.integers(1, 6))
 def test_never_more_than_the_limit_in_any_window(gaps: list[float], limit: int) -> None:
-    clock = Clock()
+    clock = VirtualClock()
     limiter = RateLimiter(limit, clock=clock, window=10.0)
     allowed: list[float] = []
     for gap in gaps:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from nahida.clock import VirtualClock
 from nahida.memory import CleanupEmptySessions, MemoryService, NewTurn
 from nahida.memory.store.sqlite import SqliteStore
 from nahida.scheduler import JobContext, Schedule, Scheduler
@@ -23,6 +24,7 @@ class Steps:
         self.pause = pause
         self.schedule = Schedule(every=3600.0, first=0.0)
         self.started = asyncio.Event()
+        self.stored_one = asyncio.Event()
         self.ignore_stop = False
 
     async def run(self, ctx: JobContext) -> None:
@@ -33,6 +35,7 @@ class Steps:
             turn = NewTurn("job:group:g", "user", f"unit {n}", 1_700_000_000.0 + n)
             await self.memory.sessions.record(turn)
             ctx.count("units")
+            self.stored_one.set()
             await asyncio.sleep(self.pause)
 
 
@@ -129,32 +132,72 @@ async def test_stop_lets_a_running_job_finish_its_unit_and_loses_nothing(
 async def test_a_job_that_ignores_stop_is_cancelled_at_the_deadline(
     memory: MemoryService,
 ) -> None:
+    clock = VirtualClock()
     job = Steps(memory, units=1000, pause=0.01)
     job.ignore_stop = True
-    scheduler = Scheduler(memory.runs, holder="here", deadline=0.2)
+    scheduler = Scheduler(memory.runs, holder="here", deadline=10.0, clock=clock)
     scheduler.add(job)
     async with asyncio.TaskGroup() as group:
         scheduler.start(group)
-        await job.started.wait()
-        await scheduler.stop()
+        await job.stored_one.wait()
+        stopping = asyncio.create_task(scheduler.stop())
+        await clock.advance(9.9)
+        assert not stopping.done()  # the job had its deadline to finish
+        await clock.advance(0.2)
+        await stopping
     (run,) = await memory.runs.latest("steps")
     assert run.outcome == "interrupted"
     assert run.error == "stopped at the shutdown deadline"
     assert await stored(memory) >= run.counts["units"] > 0
 
 
-async def test_jobs_fire_on_their_schedule_inside_the_task_group(memory: MemoryService) -> None:
-    scheduler = Scheduler(memory.runs, holder="here")
-    scheduler.add(CleanupEmptySessions(memory))  # first run at start
+class Clocked:
+    """Notes the virtual second of each run; `hold` keeps a run going until it is set."""
+
+    name = "clocked"
+    schedule = Schedule(every=60.0, first=10.0)
+
+    def __init__(self, clock: VirtualClock) -> None:
+        self.clock = clock
+        self.ran: list[float] = []
+        self.hold: asyncio.Event | None = None
+
+    async def run(self, ctx: JobContext) -> None:
+        self.ran.append(self.clock.monotonic())
+        if self.hold is not None:
+            await self.hold.wait()
+
+
+async def test_jobs_fire_on_their_schedule_inside_the_task_group() -> None:
+    clock = VirtualClock()
+    job = Clocked(clock)
+    scheduler = Scheduler(clock=clock)
+    scheduler.add(job)
     async with asyncio.TaskGroup() as group:
         scheduler.start(group)
-        for _ in range(100):
-            if await memory.runs.latest("cleanup_empty_sessions"):
-                break
-            await asyncio.sleep(0.02)
+        await clock.advance(9.9)
+        assert job.ran == []
+        await clock.advance(200)
+        assert job.ran == [10.0, 70.0, 130.0, 190.0]
         await scheduler.stop()
-    (run,) = await memory.runs.latest("cleanup_empty_sessions")
-    assert run.outcome == "ok"
+        await clock.advance(600)
+    assert job.ran == [10.0, 70.0, 130.0, 190.0]  # stopped: no timer left
+
+
+async def test_a_run_still_going_when_the_next_is_due_is_not_doubled() -> None:
+    clock = VirtualClock()
+    job = Clocked(clock)
+    job.hold = asyncio.Event()
+    scheduler = Scheduler(clock=clock)
+    scheduler.add(job)
+    async with asyncio.TaskGroup() as group:
+        scheduler.start(group)
+        await clock.advance(200)
+        assert job.ran == [10.0]
+        job.hold.set()
+        await clock.advance(60)
+        assert job.ran == [10.0, 250.0]
+        await scheduler.stop()
 
 
 def test_a_job_name_is_scheduled_once(memory: MemoryService) -> None:

@@ -10,16 +10,15 @@ gives up after `timeout` seconds, since events wait for it.
 
 from __future__ import annotations
 
-import asyncio
-import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Generic, TypeVar
 
 import structlog
 
 from nahida.adapters.lark.api import LarkApi
 from nahida.adapters.lark.message import Mention
+from nahida.clock import SYSTEM, Clock
 from nahida.envelope import Role
 from nahida.errors import AdapterError
 
@@ -29,7 +28,7 @@ V = TypeVar("V")
 
 
 class _TTLCache(Generic[V]):
-    def __init__(self, ttl: float, size: int, clock: Callable[[], float]) -> None:
+    def __init__(self, ttl: float, size: int, clock: Clock) -> None:
         self._ttl = ttl
         self._size = size
         self._clock = clock
@@ -37,13 +36,13 @@ class _TTLCache(Generic[V]):
 
     def get(self, key: str) -> V | None:
         item = self._items.get(key)
-        if item is None or item[0] <= self._clock():
+        if item is None or item[0] <= self._clock.monotonic():
             return None
         self._items.move_to_end(key)
         return item[1]
 
     def put(self, key: str, value: V) -> None:
-        self._items[key] = (self._clock() + self._ttl, value)
+        self._items[key] = (self._clock.monotonic() + self._ttl, value)
         self._items.move_to_end(key)
         while len(self._items) > self._size:
             self._items.popitem(last=False)
@@ -60,10 +59,11 @@ class Directory:
         ttl: float = 600.0,
         size: int = 1024,
         timeout: float = 3.0,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Clock = SYSTEM,
     ) -> None:
         self._api = api
         self._timeout = timeout
+        self._clock = clock
         self._admins: _TTLCache[tuple[str, frozenset[str]]] = _TTLCache(ttl, size, clock)
         self._names: _TTLCache[str] = _TTLCache(ttl, size, clock)
 
@@ -92,7 +92,7 @@ class Directory:
 
     async def _fetch_admins(self, chat_id: str) -> tuple[str, frozenset[str]]:
         try:
-            async with asyncio.timeout(self._timeout):
+            async with self._clock.timeout(self._timeout):
                 info = await self._api.chat(chat_id)
         except (AdapterError, TimeoutError) as exc:
             log.warning("lark_chat_info_failed", chat_id=chat_id, error=repr(exc))
@@ -102,7 +102,7 @@ class Directory:
 
     async def _fetch_name(self, open_id: str) -> str:
         try:
-            async with asyncio.timeout(self._timeout):
+            async with self._clock.timeout(self._timeout):
                 user = await self._api.user(open_id)
         except (AdapterError, TimeoutError) as exc:
             log.info("lark_user_name_unavailable", open_id=open_id, error=repr(exc))

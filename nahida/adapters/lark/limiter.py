@@ -8,16 +8,13 @@ currently being written to, not all chats ever seen.
 
 from __future__ import annotations
 
-import asyncio
-import time
 from collections import deque
-from collections.abc import Callable
+
+from nahida.clock import SYSTEM, Clock
 
 
 class SendLimiter:
-    def __init__(
-        self, rate: int = 5, period: float = 1.0, *, clock: Callable[[], float] = time.monotonic
-    ) -> None:
+    def __init__(self, rate: int = 5, period: float = 1.0, *, clock: Clock = SYSTEM) -> None:
         if rate < 1 or period <= 0:
             raise ValueError(f"need rate >= 1 and period > 0, not {rate}/{period}")
         self.rate = rate
@@ -31,13 +28,13 @@ class SendLimiter:
 
     async def acquire(self, chat: str) -> None:
         while True:
-            now = self._clock()
+            now = self._clock.monotonic()
             self._prune(now)
             times = self._sent.setdefault(chat, deque())
             if len(times) < self.rate:
                 times.append(now)  # no await since the check: concurrent senders cannot overshoot
                 return
-            await asyncio.sleep(times[0] + self.period - now)
+            await self._clock.sleep(times[0] + self.period - now)
 
     def _prune(self, now: float) -> None:
         horizon = now - self.period
