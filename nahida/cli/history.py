@@ -1,4 +1,4 @@
-"""`nahida history import`: chat history from JSON Lines (see `nahida.memory.importer`).
+"""`nahida history import`: chat history from JSON Lines (see `nahida.memory.history.importer`).
 
     nahida history import chats.jsonl [--json]
 

@@ -32,16 +32,9 @@ from typing import Any, TypeVar
 from nahida.clock import SYSTEM, Clock
 from nahida.envelope import ChatKey, UserKey
 from nahida.errors import MemoryPermissionError
-from nahida.memory import candidates, importer, write
-from nahida.memory.access import Actor, can_forget, review_scopes
 from nahida.memory.context_units import pin, pinned_unit
-from nahida.memory.dream import Dreaming, DreamSettings
-from nahida.memory.embedding import Embeddings, EmbeddingSettings
-from nahida.memory.episodes import Episodes
-from nahida.memory.importer import BadLine, ImportReport
-from nahida.memory.markdown.daily import DailyNotes
-from nahida.memory.markdown.sync import MarkdownSync
-from nahida.memory.models import (
+from nahida.memory.core.access import Actor, can_forget, review_scopes
+from nahida.memory.core.models import (
     INJECTED_CONFIDENCE,
     Candidate,
     CommitMode,
@@ -52,15 +45,23 @@ from nahida.memory.models import (
     Pinned,
     WriteResult,
 )
+from nahida.memory.core.scopes import Viewer
+from nahida.memory.core.tokenize import run_cpu
+from nahida.memory.dream import Dreaming, DreamSettings
+from nahida.memory.embedding import Embeddings, EmbeddingSettings
+from nahida.memory.history import importer
+from nahida.memory.history.episodes import Episodes
+from nahida.memory.history.importer import BadLine, ImportReport
+from nahida.memory.history.sessions import Sessions
+from nahida.memory.history.working import WorkingMemory, WorkingSettings
+from nahida.memory.markdown.daily import DailyNotes
+from nahida.memory.markdown.sync import MarkdownSync
 from nahida.memory.procedures import Procedures
 from nahida.memory.profiles import Profiles
 from nahida.memory.recall import TUNING, Mode, Query, Tuning, pack, plan, search
 from nahida.memory.recall.rerank import rerank
-from nahida.memory.scopes import Viewer
-from nahida.memory.sessions import Sessions
 from nahida.memory.store.base import Store, StoreCapabilities, Tx
-from nahida.memory.tokenize import run_cpu
-from nahida.memory.working import WorkingMemory, WorkingSettings
+from nahida.memory.write import candidates, write
 from nahida.providers.base import ChatModel, Embedder, Reranker
 from nahida.scheduler import process_label
 

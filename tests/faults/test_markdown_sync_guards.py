@@ -13,9 +13,10 @@ from pathlib import Path
 from typer.testing import CliRunner, Result
 
 from nahida.cli import app
-from nahida.memory import MarkdownSyncJob, MemoryService, candidates
+from nahida.memory import MarkdownSyncJob, MemoryService
 from nahida.memory.markdown.memory_md import BEGIN, END
 from nahida.memory.store.sqlite import SqliteStore
+from nahida.memory.write import candidates
 from nahida.scheduler import Scheduler
 from tests.helpers import History
 

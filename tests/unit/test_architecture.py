@@ -111,7 +111,7 @@ RULES = (
         "everything outside memory/ imports only nahida.memory",
         lambda m: within(m, "nahida") and not within(m, "nahida.memory"),
         _outside_memory,
-        ("nahida.commands.session", "from nahida.memory.sessions import Sessions"),
+        ("nahida.commands.session", "from nahida.memory.history.sessions import Sessions"),
     ),
     Rule(
         "only app.py imports concrete backends",
@@ -187,7 +187,7 @@ def test_each_import_rule_can_fail(rule: Rule) -> None:
 
 def test_an_import_under_type_checking_counts() -> None:
     source = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from nahida.bus import X\n"
-    assert import_violations("nahida.memory.write", source)
+    assert import_violations("nahida.memory.write.write", source)
 
 
 def test_the_sql_check_can_fail() -> None:
@@ -205,12 +205,22 @@ def test_the_tree_has_the_layout_of_design_13() -> None:
         "cli/main.py",
         "memory/__init__.py",
         "memory/service.py",
-        "memory/access.py",
-        "memory/sessions.py",
-        "memory/importer.py",
-        "memory/tokenize.py",
-        "memory/statements.py",
-        "memory/candidates.py",
+        "memory/core/models.py",
+        "memory/core/scopes.py",
+        "memory/core/access.py",
+        "memory/core/kinds.py",
+        "memory/core/tokenize.py",
+        "memory/core/safety.py",
+        "memory/write/candidates.py",
+        "memory/write/write.py",
+        "memory/write/statements.py",
+        "memory/write/extract.py",
+        "memory/write/timeparse.py",
+        "memory/history/sessions.py",
+        "memory/history/importer.py",
+        "memory/history/working.py",
+        "memory/history/compress.py",
+        "memory/history/episodes.py",
         "memory/jobs.py",
         "memory/recall/plan.py",
         "memory/recall/lexical.py",
@@ -227,3 +237,10 @@ def test_the_tree_has_the_layout_of_design_13() -> None:
         assert (PACKAGE / path).is_file(), path
     for gone in ("db.py", "history.py", "history_import.py", "context.py", "cli.py", "doctor.py"):
         assert not (PACKAGE / gone).exists(), gone
+    flat = {p.stem for p in (PACKAGE / "memory").glob("*.py")} - {"__init__"}
+    layered = {
+        p.stem
+        for layer in ("core", "write", "history")
+        for p in (PACKAGE / "memory" / layer).glob("*.py")
+    }
+    assert flat & layered == set(), "a module lives in one layer, not also at memory/'s top"

@@ -27,14 +27,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from nahida.envelope import ChatKey
-from nahida.memory import proposed, write
+from nahida.memory.core.models import Candidate, MemoryItem, Proposal, Turn
+from nahida.memory.core.safety import contains_secret, redact, was_redacted
+from nahida.memory.core.scopes import chat_scope, user_scope
+from nahida.memory.core.tokenize import tokenize
 from nahida.memory.dream.proposals import ProposedOp
-from nahida.memory.models import Candidate, MemoryItem, Proposal, Turn
-from nahida.memory.quotes import reads_as_instruction
-from nahida.memory.safety import contains_secret, redact, was_redacted
-from nahida.memory.scopes import chat_scope, user_scope
-from nahida.memory.tokenize import tokenize
-from nahida.memory.write import EXPLICIT_SOURCES, NEAR_DUPLICATE, similarity
+from nahida.memory.recall.quotes import reads_as_instruction
+from nahida.memory.write import proposed, write
+from nahida.memory.write.write import EXPLICIT_SOURCES, NEAR_DUPLICATE, similarity
 
 WITHHELD = "[withheld: secret]"
 BOT_ECHO = 0.5  # token Jaccard with a bot's turn above which a text is the bot's words

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from nahida.errors import StorageError
-from nahida.memory.safety import contains_secret, redact
+from nahida.memory.core.safety import contains_secret, redact
 from nahida.memory.store.sqlite.connection import (
     Connection,
     driver,
@@ -86,8 +86,8 @@ def _redact_history(conn: Connection) -> None:
     """Secrets out of stored turns, their FTS rows and session titles (history written before
     turns were stored redacted). The new index text is cut here, once, at upgrade; a title cut
     from a turn that held a secret is cut again from the redacted turn."""
-    from nahida.memory.sessions import TITLE_CHARS
-    from nahida.memory.tokenize import index_text
+    from nahida.memory.core.tokenize import index_text
+    from nahida.memory.history.sessions import TITLE_CHARS
 
     def title(text: str) -> str:
         return " ".join(text.split())[:TITLE_CHARS] or "…"

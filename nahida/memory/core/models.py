@@ -11,16 +11,6 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-Kind = Literal["fact", "preference", "decision", "task", "procedure", "warning", "summary"]
-KINDS: tuple[str, ...] = (
-    "fact",
-    "preference",
-    "decision",
-    "task",
-    "procedure",
-    "warning",
-    "summary",
-)
 Status = Literal["active", "archived", "superseded", "rejected"]
 Sensitivity = Literal["public", "private"]
 CommitMode = Literal["auto_safe", "manual_review", "auto_full"]

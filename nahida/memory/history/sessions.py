@@ -22,8 +22,9 @@ from datetime import UTC, datetime, tzinfo
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
-from nahida.memory.models import CommitMode, NewTurn, Session, Turn, spoken
-from nahida.memory.safety import redact
+from nahida.memory.core.models import CommitMode, NewTurn, Session, Turn, spoken
+from nahida.memory.core.safety import redact
+from nahida.memory.core.tokenize import index_text, query_terms, run_cpu, tokenize
 from nahida.memory.store.base import (
     CommandMessage,
     Delivery,
@@ -33,10 +34,9 @@ from nahida.memory.store.base import (
     TextSearch,
     Tx,
 )
-from nahida.memory.tokenize import index_text, query_terms, run_cpu, tokenize
 
 if TYPE_CHECKING:
-    from nahida.memory import importer
+    from nahida.memory.history import importer
 
 T = TypeVar("T")
 
@@ -389,7 +389,7 @@ class Sessions:
         progress: importer.Progress | None = None,
     ) -> importer.ImportReport:
         """JSONL turns into history (`importer`); synchronous: the CLI's long job."""
-        from nahida.memory import importer  # it records through this module's units
+        from nahida.memory.history import importer  # it records through this module's units
 
         return importer.import_file(
             self.store,
