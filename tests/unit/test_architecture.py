@@ -77,7 +77,19 @@ def _adapter_imports(module: str, imported: str) -> bool:
 
 
 def _outside_memory(module: str, imported: str) -> bool:
+    if module == "nahida.logs":  # it screens log lines for secrets, before the facade exists
+        return imported == "nahida.memory.core.safety" or not within(imported, "nahida.memory")
     return imported == "nahida.memory" or not within(imported, "nahida.memory")
+
+
+def _store_imports(module: str, imported: str) -> bool:
+    if not within(imported, "nahida"):
+        return True
+    leaves = ("nahida.errors", "nahida.envelope", "nahida.clock")
+    return (
+        imported == "nahida"  # the version, which a backup records
+        or within(imported, "nahida.memory.core", "nahida.memory.store", *leaves)
+    )
 
 
 def _backend(module: str, imported: str) -> bool:
@@ -108,10 +120,22 @@ RULES = (
         ("nahida.memory.recall.pack", "from nahida.prompt import estimate_tokens"),
     ),
     Rule(
-        "everything outside memory/ imports only nahida.memory",
+        "everything outside memory/ imports only nahida.memory (logs.py: the secret screen)",
         lambda m: within(m, "nahida") and not within(m, "nahida.memory"),
         _outside_memory,
         ("nahida.commands.session", "from nahida.memory.history.sessions import Sessions"),
+    ),
+    Rule(
+        "the store imports only memory/core (and the errors, envelope and clock leaves)",
+        lambda m: within(m, "nahida.memory.store"),
+        _store_imports,
+        ("nahida.memory.store.sqlite.migrations", "from nahida.memory.history import sessions"),
+    ),
+    Rule(
+        "logs.py imports the secret screen, a leaf, not the memory facade",
+        lambda m: m == "nahida.logs",
+        lambda m, i: i == "nahida.memory.core.safety" or not within(i, "nahida.memory"),
+        ("nahida.logs", "from nahida.memory import redact"),
     ),
     Rule(
         "only app.py imports concrete backends",

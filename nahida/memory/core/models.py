@@ -25,6 +25,14 @@ def iso(epoch: float | None) -> str | None:
     return None if epoch is None else datetime.fromtimestamp(epoch, UTC).isoformat()
 
 
+TITLE_CHARS = 40
+
+
+def session_title(text: str) -> str:
+    """A session's title: the words of its first user turn, on one line, cut short."""
+    return " ".join(text.split())[:TITLE_CHARS] or "…"
+
+
 RUN_REF = "dream:"  # an evidence ref naming the dream run that read the cited turns
 
 

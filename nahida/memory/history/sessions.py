@@ -22,7 +22,7 @@ from datetime import UTC, datetime, tzinfo
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
-from nahida.memory.core.models import CommitMode, NewTurn, Session, Turn, spoken
+from nahida.memory.core.models import CommitMode, NewTurn, Session, Turn, session_title, spoken
 from nahida.memory.core.safety import redact
 from nahida.memory.core.tokenize import index_text, query_terms, run_cpu, tokenize
 from nahida.memory.store.base import (
@@ -40,8 +40,6 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-TITLE_CHARS = 40
-
 
 def new_session_id(at: float) -> str:
     stamp = datetime.fromtimestamp(at, UTC).strftime("%Y%m%d_%H%M")
@@ -54,7 +52,7 @@ def _open_session(tx: Tx, turn: NewTurn, idle_split: float) -> tuple[str, str | 
     pointer = tx.sessions.current(turn.chat)
     if pointer and pointer[0] and not (idle_split and turn.time - pointer[1] > idle_split):
         return pointer[0], None
-    title = " ".join(turn.content.split())[:TITLE_CHARS] or "…"
+    title = session_title(turn.content)
     while True:  # an id taken meanwhile (another process) is simply drawn again
         session_id = new_session_id(turn.time)
         if tx.sessions.create(session_id, turn.chat, title, turn.time):
