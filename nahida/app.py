@@ -49,14 +49,13 @@ from nahida.memory import (
     LLMReranker,
     MarkdownSyncJob,
     MemoryService,
-    MemoryTools,
     QueueDepthJob,
     Store,
     StoreCapabilities,
     WorkingSettings,
-    turn_parts,
     warm_up,
 )
+from nahida.memory.turn import MemoryTools, turn_parts
 from nahida.plugins import LoadedPlugin, context_factory, load_plugins
 from nahida.policy import ReplyPolicy
 from nahida.providers import local_embed

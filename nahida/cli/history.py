@@ -63,7 +63,7 @@ def history_import(
         embedding = memory.embeddings.enabled
         try:
             limit = state.config.limits.import_line_bytes
-            report = memory.sessions.import_file(
+            report = memory.import_history(
                 file, extract=extract, max_line_bytes=limit, progress=progress
             )
         except (OSError, UnicodeDecodeError) as exc:

@@ -16,7 +16,6 @@ from nahida.memory.core.models import (
     Evidence,
     Explanation,
     Hit,
-    JobOutcome,
     JobRun,
     MemoryEvent,
     MemoryItem,
@@ -72,7 +71,6 @@ from nahida.memory.store.base import (
     StoreCapabilities,
     VectorCounts,
 )
-from nahida.memory.turn import MemoryTools, TurnParts, turn_parts
 from nahida.memory.write import candidates
 
 __all__ = [
@@ -108,7 +106,6 @@ __all__ = [
     "FileReport",
     "Hit",
     "ImportReport",
-    "JobOutcome",
     "JobRun",
     "LLMReranker",
     "MarkdownSyncJob",
@@ -116,7 +113,6 @@ __all__ = [
     "MemoryItem",
     "MemoryPermissionError",
     "MemoryService",
-    "MemoryTools",
     "Mode",
     "NewTurn",
     "NoModel",
@@ -134,7 +130,6 @@ __all__ = [
     "SyncReport",
     "Tuning",
     "Turn",
-    "TurnParts",
     "UnsafePath",
     "VectorCounts",
     "Viewer",
@@ -153,7 +148,6 @@ __all__ = [
     "redact",
     "shown_ids",
     "spoken",
-    "turn_parts",
     "validate_scope",
     "viewer_for",
     "warm_up",

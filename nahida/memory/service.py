@@ -466,6 +466,27 @@ class MemoryService:
         )
         return block, pin(raw, profile_tokens)
 
+    def import_history(
+        self,
+        path: Path,
+        *,
+        extract: bool = False,
+        max_line_bytes: int | None = None,
+        progress: importer.Progress | None = None,
+    ) -> ImportReport:
+        """JSONL turns into history (`importer`); synchronous: the CLI's long job."""
+        sessions = self.sessions
+        return importer.import_file(
+            sessions.store,
+            path,
+            sessions.idle_split,
+            mode=sessions.mode,
+            tz=sessions.tz,
+            extract=extract,
+            max_line_bytes=max_line_bytes or importer.MAX_LINE_BYTES,
+            progress=progress,
+        )
+
     @property
     def capabilities(self) -> StoreCapabilities:
         return self.store.capabilities

@@ -11,6 +11,8 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from nahida.scheduler import JobOutcome
+
 Status = Literal["active", "archived", "superseded", "rejected"]
 Sensitivity = Literal["public", "private"]
 CommitMode = Literal["auto_safe", "manual_review", "auto_full"]
@@ -289,8 +291,6 @@ class Hit:
 
 
 # background jobs --------------------------------------------------------------------------------
-
-JobOutcome = Literal["running", "ok", "failed", "interrupted", "skipped"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import tzinfo
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -20,14 +20,12 @@ from nahida.memory.history.compress import json_object
 from nahida.memory.write import write
 from nahida.memory.write.extract import extract
 
-if TYPE_CHECKING:
-    from nahida.memory.dream.guards import Checked
-
 Op = Literal["add", "update", "supersede", "archive"]
 MAX_OPS_READ = 200  # an answer with more is malformed (max_ops then bounds what is applied)
 CONTENT_CHARS = 1000
 ERROR_CHARS = 800
 CUT_OFF = ("length", "max_tokens")
+Checked = tuple[Proposal, write.Prepared | None]  # the op's record, and its candidate if it passed
 
 
 class Malformed(Exception):

@@ -19,8 +19,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, tzinfo
-from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
 from nahida.memory.core.models import CommitMode, NewTurn, Session, Turn, session_title, spoken
 from nahida.memory.core.safety import redact
@@ -34,9 +33,6 @@ from nahida.memory.store.base import (
     TextSearch,
     Tx,
 )
-
-if TYPE_CHECKING:
-    from nahida.memory.history import importer
 
 T = TypeVar("T")
 
@@ -377,25 +373,3 @@ class Sessions:
     ) -> list[tuple[Session, str]]:
         terms = query_terms(tokenize(text))
         return await self.store.read(search, text, terms, chat, limit)
-
-    def import_file(
-        self,
-        path: Path,
-        *,
-        extract: bool = False,
-        max_line_bytes: int | None = None,
-        progress: importer.Progress | None = None,
-    ) -> importer.ImportReport:
-        """JSONL turns into history (`importer`); synchronous: the CLI's long job."""
-        from nahida.memory.history import importer  # it records through this module's units
-
-        return importer.import_file(
-            self.store,
-            path,
-            self.idle_split,
-            mode=self.mode,
-            tz=self.tz,
-            extract=extract,
-            max_line_bytes=max_line_bytes or importer.MAX_LINE_BYTES,
-            progress=progress,
-        )
