@@ -38,22 +38,24 @@ from nahida.config import Config, ProviderConfig
 from nahida.envelope import Reply
 from nahida.errors import AdapterError, ConfigError
 from nahida.memory import (
-    CleanupEmptySessions,
-    ConfidenceDecay,
-    DailyNotesJob,
-    DreamJob,
     DreamSettings,
     EmbeddingSettings,
-    EmbeddingUpkeep,
-    EpisodeRetry,
     LLMReranker,
-    MarkdownSyncJob,
     MemoryService,
-    QueueDepthJob,
     Store,
     StoreCapabilities,
     WorkingSettings,
     warm_up,
+)
+from nahida.memory.jobs import (
+    CleanupEmptySessions,
+    ConfidenceDecay,
+    DailyNotesJob,
+    DreamJob,
+    EmbeddingUpkeep,
+    EpisodeRetry,
+    MarkdownSyncJob,
+    QueueDepthJob,
 )
 from nahida.memory.turn import MemoryTools, turn_parts
 from nahida.plugins import LoadedPlugin, context_factory, load_plugins

@@ -1,7 +1,8 @@
 """Memory (DESIGN §3–§9): the `MemoryService` facade and the types that cross its boundary.
 
-Code outside `nahida/memory/` imports from here only. The backends live under `store/`, and only
-`nahida.app` picks one (`open_memory`).
+Code outside `nahida/memory/` imports from here only, except `nahida.app`, which also wires
+`memory.turn` into the runner and `memory.jobs` into the scheduler. The backends live under
+`store/`, and only `nahida.app` picks one (`open_memory`).
 """
 
 from nahida.errors import MemoryPermissionError, SecretRefused, UnsafePath
@@ -44,17 +45,6 @@ from nahida.memory.history.importer import (
 )
 from nahida.memory.history.sessions import shown_ids
 from nahida.memory.history.working import WorkingSettings
-from nahida.memory.jobs import (
-    CleanupEmptySessions,
-    ConfidenceDecay,
-    DailyNotesJob,
-    DreamJob,
-    EmbeddingUpkeep,
-    EpisodeRetry,
-    MarkdownSyncJob,
-    QueueDepthJob,
-    read_queue_depth,
-)
 from nahida.memory.markdown.paths import WorkspaceFiles
 from nahida.memory.markdown.sync import BULK_ARCHIVE, FileReport, SyncReport
 from nahida.memory.profiles import ProfileChange, ProfileExplanation, Profiles
@@ -86,20 +76,14 @@ __all__ = [
     "Actor",
     "BadLine",
     "Candidate",
-    "CleanupEmptySessions",
     "CommandMessage",
     "CommitMode",
-    "ConfidenceDecay",
-    "DailyNotesJob",
     "Delivery",
-    "DreamJob",
     "DreamRun",
     "DreamSettings",
     "EmbedReport",
     "EmbeddingSettings",
-    "EmbeddingUpkeep",
     "Episode",
-    "EpisodeRetry",
     "Evidence",
     "Explanation",
     "Fate",
@@ -108,7 +92,6 @@ __all__ = [
     "ImportReport",
     "JobRun",
     "LLMReranker",
-    "MarkdownSyncJob",
     "MemoryEvent",
     "MemoryItem",
     "MemoryPermissionError",
@@ -122,7 +105,6 @@ __all__ = [
     "Profiles",
     "Proposal",
     "Query",
-    "QueueDepthJob",
     "SecretRefused",
     "Session",
     "Store",
@@ -144,7 +126,6 @@ __all__ = [
     "index_text",
     "iso",
     "parse_moment",
-    "read_queue_depth",
     "redact",
     "shown_ids",
     "spoken",

@@ -40,7 +40,6 @@ from nahida.memory.core.models import (
     CommitMode,
     Explanation,
     Hit,
-    JobRun,
     MemoryItem,
     Pinned,
     WriteResult,
@@ -60,6 +59,7 @@ from nahida.memory.procedures import Procedures
 from nahida.memory.profiles import Profiles
 from nahida.memory.recall import TUNING, Mode, Query, Tuning, pack, plan, search
 from nahida.memory.recall.rerank import rerank
+from nahida.memory.runs import Runs
 from nahida.memory.store.base import Store, StoreCapabilities, Tx
 from nahida.memory.write import candidates, write
 from nahida.providers.base import ChatModel, Embedder, Reranker
@@ -325,35 +325,6 @@ class Recall:
 
 def _nothing(tx: Tx) -> None:
     return None
-
-
-class Runs:
-    """`memory.runs`: the record of background job runs, and the lease that lets one process
-    run a job at a time."""
-
-    def __init__(self, store: Store) -> None:
-        self.store = store
-
-    async def lease(self, job: str, holder: str, seconds: float) -> bool:
-        now = time.time()
-        return await self.store.write(lambda tx: tx.jobs.lease(job, holder, now + seconds, now))
-
-    async def release(self, job: str, holder: str) -> None:
-        await self.store.write(lambda tx: tx.jobs.release(job, holder))
-
-    async def start(self, job: str, holder: str) -> int:
-        now = time.time()
-        return await self.store.write(lambda tx: tx.jobs.start(job, holder, now))
-
-    async def finish(
-        self, run_id: int, outcome: str, counts: dict[str, int], error: str | None = None
-    ) -> None:
-        now = time.time()
-        await self.store.write(lambda tx: tx.jobs.finish(run_id, outcome, counts, error, now))
-
-    async def latest(self, job: str | None = None, limit: int = 20) -> list[JobRun]:
-        """Of one job, newest first; or the latest run of each job."""
-        return await self.store.read(lambda tx: tx.jobs.latest(job, limit))
 
 
 class MemoryService:

@@ -329,6 +329,7 @@ def test_the_tree_has_the_layout_of_design_13() -> None:
         "memory/history/compress.py",
         "memory/history/episodes.py",
         "memory/jobs.py",
+        "memory/runs.py",
         "memory/recall/plan.py",
         "memory/recall/lexical.py",
         "memory/recall/fuse.py",
