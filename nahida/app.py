@@ -38,25 +38,26 @@ from nahida.config import Config, ProviderConfig
 from nahida.envelope import Reply
 from nahida.errors import AdapterError, ConfigError
 from nahida.memory import (
+    DreamSettings,
+    EmbeddingSettings,
+    LLMReranker,
+    MemoryService,
+    Store,
+    StoreCapabilities,
+    WorkingSettings,
+    warm_up,
+)
+from nahida.memory.jobs import (
     CleanupEmptySessions,
     ConfidenceDecay,
     DailyNotesJob,
     DreamJob,
-    DreamSettings,
-    EmbeddingSettings,
     EmbeddingUpkeep,
     EpisodeRetry,
-    LLMReranker,
     MarkdownSyncJob,
-    MemoryService,
-    MemoryTools,
     QueueDepthJob,
-    Store,
-    StoreCapabilities,
-    WorkingSettings,
-    turn_parts,
-    warm_up,
 )
+from nahida.memory.turn import MemoryTools, turn_parts
 from nahida.plugins import LoadedPlugin, context_factory, load_plugins
 from nahida.policy import ReplyPolicy
 from nahida.providers import local_embed

@@ -13,7 +13,7 @@ from typing import Any
 
 import structlog
 
-from nahida.memory import redact
+from nahida.memory.core.safety import redact
 
 
 class SecretMasker:

@@ -43,14 +43,7 @@ from nahida.envelope import Envelope, Reply
 from nahida.errors import ProviderError, StorageError
 from nahida.hooks import ContextSource, PostTurnHook, TurnContext
 from nahida.i18n import Language, t
-from nahida.memory import (
-    CommandMessage,
-    MemoryService,
-    NewTurn,
-    Turn,
-    candidates,
-    shown_ids,
-)
+from nahida.memory import CommandMessage, MemoryService, NewTurn, Turn, candidates, shown_ids
 from nahida.policy import ReplyPolicy
 from nahida.prompt import build_prompt
 from nahida.providers.base import ChatModel

@@ -31,18 +31,16 @@ import secrets
 import socket
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import Literal, Protocol, TypeVar
 
 import structlog
 
 from nahida.clock import SYSTEM, Clock
 
-if TYPE_CHECKING:
-    from nahida.memory import JobOutcome
-
 log = structlog.get_logger(__name__)
 T = TypeVar("T")
 
+JobOutcome = Literal["running", "ok", "failed", "interrupted", "skipped"]  # of one run
 LEASE_SECONDS = 60.0
 STOP_DEADLINE = 10.0
 

@@ -42,10 +42,10 @@ from nahida.app import Paths, open_memory  # noqa: E402
 from nahida.config import Config  # noqa: E402
 from nahida.envelope import ChatKey, UserKey  # noqa: E402
 from nahida.logs import configure_logging  # noqa: E402
-from nahida.memory import candidates  # noqa: E402
-from nahida.memory.models import NewTurn  # noqa: E402
-from nahida.memory.scopes import user_scope  # noqa: E402
+from nahida.memory.core.models import NewTurn  # noqa: E402
+from nahida.memory.core.scopes import user_scope  # noqa: E402
 from nahida.memory.service import MemoryService  # noqa: E402
+from nahida.memory.write import candidates  # noqa: E402
 from nahida.providers.base import ChatRequest, ChatResponse, Usage, estimate_tokens  # noqa: E402
 from nahida.providers.router import ModelRouter, resolve_routes  # noqa: E402
 

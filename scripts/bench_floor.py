@@ -54,12 +54,12 @@ from nahida.config import Config  # noqa: E402
 from nahida.envelope import Envelope, Reply  # noqa: E402
 from nahida.logs import configure_logging  # noqa: E402
 from nahida.memory import warm_up  # noqa: E402
-from nahida.memory.extract import extract  # noqa: E402
-from nahida.memory.safety import redact  # noqa: E402
-from nahida.memory.scopes import chat_scope  # noqa: E402
+from nahida.memory.core.safety import redact  # noqa: E402
+from nahida.memory.core.scopes import chat_scope  # noqa: E402
+from nahida.memory.core.tokenize import index_text, query_terms, tokenize  # noqa: E402
 from nahida.memory.store.sqlite.connection import connect  # noqa: E402
 from nahida.memory.store.sqlite.fts import scope_token, scoped_match  # noqa: E402
-from nahida.memory.tokenize import index_text, query_terms, tokenize  # noqa: E402
+from nahida.memory.write.extract import extract  # noqa: E402
 from nahida.providers.base import Message, estimate_tokens  # noqa: E402
 
 SCHEMA = """

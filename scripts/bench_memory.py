@@ -46,12 +46,13 @@ import jieba  # noqa: E402
 import numpy as np  # noqa: E402
 
 from nahida.envelope import ChatKey, UserKey  # noqa: E402
-from nahida.memory import KINDS, Candidate, Evidence, Query, Viewer, recall, write  # noqa: E402
+from nahida.memory import KINDS, Candidate, Evidence, Query, Viewer, recall  # noqa: E402
+from nahida.memory.core.tokenize import index_text, map_ahead, warm_up  # noqa: E402
 from nahida.memory.store.base import Tx, VectorSpace  # noqa: E402
 from nahida.memory.store.sqlite import SqliteStore  # noqa: E402
 from nahida.memory.store.sqlite.connection import connect, truncate_log  # noqa: E402
-from nahida.memory.tokenize import index_text, map_ahead, warm_up  # noqa: E402
-from nahida.memory.write import Prepared  # noqa: E402
+from nahida.memory.write import write  # noqa: E402
+from nahida.memory.write.write import Prepared  # noqa: E402
 
 CHATS = 600
 USERS = 399

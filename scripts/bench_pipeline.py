@@ -53,10 +53,10 @@ from nahida.app import App, Paths  # noqa: E402
 from nahida.config import Config  # noqa: E402
 from nahida.envelope import ChatKey, Envelope, Reply, Role, Segment, Sender, UserKey  # noqa: E402
 from nahida.logs import configure_logging  # noqa: E402
-from nahida.memory.importer import import_lines  # noqa: E402
-from nahida.memory.models import DreamRun  # noqa: E402
+from nahida.memory.core.models import DreamRun  # noqa: E402
+from nahida.memory.core.tokenize import warm_up  # noqa: E402
+from nahida.memory.history.importer import import_lines  # noqa: E402
 from nahida.memory.store.sqlite.db import DbStats  # noqa: E402
-from nahida.memory.tokenize import warm_up  # noqa: E402
 from nahida.providers.base import ChatRequest, ChatResponse  # noqa: E402
 from nahida.providers.echo import EchoProvider  # noqa: E402
 from nahida.providers.router import ModelRouter, resolve_routes  # noqa: E402

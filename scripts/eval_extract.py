@@ -5,8 +5,8 @@ what a careful person would store from that message (an empty list: nothing). `c
 list of equally good wordings; `slot` is optional. A line may name a `family` ("rules": how to
 answer — language, length, emoji, tone — and the ordinary lines that must not become rules); each
 family is also scored on its own. Every text is read by
-`nahida.memory.statements.statements` (the rules behind extraction) and the statements found are
-matched one to one against the expected items of the same line.
+`nahida.memory.write.statements.statements` (the rules behind extraction) and the statements
+found are matched one to one against the expected items of the same line.
 
 Matching rule: a prediction matches an expected item when the kinds are equal and the normalised
 contents are equal (or equal to one of the listed wordings). Normalising applies NFKC,
@@ -36,7 +36,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from nahida.memory.statements import statements  # noqa: E402
+from nahida.memory.write.statements import statements  # noqa: E402
 
 CORPUS = ROOT / "tests" / "data" / "extraction_corpus.jsonl"
 _HAN = re.compile(r"[\u3400-\u9fff]")

@@ -1,9 +1,9 @@
 """Recall evaluation on the dev sets (protocol: docs/evaluation.md), ours vs plain BM25.
 
-Imports each set's turns through `nahida.memory.importer` (the code `nahida history import` runs),
-asks every question through `recall.search` with the query `nahida memory search` builds for that
-chat, user and moment (`nahida.cli.search.Question`), and scores recall@k / hit@k against the
-evidence message ids, in each mode side by side: lexical, vector and hybrid (the default with an
+Imports each set's turns through `nahida.memory.history.importer` (the code `nahida history import`
+runs), asks every question through `recall.search` with the query `nahida memory search` builds
+for that chat, user and moment (`nahida.cli.search.Question`), and scores recall@k / hit@k against
+the evidence message ids, in each mode side by side: lexical, vector and hybrid (the default with an
 embedder). The turns are embedded first with the local model (`nahida memory embed`'s code,
 every core), unless `--modes lexical`. In the same run, a plain BM25 baseline (rank_bm25
 `BM25Okapi` over jieba search-mode tokens of the same chat's turns, lower-cased, punctuation
@@ -48,12 +48,12 @@ from rank_bm25 import BM25Okapi  # noqa: E402
 
 from nahida.cli.search import Question as CliQuestion  # noqa: E402
 from nahida.memory import Tuning, recall  # noqa: E402
+from nahida.memory.core.tokenize import warm_up  # noqa: E402
 from nahida.memory.embedding import Embeddings  # noqa: E402
-from nahida.memory.importer import import_lines  # noqa: E402
+from nahida.memory.history.importer import import_lines  # noqa: E402
 from nahida.memory.recall.floor import REFERENCES, unrelated  # noqa: E402
 from nahida.memory.store.sqlite import SqliteStore  # noqa: E402
 from nahida.memory.store.sqlite.connection import Connection  # noqa: E402
-from nahida.memory.tokenize import warm_up  # noqa: E402
 
 EVAL_DIR = ROOT.parent / "shared" / "eval"
 KS = (1, 5, 10)

@@ -33,7 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from nahida.memory.safety import find_secrets, redact  # noqa: E402
+from nahida.memory.core.safety import find_secrets, redact  # noqa: E402
 
 CORPUS = ROOT / "tests" / "data" / "secrets_corpus.jsonl"
 HELDOUT = ROOT / "tests" / "data" / "secrets_heldout.jsonl"

@@ -35,7 +35,7 @@ from nahida.app import (
 from nahida.cli.state import State, echo_json, state_of
 from nahida.config import Config, masked_dump
 from nahida.errors import ConfigError, NahidaError
-from nahida.memory import MemoryService, index_text, iso, read_queue_depth, warm_up
+from nahida.memory import MemoryService, index_text, iso, warm_up
 from nahida.providers.base import Task
 from nahida.providers.router import Route, resolve_routes
 
@@ -162,7 +162,7 @@ async def _memory_state(
             }
             for f in await memory.working.failing()
         ]
-        queue = await read_queue_depth(memory)
+        queue = await memory.runs.queue_depth()
         return runs, embedding, failing, await _dreaming(config, dream_model, memory), queue
     finally:
         memory.close()

@@ -1,4 +1,4 @@
-"""`nahida history import`: chat history from JSON Lines (see `nahida.memory.importer`).
+"""`nahida history import`: chat history from JSON Lines (see `nahida.memory.history.importer`).
 
     nahida history import chats.jsonl [--json]
 
@@ -63,7 +63,7 @@ def history_import(
         embedding = memory.embeddings.enabled
         try:
             limit = state.config.limits.import_line_bytes
-            report = memory.sessions.import_file(
+            report = memory.import_history(
                 file, extract=extract, max_line_bytes=limit, progress=progress
             )
         except (OSError, UnicodeDecodeError) as exc:

@@ -5,7 +5,7 @@ Every subcommand sees memory as the person asking sees it in this chat (DESIGN Â
 the chat and the sender, so an id from a scope they cannot see is answered "not found", never "not
 allowed", and nothing of other scopes leaks. Changes are made as an `Actor` built from the envelope
 (the sender, their role in a group, whether they are a bot admin); `MemoryService` decides what
-that actor may do (`memory/access.py`). This module parses and words the replies only.
+that actor may do (`memory/core/access.py`). This module parses and words the replies only.
 """
 
 from __future__ import annotations

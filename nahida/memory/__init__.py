@@ -1,38 +1,14 @@
 """Memory (DESIGN §3–§9): the `MemoryService` facade and the types that cross its boundary.
 
-Code outside `nahida/memory/` imports from here only. The backends live under `store/`, and only
-`nahida.app` picks one (`open_memory`).
+Code outside `nahida/memory/` imports from here only, except `nahida.app`, which also wires
+`memory.turn` into the runner and `memory.jobs` into the scheduler. The backends live under
+`store/`, and only `nahida.app` picks one (`open_memory`).
 """
 
 from nahida.errors import MemoryPermissionError, SecretRefused, UnsafePath
-from nahida.memory import candidates
-from nahida.memory.access import Actor
-from nahida.memory.dream import DreamSettings
-from nahida.memory.dream.run import NoModel
-from nahida.memory.embedding import EmbeddingSettings, EmbedReport
-from nahida.memory.importer import (
-    ITEM_STATUSES,
-    BadLine,
-    ImportReport,
-    bounded_lines,
-    export_lines,
-    parse_moment,
-)
-from nahida.memory.jobs import (
-    CleanupEmptySessions,
-    ConfidenceDecay,
-    DailyNotesJob,
-    DreamJob,
-    EmbeddingUpkeep,
-    EpisodeRetry,
-    MarkdownSyncJob,
-    QueueDepthJob,
-    read_queue_depth,
-)
-from nahida.memory.markdown.paths import WorkspaceFiles
-from nahida.memory.markdown.sync import BULK_ARCHIVE, FileReport, SyncReport
-from nahida.memory.models import (
-    KINDS,
+from nahida.memory.core.access import Actor
+from nahida.memory.core.kinds import KINDS
+from nahida.memory.core.models import (
     PROFILE_SECTIONS,
     Candidate,
     CommitMode,
@@ -41,7 +17,6 @@ from nahida.memory.models import (
     Evidence,
     Explanation,
     Hit,
-    JobOutcome,
     JobRun,
     MemoryEvent,
     MemoryItem,
@@ -54,14 +29,29 @@ from nahida.memory.models import (
     iso,
     spoken,
 )
+from nahida.memory.core.safety import redact
+from nahida.memory.core.scopes import GLOBAL, Viewer, admin_viewer, validate_scope, viewer_for
+from nahida.memory.core.tokenize import index_text
+from nahida.memory.dream import DreamSettings
+from nahida.memory.dream.run import NoModel
+from nahida.memory.embedding import EmbeddingSettings, EmbedReport
+from nahida.memory.history.importer import (
+    ITEM_STATUSES,
+    BadLine,
+    ImportReport,
+    bounded_lines,
+    export_lines,
+    parse_moment,
+)
+from nahida.memory.history.sessions import shown_ids
+from nahida.memory.history.working import WorkingSettings
+from nahida.memory.markdown.paths import WorkspaceFiles
+from nahida.memory.markdown.sync import BULK_ARCHIVE, FileReport, SyncReport
 from nahida.memory.profiles import ProfileChange, ProfileExplanation, Profiles
-from nahida.memory.quotes import has_links
 from nahida.memory.recall import GUARD, MODES, TUNING, Mode, Query, Tuning
+from nahida.memory.recall.quotes import has_links
 from nahida.memory.recall.rerank import LLMReranker
-from nahida.memory.safety import redact
-from nahida.memory.scopes import GLOBAL, Viewer, admin_viewer, validate_scope, viewer_for
 from nahida.memory.service import TOO_LONG, MemoryService
-from nahida.memory.sessions import shown_ids
 from nahida.memory.startup import warm_up
 from nahida.memory.store.base import (
     CommandMessage,
@@ -71,9 +61,7 @@ from nahida.memory.store.base import (
     StoreCapabilities,
     VectorCounts,
 )
-from nahida.memory.tokenize import index_text
-from nahida.memory.turn import MemoryTools, TurnParts, turn_parts
-from nahida.memory.working import WorkingSettings
+from nahida.memory.write import candidates
 
 __all__ = [
     "BULK_ARCHIVE",
@@ -88,35 +76,26 @@ __all__ = [
     "Actor",
     "BadLine",
     "Candidate",
-    "CleanupEmptySessions",
     "CommandMessage",
     "CommitMode",
-    "ConfidenceDecay",
-    "DailyNotesJob",
     "Delivery",
-    "DreamJob",
     "DreamRun",
     "DreamSettings",
     "EmbedReport",
     "EmbeddingSettings",
-    "EmbeddingUpkeep",
     "Episode",
-    "EpisodeRetry",
     "Evidence",
     "Explanation",
     "Fate",
     "FileReport",
     "Hit",
     "ImportReport",
-    "JobOutcome",
     "JobRun",
     "LLMReranker",
-    "MarkdownSyncJob",
     "MemoryEvent",
     "MemoryItem",
     "MemoryPermissionError",
     "MemoryService",
-    "MemoryTools",
     "Mode",
     "NewTurn",
     "NoModel",
@@ -126,7 +105,6 @@ __all__ = [
     "Profiles",
     "Proposal",
     "Query",
-    "QueueDepthJob",
     "SecretRefused",
     "Session",
     "Store",
@@ -134,7 +112,6 @@ __all__ = [
     "SyncReport",
     "Tuning",
     "Turn",
-    "TurnParts",
     "UnsafePath",
     "VectorCounts",
     "Viewer",
@@ -149,11 +126,9 @@ __all__ = [
     "index_text",
     "iso",
     "parse_moment",
-    "read_queue_depth",
     "redact",
     "shown_ids",
     "spoken",
-    "turn_parts",
     "validate_scope",
     "viewer_for",
     "warm_up",

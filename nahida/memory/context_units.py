@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from nahida.memory.models import MemoryItem, Pinned, ProfileEntry
+from nahida.memory.core.models import MemoryItem, Pinned, ProfileEntry
+from nahida.memory.core.scopes import Viewer
 from nahida.memory.procedures import guidelines, rules_in_force
 from nahida.memory.profile_card import card_of, card_text
-from nahida.memory.scopes import Viewer
 from nahida.memory.store.base import Tx
 
 __all__ = ["pin", "pinned_unit"]

@@ -4,7 +4,6 @@ episodes, dreaming, and the daily notes."""
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -183,9 +182,6 @@ class DailyNotesJob:
             ctx.count("lines", written)
 
 
-QUEUE_STATE = "bus_queue"  # the `named_state` key `nahida doctor` reads the queue depth from
-
-
 class QueueDepthJob:
     """Writes the bus's depth (`backlog()`: the fields of `nahida.bus.Backlog`) every 10 s
     where `nahida doctor` can read it: a `named_state` row holding JSON (waiting, largest,
@@ -207,14 +203,4 @@ class QueueDepthJob:
         if idle and self._idle_written:
             return
         self._idle_written = idle
-        value = json.dumps({**depth, "at": now})
-        await self.memory.store.write(lambda tx: tx.state.put(QUEUE_STATE, value, now))
-
-
-async def read_queue_depth(memory: MemoryService) -> dict[str, Any] | None:
-    """What `QueueDepthJob` last wrote, or None."""
-    value = await memory.store.read(lambda tx: tx.state.get(QUEUE_STATE))
-    if value is None:
-        return None
-    data = json.loads(value)
-    return data if isinstance(data, dict) else None
+        await self.memory.runs.record_queue_depth(depth, now)

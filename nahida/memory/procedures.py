@@ -24,11 +24,13 @@ from dataclasses import dataclass
 
 from nahida.envelope import ChatKey, UserKey
 from nahida.errors import MemoryPermissionError
-from nahida.memory import access, candidates, quotes
-from nahida.memory.access import Actor
-from nahida.memory.models import INJECTED_CONFIDENCE, Candidate, MemoryItem, WriteResult
-from nahida.memory.scopes import Viewer, Visibility
+from nahida.memory.core import access
+from nahida.memory.core.access import Actor
+from nahida.memory.core.models import INJECTED_CONFIDENCE, Candidate, MemoryItem, WriteResult
+from nahida.memory.core.scopes import Viewer, Visibility
+from nahida.memory.recall import quotes
 from nahida.memory.store.base import Store, Tx
+from nahida.memory.write import candidates
 from nahida.providers.base import estimate_tokens
 
 KIND = "procedure"

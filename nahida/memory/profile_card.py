@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import unicodedata
 
-from nahida.memory import quotes
-from nahida.memory.models import PROFILE_SECTIONS, ProfileEntry
-from nahida.memory.scopes import Viewer, user_scope
+from nahida.memory.core.models import PROFILE_SECTIONS, ProfileEntry
+from nahida.memory.core.scopes import Viewer, user_scope
+from nahida.memory.recall import quotes
 from nahida.providers.base import estimate_tokens
 
 _TRAILING = "。.!;,、"  # after NFKC: full-width stops are ASCII

@@ -30,18 +30,18 @@ from typing import Any, get_args
 
 from nahida.envelope import UserKey
 from nahida.errors import SecretRefused
-from nahida.memory.models import (
+from nahida.memory.core.models import (
     PROFILE_SECTIONS,
     MemoryEvent,
     ProfileEntry,
     ProfileMode,
     new_id,
 )
+from nahida.memory.core.safety import contains_secret
+from nahida.memory.core.scopes import Viewer, user_scope
+from nahida.memory.core.tokenize import STOPWORDS, index_text, run_cpu
 from nahida.memory.profile_card import card_of, in_order, normalised, render
-from nahida.memory.safety import contains_secret
-from nahida.memory.scopes import Viewer, user_scope
 from nahida.memory.store.base import SectionEntry, Store, Tx
-from nahida.memory.tokenize import STOPWORDS, index_text, run_cpu
 
 MAX_BULLET_CHARS = 300
 MAX_SECTION_ENTRIES = 20

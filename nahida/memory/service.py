@@ -32,35 +32,36 @@ from typing import Any, TypeVar
 from nahida.clock import SYSTEM, Clock
 from nahida.envelope import ChatKey, UserKey
 from nahida.errors import MemoryPermissionError
-from nahida.memory import candidates, importer, write
-from nahida.memory.access import Actor, can_forget, review_scopes
 from nahida.memory.context_units import pin, pinned_unit
-from nahida.memory.dream import Dreaming, DreamSettings
-from nahida.memory.embedding import Embeddings, EmbeddingSettings
-from nahida.memory.episodes import Episodes
-from nahida.memory.importer import BadLine, ImportReport
-from nahida.memory.markdown.daily import DailyNotes
-from nahida.memory.markdown.sync import MarkdownSync
-from nahida.memory.models import (
+from nahida.memory.core.access import Actor, can_forget, review_scopes
+from nahida.memory.core.models import (
     INJECTED_CONFIDENCE,
     Candidate,
     CommitMode,
     Explanation,
     Hit,
-    JobRun,
     MemoryItem,
     Pinned,
     WriteResult,
 )
+from nahida.memory.core.scopes import Viewer
+from nahida.memory.core.tokenize import run_cpu
+from nahida.memory.dream import Dreaming, DreamSettings
+from nahida.memory.embedding import Embeddings, EmbeddingSettings
+from nahida.memory.history import importer
+from nahida.memory.history.episodes import Episodes
+from nahida.memory.history.importer import BadLine, ImportReport
+from nahida.memory.history.sessions import Sessions
+from nahida.memory.history.working import WorkingMemory, WorkingSettings
+from nahida.memory.markdown.daily import DailyNotes
+from nahida.memory.markdown.sync import MarkdownSync
 from nahida.memory.procedures import Procedures
 from nahida.memory.profiles import Profiles
 from nahida.memory.recall import TUNING, Mode, Query, Tuning, pack, plan, search
 from nahida.memory.recall.rerank import rerank
-from nahida.memory.scopes import Viewer
-from nahida.memory.sessions import Sessions
+from nahida.memory.runs import Runs
 from nahida.memory.store.base import Store, StoreCapabilities, Tx
-from nahida.memory.tokenize import run_cpu
-from nahida.memory.working import WorkingMemory, WorkingSettings
+from nahida.memory.write import candidates, write
 from nahida.providers.base import ChatModel, Embedder, Reranker
 from nahida.scheduler import process_label
 
@@ -326,35 +327,6 @@ def _nothing(tx: Tx) -> None:
     return None
 
 
-class Runs:
-    """`memory.runs`: the record of background job runs, and the lease that lets one process
-    run a job at a time."""
-
-    def __init__(self, store: Store) -> None:
-        self.store = store
-
-    async def lease(self, job: str, holder: str, seconds: float) -> bool:
-        now = time.time()
-        return await self.store.write(lambda tx: tx.jobs.lease(job, holder, now + seconds, now))
-
-    async def release(self, job: str, holder: str) -> None:
-        await self.store.write(lambda tx: tx.jobs.release(job, holder))
-
-    async def start(self, job: str, holder: str) -> int:
-        now = time.time()
-        return await self.store.write(lambda tx: tx.jobs.start(job, holder, now))
-
-    async def finish(
-        self, run_id: int, outcome: str, counts: dict[str, int], error: str | None = None
-    ) -> None:
-        now = time.time()
-        await self.store.write(lambda tx: tx.jobs.finish(run_id, outcome, counts, error, now))
-
-    async def latest(self, job: str | None = None, limit: int = 20) -> list[JobRun]:
-        """Of one job, newest first; or the latest run of each job."""
-        return await self.store.read(lambda tx: tx.jobs.latest(job, limit))
-
-
 class MemoryService:
     def __init__(
         self,
@@ -464,6 +436,27 @@ class MemoryService:
             text, viewer, exclude_turns, unit, limit=limit, mode=mode
         )
         return block, pin(raw, profile_tokens)
+
+    def import_history(
+        self,
+        path: Path,
+        *,
+        extract: bool = False,
+        max_line_bytes: int | None = None,
+        progress: importer.Progress | None = None,
+    ) -> ImportReport:
+        """JSONL turns into history (`importer`); synchronous: the CLI's long job."""
+        sessions = self.sessions
+        return importer.import_file(
+            sessions.store,
+            path,
+            sessions.idle_split,
+            mode=sessions.mode,
+            tz=sessions.tz,
+            extract=extract,
+            max_line_bytes=max_line_bytes or importer.MAX_LINE_BYTES,
+            progress=progress,
+        )
 
     @property
     def capabilities(self) -> StoreCapabilities:

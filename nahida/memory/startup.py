@@ -4,7 +4,8 @@ event loop builds it — every chat waits on that loop (a first extraction alone
 
 from __future__ import annotations
 
-from nahida.memory import statements, timeparse, tokenize
+from nahida.memory.core import tokenize
+from nahida.memory.write import statements, timeparse
 
 
 def warm_up() -> None:

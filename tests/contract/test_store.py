@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from nahida.errors import StorageError
-from nahida.memory.models import NewTurn, Session
+from nahida.memory.core.models import NewTurn, Session
+from nahida.memory.core.tokenize import index_text, query_terms, tokenize
 from nahida.memory.store.base import Store, TextSearch, Tx
-from nahida.memory.tokenize import index_text, query_terms, tokenize
 
 T0 = 1_780_000_000.0
 CHAT = "qq:group:1"

@@ -11,9 +11,9 @@ from dataclasses import replace
 
 import numpy as np
 
-from nahida.memory.models import Episode, NewTurn, WarmSummary
+from nahida.memory.core.models import Episode, NewTurn, WarmSummary
+from nahida.memory.core.tokenize import index_text, query_terms, tokenize
 from nahida.memory.store.base import Store, TextSearch, Tx, VectorSearch
-from nahida.memory.tokenize import index_text, query_terms, tokenize
 from tests.contract.test_store_vectors import EAST, NORTH, NORTH_EAST, SPACE, embed_rows
 
 T0 = 1_780_000_000.0

@@ -19,8 +19,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from nahida.memory.models import Candidate, Evidence, JobRun, MemoryItem
-from nahida.memory.scopes import Visibility
+from nahida.memory.core.models import Candidate, Evidence, JobRun, MemoryItem
+from nahida.memory.core.scopes import Visibility
+from nahida.memory.core.tokenize import index_text, query_terms, tokenize
 from nahida.memory.store.base import (
     ItemMatch,
     Store,
@@ -29,7 +30,6 @@ from nahida.memory.store.base import (
     VectorSearch,
     VectorSpace,
 )
-from nahida.memory.tokenize import index_text, query_terms, tokenize
 
 T0 = 1_780_000_000.0
 CHAT = "qq:group:1"

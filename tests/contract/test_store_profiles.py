@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from nahida.memory.models import ProfileEntry
+from nahida.memory.core.models import ProfileEntry
 from nahida.memory.store.base import SectionEntry, Store
 
 T0 = 1_780_000_000.0

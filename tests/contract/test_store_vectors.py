@@ -13,10 +13,10 @@ from itertools import product
 
 import numpy as np
 
-from nahida.memory.models import Episode, MemoryItem, NewTurn
-from nahida.memory.scopes import Visibility
+from nahida.memory.core.models import Episode, MemoryItem, NewTurn
+from nahida.memory.core.scopes import Visibility
+from nahida.memory.core.tokenize import index_text
 from nahida.memory.store.base import Store, Tx, VectorSearch, VectorSpace
-from nahida.memory.tokenize import index_text
 
 T0 = 1_780_000_000.0
 CHAT = "qq:group:1"

@@ -30,10 +30,11 @@ import pytest
 
 from nahida.app import App, Paths, build_model_router, open_memory
 from nahida.config import Config
-from nahida.memory import Actor, MemoryService, Query, admin_viewer, candidates, viewer_for
-from nahida.memory.importer import import_lines
+from nahida.memory import Actor, MemoryService, Query, admin_viewer, viewer_for
+from nahida.memory.history.importer import import_lines
 from nahida.memory.store.sqlite import SqliteStore
 from nahida.memory.store.sqlite.check import counts, digest, opened
+from nahida.memory.write import candidates
 from tests.fakes.llm_server import FakeOpenAIServer
 from tests.faults.entry import Ran, nahida
 from tests.helpers import Recorder, envelope, system_of

@@ -17,7 +17,7 @@ import pytest
 
 from nahida.app import App, Paths
 from nahida.errors import DatabaseDamaged
-from nahida.memory.importer import import_lines
+from nahida.memory.history.importer import import_lines
 from nahida.memory.store.sqlite import SqliteStore, problems
 from nahida.memory.store.sqlite.connection import driver
 from tests.faults.entry import Ran, nahida

@@ -25,10 +25,11 @@ from typer.testing import CliRunner, Result
 from nahida.app import App, Paths, build_model_router
 from nahida.cli import app
 from nahida.envelope import ChatKey, UserKey
-from nahida.memory import Candidate, MemoryItem, Turn, Viewer, candidates, proposed, write
-from nahida.memory.extract import extract
-from nahida.memory.models import moment
+from nahida.memory import Candidate, MemoryItem, Turn, Viewer
+from nahida.memory.core.models import moment
 from nahida.memory.store.sqlite import SqliteStore
+from nahida.memory.write import candidates, proposed, write
+from nahida.memory.write.extract import extract
 from tests.fakes.llm_server import FakeOpenAIServer
 from tests.helpers import History, Silent, chat_through_console, config, envelope, openai_provider
 

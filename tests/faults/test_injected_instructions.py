@@ -13,8 +13,8 @@ from pathlib import Path
 
 from nahida.envelope import ChatKey, UserKey
 from nahida.memory import Hit, MemoryItem, Viewer
-from nahida.memory.quotes import MARK, reads_as_instruction
 from nahida.memory.recall.pack import line
+from nahida.memory.recall.quotes import MARK, reads_as_instruction
 from tests.fakes.llm_server import FakeOpenAIServer
 from tests.faults.group import GROUP, group_app
 

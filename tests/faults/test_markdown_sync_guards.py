@@ -13,9 +13,11 @@ from pathlib import Path
 from typer.testing import CliRunner, Result
 
 from nahida.cli import app
-from nahida.memory import MarkdownSyncJob, MemoryService, candidates
+from nahida.memory import MemoryService
+from nahida.memory.jobs import MarkdownSyncJob
 from nahida.memory.markdown.memory_md import BEGIN, END
 from nahida.memory.store.sqlite import SqliteStore
+from nahida.memory.write import candidates
 from nahida.scheduler import Scheduler
 from tests.helpers import History
 

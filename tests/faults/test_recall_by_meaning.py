@@ -15,7 +15,7 @@ import pytest
 
 from nahida.envelope import ChatKey, UserKey
 from nahida.memory import EmbeddingSettings, MemoryService, NewTurn, Query, viewer_for
-from nahida.memory.models import Candidate
+from nahida.memory.core.models import Candidate
 from nahida.memory.store.base import Store
 from nahida.memory.store.sqlite import SqliteStore
 from nahida.providers import local_embed

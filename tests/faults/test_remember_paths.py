@@ -16,7 +16,8 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from nahida.envelope import ChatKey, UserKey
-from nahida.memory import MemoryItem, Viewer, candidates, dates
+from nahida.memory import MemoryItem, Viewer
+from nahida.memory.write import candidates, dates
 from tests.helpers import History, chat_through_console, config
 
 ROOT = str(Path(__file__).resolve().parents[2])

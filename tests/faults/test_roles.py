@@ -17,7 +17,8 @@ import pytest
 
 from nahida.envelope import ChatKey, Role
 from nahida.i18n import t
-from nahida.memory import Actor, MemoryItem, access
+from nahida.memory import Actor, MemoryItem
+from nahida.memory.core import access
 from nahida.memory.procedures import RULE_CHARS
 from tests.fakes.llm_server import FakeOpenAIServer
 from tests.faults.group import GROUP, Group, group_app

@@ -11,10 +11,11 @@ from pathlib import Path
 import pytest
 
 from nahida.envelope import ChatKey, UserKey
-from nahida.memory import Viewer, write
-from nahida.memory.extract import extract
-from nahida.memory.statements import statements
+from nahida.memory import Viewer
 from nahida.memory.store.sqlite import SqliteStore
+from nahida.memory.write import write
+from nahida.memory.write.extract import extract
+from nahida.memory.write.statements import statements
 from nahida.prompt import LANGUAGE_LINE
 from tests.fakes.llm_server import FakeOpenAIServer
 from tests.helpers import History, chat_through_console, config, openai_provider, system_of

@@ -13,8 +13,8 @@ import pytest
 
 from nahida.i18n import t
 from nahida.memory import Viewer
-from nahida.memory.safety import find_secrets, redact
-from nahida.memory.secret_patterns import MAYBE
+from nahida.memory.core.safety import find_secrets, redact
+from nahida.memory.core.secret_patterns import MAYBE
 from tests.fakes.llm_server import FakeOpenAIServer
 from tests.helpers import History, chat_through_console, config, openai_provider, script
 

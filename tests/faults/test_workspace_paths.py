@@ -18,13 +18,14 @@ from typer.testing import CliRunner, Result
 from nahida.app import App, Paths, platform_adapters
 from nahida.cli import app as cli_app
 from nahida.errors import UnsafePath
-from nahida.memory import MemoryService, candidates
+from nahida.memory import MemoryService
+from nahida.memory.core.models import DreamRun
 from nahida.memory.markdown import dreams_md
 from nahida.memory.markdown.daily import DailyNotes
 from nahida.memory.markdown.paths import WorkspaceFiles, safe_name
 from nahida.memory.markdown.profiles_md import file_name
-from nahida.memory.models import DreamRun
 from nahida.memory.store.sqlite import SqliteStore
+from nahida.memory.write import candidates
 from nahida.workspace import FALLBACK_PERSONA, Persona
 from tests.fakes.llm_server import FakeOpenAIServer
 from tests.fakes.onebot_impl import FakeOneBot

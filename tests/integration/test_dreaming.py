@@ -15,8 +15,9 @@ from typing import Any
 import pytest
 
 from nahida.app import Paths, build_model_router, open_memory
-from nahida.memory import Actor, MemoryService, NewTurn, Turn, Viewer, candidates, proposed, write
+from nahida.memory import Actor, MemoryService, NewTurn, Turn, Viewer
 from nahida.memory.dream.run import Dreaming
+from nahida.memory.write import candidates, proposed, write
 from nahida.providers.router import ModelRouter
 from tests.fakes.llm_server import FakeAnthropicServer, FakeLLMServer, FakeOpenAIServer, Hang
 from tests.fakes.memory_model import dream_op
@@ -587,7 +588,7 @@ async def test_pause_leaves_a_chat_out_until_resumed(bot: Bot) -> None:
 
 
 async def test_the_turns_of_a_forgotten_memory_are_never_dreamed_again(bot: Bot) -> None:
-    from nahida.memory.extract import extract
+    from nahida.memory.write.extract import extract
 
     said = await bot.say(PRIVATE, U1, "我喜欢乌龙茶")
     (found,) = extract(said.content, chat=_chat(PRIVATE), user=_user(U1), turn_id=said.id)

@@ -421,7 +421,7 @@ async def test_a_local_model_rests_in_the_background_only_while_it_falls_behind(
 async def test_the_upkeep_job_counts_its_work_and_skips_without_an_embedder(
     tmp_path: Path, openai_server: FakeOpenAIServer
 ) -> None:
-    from nahida.memory import EmbeddingUpkeep
+    from nahida.memory.jobs import EmbeddingUpkeep
     from nahida.scheduler import JobContext
 
     async with served(openai_server, tmp_path / "m.db") as memory:
@@ -467,7 +467,7 @@ async def test_an_embedder_that_cannot_load_leaves_recall_lexical(tmp_path: Path
 async def test_upkeep_embeds_episodes_and_vector_search_finds_them_in_their_chat(
     tmp_path: Path, openai_server: FakeOpenAIServer
 ) -> None:
-    from nahida.memory import EmbeddingUpkeep
+    from nahida.memory.jobs import EmbeddingUpkeep
     from nahida.scheduler import JobContext
 
     async with served(openai_server, tmp_path / "m.db") as memory:

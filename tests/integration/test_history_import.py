@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from nahida.memory import ImportReport, Query, recall, viewer_for
-from nahida.memory.importer import import_lines as import_into
+from nahida.memory.history.importer import import_lines as import_into
 from nahida.memory.store.sqlite import SqliteStore
 from tests.helpers import History
 
@@ -141,7 +141,7 @@ def test_sessions_split_on_the_idle_gap_in_time_order(db: History) -> None:
 def test_unreadable_lines_are_reported_and_the_rest_imported(db: History, tmp_path: Any) -> None:
     """Issue 9: a non-UTF-8 line, a lone surrogate and an over-long line are bad lines, not a
     failed import; the line limit is read in pieces (a huge line never sits in memory)."""
-    from nahida.memory.importer import import_file
+    from nahida.memory.history.importer import import_file
 
     path = tmp_path / "mixed.jsonl"
     good = [line(f"第{n}条消息", str(n), "2024-04-01T09:00:00Z") for n in range(3)]

@@ -11,9 +11,11 @@ from typing import Any
 from typer.testing import CliRunner, Result
 
 from nahida.cli import app
-from nahida.memory import MarkdownSyncJob, MemoryService, Viewer, candidates
+from nahida.memory import MemoryService, Viewer
+from nahida.memory.jobs import MarkdownSyncJob
 from nahida.memory.markdown.memory_md import BEGIN, END
 from nahida.memory.store.sqlite import SqliteStore
+from nahida.memory.write import candidates
 from nahida.scheduler import Scheduler
 from tests.helpers import History
 

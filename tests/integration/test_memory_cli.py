@@ -19,7 +19,8 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from nahida.cli import app
-from nahida.memory import Candidate, Evidence, MemoryService, write
+from nahida.memory import Candidate, Evidence, MemoryService
+from nahida.memory.write import write
 from tests.helpers import History
 
 ROOT = str(Path(__file__).resolve().parents[2])

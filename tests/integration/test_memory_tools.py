@@ -15,7 +15,8 @@ from nahida.config import Config
 from nahida.envelope import ChatKey, Role, UserKey
 from nahida.hooks import TurnContext
 from nahida.i18n import t
-from nahida.memory import MemoryTools, Viewer
+from nahida.memory import Viewer
+from nahida.memory.turn import MemoryTools
 from nahida.providers.echo import EchoProvider
 from nahida.providers.router import ModelRouter, resolve_routes
 from tests.fakes.llm_server import FakeOpenAIServer

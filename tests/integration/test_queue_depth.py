@@ -10,7 +10,7 @@ from nahida.app import Paths
 from nahida.bus import Backlog
 from nahida.cli.doctor import diagnose, queue_line, render
 from nahida.config import Config
-from nahida.memory import QueueDepthJob
+from nahida.memory.jobs import QueueDepthJob
 from nahida.scheduler import JobContext
 from tests.integration.test_reply_delay import make_app
 

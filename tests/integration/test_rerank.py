@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from nahida.memory.models import Hit
+from nahida.memory.core.models import Hit
 from nahida.memory.recall.rerank import LLMReranker, parse_order, rerank
 from nahida.providers.client import ClientSettings
 from nahida.providers.openai import OpenAIProvider

@@ -15,7 +15,7 @@ from nahida.cli.search import table
 from nahida.cli.text import width
 from nahida.i18n import t
 from nahida.memory import Hit
-from nahida.memory.importer import parse_line
+from nahida.memory.history.importer import parse_line
 from tests.helpers import History, chat_through_console, config
 
 

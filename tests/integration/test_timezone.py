@@ -12,7 +12,7 @@ import pytest
 from nahida.config import Config
 from nahida.errors import ConfigError
 from nahida.memory import Viewer
-from nahida.memory.dates import due
+from nahida.memory.write.dates import due
 from tests.fakes.llm_server import FakeOpenAIServer
 from tests.helpers import History, chat_through_console, config, openai_provider
 

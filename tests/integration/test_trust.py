@@ -98,7 +98,7 @@ async def test_an_over_long_message_gets_a_notice_and_no_model_call(
 def test_a_huge_import_line_is_skipped_without_reading_it_whole(tmp_path: Path) -> None:
     import tracemalloc
 
-    from nahida.memory.importer import import_file
+    from nahida.memory.history.importer import import_file
     from nahida.memory.store.sqlite import SqliteStore
 
     path = tmp_path / "huge.jsonl"

@@ -77,7 +77,21 @@ def _adapter_imports(module: str, imported: str) -> bool:
 
 
 def _outside_memory(module: str, imported: str) -> bool:
+    if module == "nahida.logs":  # it screens log lines for secrets, before the facade exists
+        return imported == "nahida.memory.core.safety" or not within(imported, "nahida.memory")
+    if module == "nahida.app" and within(imported, "nahida.memory.turn", "nahida.memory.jobs"):
+        return True  # the composition root wires memory into the turn and the scheduler
     return imported == "nahida.memory" or not within(imported, "nahida.memory")
+
+
+def _store_imports(module: str, imported: str) -> bool:
+    if not within(imported, "nahida"):
+        return True
+    leaves = ("nahida.errors", "nahida.envelope", "nahida.clock")
+    return (
+        imported == "nahida"  # the version, which a backup records
+        or within(imported, "nahida.memory.core", "nahida.memory.store", *leaves)
+    )
 
 
 def _backend(module: str, imported: str) -> bool:
@@ -108,10 +122,23 @@ RULES = (
         ("nahida.memory.recall.pack", "from nahida.prompt import estimate_tokens"),
     ),
     Rule(
-        "everything outside memory/ imports only nahida.memory",
+        "everything outside memory/ imports only nahida.memory (app.py also memory.turn and"
+        " memory.jobs; logs.py the secret screen)",
         lambda m: within(m, "nahida") and not within(m, "nahida.memory"),
         _outside_memory,
-        ("nahida.commands.session", "from nahida.memory.sessions import Sessions"),
+        ("nahida.commands.session", "from nahida.memory.history.sessions import Sessions"),
+    ),
+    Rule(
+        "the store imports only memory/core (and the errors, envelope and clock leaves)",
+        lambda m: within(m, "nahida.memory.store"),
+        _store_imports,
+        ("nahida.memory.store.sqlite.migrations", "from nahida.memory.history import sessions"),
+    ),
+    Rule(
+        "logs.py imports the secret screen, a leaf, not the memory facade",
+        lambda m: m == "nahida.logs",
+        lambda m, i: i == "nahida.memory.core.safety" or not within(i, "nahida.memory"),
+        ("nahida.logs", "from nahida.memory import redact"),
     ),
     Rule(
         "only app.py imports concrete backends",
@@ -160,6 +187,68 @@ def sql_violations(module: str, source: str) -> list[str]:
     return found
 
 
+def import_graph(sources: dict[str, str]) -> dict[str, set[str]]:
+    """Module → the modules it imports, among `sources`: `from X import Y` names X.Y when that is
+    a module, else X (imports inside functions and under `if TYPE_CHECKING:` count too)."""
+    graph: dict[str, set[str]] = {}
+    for module, source in sources.items():
+        edges = graph.setdefault(module, set())
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.Import):
+                edges.update(alias.name for alias in node.names if alias.name in sources)
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                for alias in node.names:
+                    named = f"{node.module}.{alias.name}"
+                    if named in sources:
+                        edges.add(named)
+                    elif node.module in sources:
+                        edges.add(node.module)
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module, or one importing itself
+    (Tarjan's algorithm, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, edges = work[-1]
+            for target in edges:
+                if target not in index:
+                    index[target] = low[target] = len(index)
+                    stack.append(target)
+                    on_stack.add(target)
+                    work.append((target, iter(sorted(graph.get(target, ())))))
+                    break
+                if target in on_stack:
+                    low[node] = min(low[node], index[target])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    component = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component.append(member)
+                        if member == node:
+                            break
+                    if len(component) > 1 or node in graph.get(node, ()):
+                        found.append(sorted(component))
+    return found
+
+
 def modules() -> Iterator[tuple[str, str]]:
     for path in sorted(PACKAGE.rglob("*.py")):
         parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
@@ -171,6 +260,24 @@ def modules() -> Iterator[tuple[str, str]]:
 def test_the_tree_keeps_every_import_rule() -> None:
     found = {m: v for m, source in modules() if (v := import_violations(m, source))}
     assert found == {}
+
+
+def test_no_import_cycles() -> None:
+    assert cycles(import_graph(dict(modules()))) == []
+
+
+def test_the_cycle_check_can_fail() -> None:
+    sources = {
+        "nahida.a": "from nahida import b\n",  # a module named by `from X import Y`
+        "nahida.b": "def f():\n    from nahida.c import g\n",  # inside a function
+        "nahida.c": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import nahida.a\n",
+        "nahida.d": "from nahida.d import x\n",  # itself
+        "nahida.e": "from nahida.a import b\n",  # into the cycle, not part of it
+        "nahida": "",
+    }
+    assert cycles(import_graph(sources)) == [["nahida.a", "nahida.b", "nahida.c"], ["nahida.d"]]
+    sources["nahida.c"] = ""
+    assert cycles(import_graph(sources)) == [["nahida.d"]]
 
 
 def test_sql_lives_only_in_the_store() -> None:
@@ -187,7 +294,7 @@ def test_each_import_rule_can_fail(rule: Rule) -> None:
 
 def test_an_import_under_type_checking_counts() -> None:
     source = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from nahida.bus import X\n"
-    assert import_violations("nahida.memory.write", source)
+    assert import_violations("nahida.memory.write.write", source)
 
 
 def test_the_sql_check_can_fail() -> None:
@@ -205,13 +312,24 @@ def test_the_tree_has_the_layout_of_design_13() -> None:
         "cli/main.py",
         "memory/__init__.py",
         "memory/service.py",
-        "memory/access.py",
-        "memory/sessions.py",
-        "memory/importer.py",
-        "memory/tokenize.py",
-        "memory/statements.py",
-        "memory/candidates.py",
+        "memory/core/models.py",
+        "memory/core/scopes.py",
+        "memory/core/access.py",
+        "memory/core/kinds.py",
+        "memory/core/tokenize.py",
+        "memory/core/safety.py",
+        "memory/write/candidates.py",
+        "memory/write/write.py",
+        "memory/write/statements.py",
+        "memory/write/extract.py",
+        "memory/write/timeparse.py",
+        "memory/history/sessions.py",
+        "memory/history/importer.py",
+        "memory/history/working.py",
+        "memory/history/compress.py",
+        "memory/history/episodes.py",
         "memory/jobs.py",
+        "memory/runs.py",
         "memory/recall/plan.py",
         "memory/recall/lexical.py",
         "memory/recall/fuse.py",
@@ -227,3 +345,10 @@ def test_the_tree_has_the_layout_of_design_13() -> None:
         assert (PACKAGE / path).is_file(), path
     for gone in ("db.py", "history.py", "history_import.py", "context.py", "cli.py", "doctor.py"):
         assert not (PACKAGE / gone).exists(), gone
+    flat = {p.stem for p in (PACKAGE / "memory").glob("*.py")} - {"__init__"}
+    layered = {
+        p.stem
+        for layer in ("core", "write", "history")
+        for p in (PACKAGE / "memory" / layer).glob("*.py")
+    }
+    assert flat & layered == set(), "a module lives in one layer, not also at memory/'s top"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from nahida.memory.models import Hit
+from nahida.memory.core.models import Hit
 from nahida.memory.recall.cascade import _with_room_for_meaning
 
 

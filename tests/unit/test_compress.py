@@ -1,12 +1,13 @@
-"""Reading the compress model's answers (`memory/compress.py`): nothing in them is trusted."""
+"""Reading the compress model's answers (`memory/history/compress.py`): nothing in them is
+trusted."""
 
 from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
 
-from nahida.memory import compress
-from nahida.memory.models import PROFILE_SECTIONS, Turn
+from nahida.memory.core.models import PROFILE_SECTIONS, Turn
+from nahida.memory.history import compress
 
 KEY = "sk-abcdef0123456789abcdef0123456789"
 

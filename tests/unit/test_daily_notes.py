@@ -13,13 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from nahida.memory import MemoryService, NewTurn, candidates
-from nahida.memory.access import Actor
+from nahida.memory import MemoryService, NewTurn
+from nahida.memory.core.access import Actor
+from nahida.memory.core.models import Candidate, Episode, WarmSummary
 from nahida.memory.jobs import DailyNotesJob
 from nahida.memory.markdown.daily import DailyNotes
-from nahida.memory.models import Candidate, Episode, WarmSummary
 from nahida.memory.store.base import Tx
 from nahida.memory.store.sqlite import SqliteStore
+from nahida.memory.write import candidates
 from nahida.scheduler import JobContext
 
 GROUP = "test:group:g1"

@@ -8,9 +8,9 @@ from datetime import UTC, datetime
 import pytest
 
 from nahida.envelope import ChatKey
+from nahida.memory.core.models import Turn
 from nahida.memory.dream import guards
 from nahida.memory.dream.proposals import ProposedOp
-from nahida.memory.models import Turn
 
 CHAT = ChatKey.parse("test:group:g1")
 SAID = Turn(

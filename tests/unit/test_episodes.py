@@ -214,7 +214,7 @@ async def test_without_episodes_recall_is_what_it_was(memory: MemoryService) -> 
 async def test_a_new_id_taken_by_another_episode_is_drawn_again(
     memory: MemoryService, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from nahida.memory import episodes
+    from nahida.memory.history import episodes
 
     ids = iter(["e_aaaaaa", "e_aaaaaa", "e_bbbbbb", "e_aaaaaa"])
     monkeypatch.setattr(episodes, "new_id", lambda prefix: next(ids))

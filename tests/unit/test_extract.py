@@ -11,12 +11,13 @@ import pytest
 
 from nahida.envelope import ChatKey, UserKey
 from nahida.hooks import PostTurnHook, TurnContext
-from nahida.memory import Candidate, MemoryItem, MemoryService, Turn, Viewer, WriteResult, write
-from nahida.memory.extract import extract
+from nahida.memory import Candidate, MemoryItem, MemoryService, Turn, Viewer, WriteResult
 from nahida.memory.service import Items
-from nahida.memory.statements import slot_for, statements
 from nahida.memory.store.sqlite import SqliteStore
 from nahida.memory.turn import ExtractionHook
+from nahida.memory.write import write
+from nahida.memory.write.extract import extract
+from nahida.memory.write.statements import slot_for, statements
 from tests.helpers import envelope
 
 PRIVATE = ChatKey.parse("qq:private:alice")

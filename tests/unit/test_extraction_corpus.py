@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from nahida.memory.models import KINDS
-from nahida.memory.statements import slot_for, statements
+from nahida.memory.core.kinds import KINDS
+from nahida.memory.write.statements import slot_for, statements
 from tests.helpers import script
 
 # The floors sit a little below what the corpus measured when each part was written (the

@@ -10,7 +10,7 @@ import pytest
 
 from nahida.errors import StorageError
 from nahida.memory import MemoryService, NewTurn
-from nahida.memory.sessions import Sessions
+from nahida.memory.history.sessions import Sessions
 from nahida.memory.store.sqlite import SqliteStore, migrations
 from nahida.memory.store.sqlite.connection import Connection, connect, truncate_log
 
@@ -216,7 +216,7 @@ def test_history_from_before_deliveries_keeps_its_answers_and_lets_ids_repeat(
 async def test_a_session_id_taken_meanwhile_is_drawn_again(
     memory: MemoryService, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from nahida.memory import sessions as module
+    from nahida.memory.history import sessions as module
 
     first = await memory.sessions.record(user("hello", T0, "1"))
     assert first is not None
@@ -228,9 +228,9 @@ async def test_a_session_id_taken_meanwhile_is_drawn_again(
 
 
 def test_an_upgrade_redacts_secrets_already_in_the_history() -> None:
-    from nahida.memory import sessions as units
+    from nahida.memory.core.tokenize import index_text
+    from nahida.memory.history import sessions as units
     from nahida.memory.store.sqlite import SqliteTx
-    from nahida.memory.tokenize import index_text
 
     key = "sk-proj-abcdefghijklmnopqrstuvwxyz123456"
     conn = connect(":memory:")
@@ -311,11 +311,11 @@ def test_a_search_without_terms_gives_the_latest_indexed_turns_as_the_fts_plan_d
     order, through hidden turns, turns without index text, several chats, moments and windows."""
     import random
 
-    from nahida.memory import sessions as units
+    from nahida.memory.core.tokenize import index_text
+    from nahida.memory.history import sessions as units
     from nahida.memory.store.base import TextSearch
     from nahida.memory.store.sqlite import SqliteTx, fts
     from nahida.memory.store.sqlite.history import _MATCH_FROM, _turn_match
-    from nahida.memory.tokenize import index_text
 
     rng = random.Random(7)
     conn = connect(":memory:")
@@ -358,11 +358,11 @@ def test_a_search_with_terms_ranks_the_ids_apart_and_finds_what_one_join_found()
     texts included), and the turns table is read for the best `limit` only."""
     import random
 
-    from nahida.memory import sessions as units
+    from nahida.memory.core.tokenize import index_text, query_terms, tokenize
+    from nahida.memory.history import sessions as units
     from nahida.memory.store.base import TextSearch
     from nahida.memory.store.sqlite import SqliteTx, fts
     from nahida.memory.store.sqlite.history import _MATCH_FROM, _turn_match
-    from nahida.memory.tokenize import index_text, query_terms, tokenize
 
     rng = random.Random(11)
     conn = connect(":memory:")

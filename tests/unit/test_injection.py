@@ -8,19 +8,12 @@ import time
 import pytest
 
 from nahida.hooks import ContextSource, TurnContext
-from nahida.memory import (
-    GUARD,
-    Candidate,
-    MemoryItem,
-    MemoryService,
-    NewTurn,
-    Turn,
-    sessions,
-    write,
-)
+from nahida.memory import GUARD, Candidate, MemoryItem, MemoryService, NewTurn, Turn
+from nahida.memory.core.tokenize import index_text
+from nahida.memory.history import sessions
 from nahida.memory.store.sqlite import SqliteStore
-from nahida.memory.tokenize import index_text
 from nahida.memory.turn import MemoryInjection, is_greeting
+from nahida.memory.write import write
 from nahida.prompt import estimate_tokens
 from tests.helpers import envelope
 

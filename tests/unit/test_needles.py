@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nahida.memory import statements
-from nahida.memory.needles import Needles, folded, required
+from nahida.memory.write import statements
+from nahida.memory.write.needles import Needles, folded, required
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -17,8 +17,8 @@ from nahida.memory import (
     SecretRefused,
     Viewer,
 )
+from nahida.memory.core.tokenize import index_text
 from nahida.memory.profiles import MAX_BULLET_CHARS, MAX_SECTION_ENTRIES, relation, words
-from nahida.memory.tokenize import index_text
 from nahida.providers.base import estimate_tokens
 
 ALICE = "qq:alice"

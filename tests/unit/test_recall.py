@@ -10,12 +10,13 @@ from zoneinfo import ZoneInfo
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nahida.memory import Hit, NewTurn, Query, Tuning, recall, sessions, viewer_for
+from nahida.memory import Hit, NewTurn, Query, Tuning, recall, viewer_for
+from nahida.memory.core.tokenize import index_text, query_terms, tokenize
+from nahida.memory.history import sessions
 from nahida.memory.service import Recall
 from nahida.memory.store.sqlite import SqliteStore, SqliteTx, migrations
 from nahida.memory.store.sqlite.connection import Connection, connect
 from nahida.memory.store.sqlite.fts import match, scoped_match, scopes_text
-from nahida.memory.tokenize import index_text, query_terms, tokenize
 
 GROUP = "test:group:g1"
 OTHER = "test:group:g2"

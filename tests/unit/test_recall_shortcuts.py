@@ -15,13 +15,13 @@ from nahida.memory import (
     recall,
     viewer_for,
 )
+from nahida.memory.core.tokenize import index_text
 from nahida.memory.recall import cascade
 from nahida.memory.store.base import Tx
 from nahida.memory.store.sqlite import SqliteStore
 from nahida.memory.store.sqlite.episodes import EpisodeTable
 from nahida.memory.store.sqlite.history import TurnTable
 from nahida.memory.store.sqlite.items import ItemTable
-from nahida.memory.tokenize import index_text
 from tests.unit.test_recall import GROUP, T0, say
 
 WORDS = ["budget", "oolong", "friday", "launch", "tea", "station", "vegan", "lake"]

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nahida.memory.safety import SecretFinding, contains_secret, find_secrets, redact
+from nahida.memory.core.safety import SecretFinding, contains_secret, find_secrets, redact
 
 CORPUS = Path(__file__).parent.parent / "data" / "chat_lines_zh_en.txt"
 # passwords said in words and on command lines, and talk about passwords without one
@@ -365,7 +365,7 @@ def test_the_quick_screen_never_hides_a_secret(monkeypatch: pytest.MonkeyPatch) 
     findings with and without that screen, over every sample here and the chat corpus."""
     import re
 
-    from nahida.memory import safety
+    from nahida.memory.core import safety
 
     corpus = Path(__file__).resolve().parents[1] / "data" / "chat_lines_zh_en.txt"
     texts = [text for _, text, _, _ in POSITIVES] + NEGATIVES + WORDED
@@ -389,7 +389,7 @@ def test_needles_never_hide_a_secret(monkeypatch: pytest.MonkeyPatch) -> None:
     every sample short and padded long, as written, upper-cased, case-swapped and with the letters
     an ignore-case pattern reads as `s`/`i` (`ſ`, `ı`, `İ`), every credential label, the samples
     all in one text, and the chat corpus."""
-    from nahida.memory import secret_patterns
+    from nahida.memory.core import secret_patterns
 
     corpus = Path(__file__).resolve().parents[1] / "data" / "chat_lines_zh_en.txt"
     labels = (

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from nahida.clock import VirtualClock
-from nahida.memory import CleanupEmptySessions, MemoryService, NewTurn
+from nahida.memory import MemoryService, NewTurn
+from nahida.memory.jobs import CleanupEmptySessions
 from nahida.memory.store.sqlite import SqliteStore
 from nahida.scheduler import JobContext, Schedule, Scheduler
 

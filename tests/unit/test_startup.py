@@ -6,8 +6,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from nahida.envelope import ChatKey, UserKey
-from nahida.memory import statements, timeparse, warm_up
-from nahida.memory.extract import extract
+from nahida.memory import warm_up
+from nahida.memory.write import statements, timeparse
+from nahida.memory.write.extract import extract
 
 TEXTS = [
     "我喜欢吃火锅，明天我们去看电影吧",

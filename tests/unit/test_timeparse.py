@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nahida.memory import timeparse
-from nahida.memory.timeparse import parse, strip
+from nahida.memory.write import timeparse
+from nahida.memory.write.timeparse import parse, strip
 
 CHINA = timezone(timedelta(hours=8))
 NOW = datetime(2024, 4, 10, 15, 30, tzinfo=CHINA)  # a Wednesday

@@ -1,5 +1,5 @@
 """Tokenisation for FTS5: jieba search mode, one tokenizer for index and query, safe MATCH
-(`memory/tokenize.py` cuts the words, the SQLite store's `fts.py` phrases the MATCH)."""
+(`memory/core/tokenize.py` cuts the words, the SQLite store's `fts.py` phrases the MATCH)."""
 
 from __future__ import annotations
 
@@ -16,10 +16,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import nahida.memory.tokenize as tokens
+import nahida.memory.core.tokenize as tokens
+from nahida.memory.core.tokenize import STOPWORDS, index_text, query_terms, tokenize, warm_up
 from nahida.memory.store.sqlite import fts
 from nahida.memory.store.sqlite.fts import scope_token, scopes_text
-from nahida.memory.tokenize import STOPWORDS, index_text, query_terms, tokenize, warm_up
 
 
 def match_query(text: str, *, max_terms: int = 32, stopwords: bool = True) -> str | None:
@@ -316,7 +316,7 @@ def test_a_remembered_cut_is_the_same_and_cannot_be_changed_by_a_caller() -> Non
 
 
 def test_visibility_keys_give_each_row_one_way_in() -> None:
-    from nahida.memory.scopes import Visibility
+    from nahida.memory.core.scopes import Visibility
 
     seen = Visibility(("global", "chat:onebot:group:1"), ("user:onebot:42",))
     keys = fts.visibility_keys(seen)

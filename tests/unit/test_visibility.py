@@ -29,13 +29,13 @@ from nahida.memory import (
     Query,
     Viewer,
     recall,
-    sessions,
-    write,
 )
-from nahida.memory.extract import extract
+from nahida.memory.core.tokenize import index_text, tokenize
+from nahida.memory.history import sessions
 from nahida.memory.store.base import Tx
 from nahida.memory.store.sqlite import SqliteStore
-from nahida.memory.tokenize import index_text, tokenize
+from nahida.memory.write import write
+from nahida.memory.write.extract import extract
 
 USERS = ("u1", "u2", "u3")
 GROUPS = ("g1", "g2")

@@ -13,7 +13,8 @@ import pytest
 
 from nahida.envelope import ChatKey, UserKey
 from nahida.errors import ProviderServerError
-from nahida.memory import MemoryService, NewTurn, Viewer, WorkingSettings, working
+from nahida.memory import MemoryService, NewTurn, Viewer, WorkingSettings
+from nahida.memory.history import working
 from nahida.memory.store.sqlite import SqliteStore
 from nahida.providers.base import ChatResponse, Message, Task, ToolSpec
 

@@ -21,10 +21,10 @@ from nahida.memory import (
     WriteResult,
     admin_viewer,
     recall,
-    write,
 )
 from nahida.memory.store.sqlite import SqliteStore
 from nahida.memory.store.sqlite.connection import Connection, driver
+from nahida.memory.write import write
 
 ALICE = "user:qq:alice"
 GROUP = "chat:qq:group:100"

@@ -27,14 +27,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from nahida.envelope import ChatKey
-from nahida.memory import proposed, write
-from nahida.memory.dream.proposals import ProposedOp
-from nahida.memory.models import Candidate, MemoryItem, Proposal, Turn
-from nahida.memory.quotes import reads_as_instruction
-from nahida.memory.safety import contains_secret, redact, was_redacted
-from nahida.memory.scopes import chat_scope, user_scope
-from nahida.memory.tokenize import tokenize
-from nahida.memory.write import EXPLICIT_SOURCES, NEAR_DUPLICATE, similarity
+from nahida.memory.core.models import Candidate, MemoryItem, Proposal, Turn
+from nahida.memory.core.safety import contains_secret, redact, was_redacted
+from nahida.memory.core.scopes import chat_scope, user_scope
+from nahida.memory.core.tokenize import tokenize
+from nahida.memory.dream.proposals import Checked, ProposedOp
+from nahida.memory.recall.quotes import reads_as_instruction
+from nahida.memory.write import proposed, write
+from nahida.memory.write.write import EXPLICIT_SOURCES, NEAR_DUPLICATE, similarity
 
 WITHHELD = "[withheld: secret]"
 BOT_ECHO = 0.5  # token Jaccard with a bot's turn above which a text is the bot's words
@@ -190,9 +190,6 @@ def _duplicate(content: str, scope: str, shown: Sequence[MemoryItem]) -> MemoryI
         if score >= NEAR_DUPLICATE and (best is None or score > best[0]):
             best = (score, item)
     return best[1] if best else None
-
-
-Checked = tuple[Proposal, write.Prepared | None]  # the op's record, and its candidate if it passed
 
 
 def check_all(ops: Sequence[ProposedOp], batch: Batch, max_ops: int) -> list[Checked]:

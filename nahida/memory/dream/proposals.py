@@ -9,25 +9,23 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import tzinfo
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from nahida.envelope import ChatKey, UserKey
-from nahida.memory import write
-from nahida.memory.compress import json_object
-from nahida.memory.extract import extract
-from nahida.memory.models import Proposal, Turn
-
-if TYPE_CHECKING:
-    from nahida.memory.dream.guards import Checked
+from nahida.memory.core.kinds import Dreamed
+from nahida.memory.core.models import Proposal, Turn
+from nahida.memory.history.compress import json_object
+from nahida.memory.write import write
+from nahida.memory.write.extract import extract
 
 Op = Literal["add", "update", "supersede", "archive"]
-Kind = Literal["fact", "preference", "decision", "task", "procedure", "warning"]
 MAX_OPS_READ = 200  # an answer with more is malformed (max_ops then bounds what is applied)
 CONTENT_CHARS = 1000
 ERROR_CHARS = 800
 CUT_OFF = ("length", "max_tokens")
+Checked = tuple[Proposal, write.Prepared | None]  # the op's record, and its candidate if it passed
 
 
 class Malformed(Exception):
@@ -39,7 +37,7 @@ class ProposedOp(BaseModel):
 
     op: Op
     item: str | None = None
-    kind: Kind | None = None
+    kind: Dreamed | None = None
     content: str = Field("", max_length=CONTENT_CHARS)
     scope: str | None = None
     evidence: list[str] = Field(default_factory=list, max_length=20)

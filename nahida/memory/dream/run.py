@@ -30,12 +30,7 @@ import structlog
 
 from nahida.envelope import ChatKey
 from nahida.errors import ProviderError
-from nahida.memory import extract, write
-from nahida.memory.dream import guards, prompt, proposals
-from nahida.memory.dream.guards import Batch
-from nahida.memory.dream.proposals import Malformed, ProposedOp
-from nahida.memory.markdown import dreams_md
-from nahida.memory.models import (
+from nahida.memory.core.models import (
     CommitMode,
     DreamOutcome,
     DreamRun,
@@ -45,10 +40,15 @@ from nahida.memory.models import (
     WriteResult,
     new_id,
 )
-from nahida.memory.safety import redact
-from nahida.memory.scopes import GLOBAL, Visibility
+from nahida.memory.core.safety import redact
+from nahida.memory.core.scopes import GLOBAL, Visibility
+from nahida.memory.core.tokenize import query_terms, tokenize
+from nahida.memory.dream import guards, prompt, proposals
+from nahida.memory.dream.guards import Batch
+from nahida.memory.dream.proposals import Malformed, ProposedOp
+from nahida.memory.markdown import dreams_md
 from nahida.memory.store.base import DueChat, Store, TextSearch, Tx
-from nahida.memory.tokenize import query_terms, tokenize
+from nahida.memory.write import extract, write
 from nahida.providers.base import ChatModel, Message, Usage
 
 log = structlog.get_logger(__name__)

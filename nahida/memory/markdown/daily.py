@@ -34,9 +34,9 @@ from datetime import datetime, tzinfo
 from pathlib import Path
 from typing import Any
 
+from nahida.memory.core.models import Episode, WarmSummary
+from nahida.memory.core.safety import redact
 from nahida.memory.markdown.paths import WorkspaceFiles, safe_name
-from nahida.memory.models import Episode, WarmSummary
-from nahida.memory.safety import redact
 from nahida.memory.store.base import CandidateNote, Store, Tx
 
 STATE_KEY = "daily"

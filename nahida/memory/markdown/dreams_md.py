@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from datetime import datetime, tzinfo
 from pathlib import Path
 
+from nahida.memory.core.models import DreamRun, Proposal
 from nahida.memory.markdown.paths import WorkspaceFiles
-from nahida.memory.models import DreamRun, Proposal
 
 HEADER = (
     "# Dreams · {month}\n\nWhat dreaming changed in memory, one section per run (newest last).\n"

@@ -17,17 +17,18 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field, replace
 
-from nahida.memory import candidates, write
+from nahida.memory.core.kinds import DEFAULT, HEADINGS
+from nahida.memory.core.models import Candidate, Evidence, MemoryItem
+from nahida.memory.core.scopes import GLOBAL, Visibility
 from nahida.memory.markdown.block import Bullet, Changes, flat
 from nahida.memory.markdown.block import render as render_block
-from nahida.memory.models import KINDS, Candidate, Evidence, MemoryItem
-from nahida.memory.scopes import GLOBAL, Visibility
 from nahida.memory.store.base import Tx
+from nahida.memory.write import candidates, write
 
 PATH = "MEMORY.md"
 BEGIN = "<!-- nahida:memory:begin -->"
 END = "<!-- nahida:memory:end -->"
-GROUPS = tuple(k for k in KINDS if k != "summary")
+GROUPS = HEADINGS
 ACTOR = "human_edit:MEMORY.md"
 ALL_GLOBAL = 100_000
 HEADER = """# Memory
@@ -149,4 +150,4 @@ def _ours(item: MemoryItem) -> bool:
 
 
 def _group(item: MemoryItem) -> str:
-    return item.kind if item.kind in GROUPS else "fact"
+    return item.kind if item.kind in GROUPS else DEFAULT

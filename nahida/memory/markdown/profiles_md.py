@@ -7,13 +7,13 @@ person without a bullet shows every heading, empty, so that a first one can be a
 
 from __future__ import annotations
 
+from nahida.memory.core.models import PROFILE_SECTIONS
+from nahida.memory.core.tokenize import index_text
 from nahida.memory.markdown.block import Changes, flat
 from nahida.memory.markdown.block import render as render_block
 from nahida.memory.markdown.paths import safe_name
-from nahida.memory.models import PROFILE_SECTIONS
 from nahida.memory.profiles import HandEdits, hand_edit
 from nahida.memory.store.base import Tx
-from nahida.memory.tokenize import index_text
 
 BEGIN = "<!-- nahida:profile:begin -->"
 END = "<!-- nahida:profile:end -->"

@@ -41,11 +41,11 @@ from typing import Any, Protocol
 import structlog
 
 from nahida.errors import UnsafePath
+from nahida.memory.core.safety import contains_secret
 from nahida.memory.markdown import block
 from nahida.memory.markdown.memory_md import MemoryFile
 from nahida.memory.markdown.paths import WorkspaceFiles
 from nahida.memory.markdown.profiles_md import ProfileFile, file_name
-from nahida.memory.safety import contains_secret
 from nahida.memory.store.base import FileState, Store, Tx
 
 log = structlog.get_logger(__name__)

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from nahida.memory.models import Hit
+from nahida.memory.core.models import Hit
 from nahida.memory.recall import lexical, vector
 from nahida.memory.recall.fuse import combine, fuse, text_key, unique_texts
 from nahida.memory.recall.plan import TUNING, Plan, Query, Tuning

@@ -6,7 +6,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import replace
 
-from nahida.memory.models import Hit
+from nahida.memory.core.models import Hit
 from nahida.memory.recall.plan import RRF_K
 
 HALF_LIFE_DAYS = 30.0

@@ -36,11 +36,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
-from nahida.memory.models import Episode, Hit, MemoryItem
+from nahida.memory.core.models import Episode, Hit, MemoryItem
+from nahida.memory.core.tokenize import has_content, name_tokens, query_terms
 from nahida.memory.recall.plan import TUNING, Plan, Query, Tuning
 from nahida.memory.store.base import TextSearch, TurnMatch, Tx
-from nahida.memory.timeparse import TimeWindow
-from nahida.memory.tokenize import has_content, name_tokens, query_terms
+from nahida.memory.write.timeparse import TimeWindow
 
 K = TypeVar("K")
 Fetch = Callable[[tuple[str, ...] | None, TimeWindow | None], list[tuple[Any, float, Any]]]

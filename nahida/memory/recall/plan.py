@@ -16,11 +16,11 @@ from dataclasses import dataclass, replace
 from datetime import datetime, tzinfo
 from typing import TYPE_CHECKING, Literal
 
-from nahida.memory import timeparse
-from nahida.memory.scopes import Viewer
+from nahida.memory.core.scopes import Viewer
+from nahida.memory.core.tokenize import has_content, tokenize
 from nahida.memory.store.base import VectorSpace
-from nahida.memory.timeparse import TimeWindow
-from nahida.memory.tokenize import has_content, tokenize
+from nahida.memory.write import timeparse
+from nahida.memory.write.timeparse import TimeWindow
 
 if TYPE_CHECKING:
     from nahida.memory.store.base import Vector

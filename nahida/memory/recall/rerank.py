@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import structlog
 
 from nahida.errors import ProviderError
-from nahida.memory.models import Hit
+from nahida.memory.core.models import Hit
 from nahida.providers.base import ChatModel, Message, Reranker
 
 log = structlog.get_logger(__name__)

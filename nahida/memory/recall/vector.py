@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 
-from nahida.memory.models import Hit
+from nahida.memory.core.models import Hit
 from nahida.memory.recall.lexical import episode_hit, item_hit, turn_hit
 from nahida.memory.recall.plan import TUNING, Plan, Query, Tuning
 from nahida.memory.store.base import Tx, VectorSearch

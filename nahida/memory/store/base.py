@@ -24,7 +24,7 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol, TypeVar
 
-from nahida.memory.models import (
+from nahida.memory.core.models import (
     Candidate,
     DreamRun,
     Episode,
@@ -37,7 +37,7 @@ from nahida.memory.models import (
     Turn,
     WarmSummary,
 )
-from nahida.memory.scopes import Visibility
+from nahida.memory.core.scopes import Visibility
 
 T = TypeVar("T")
 

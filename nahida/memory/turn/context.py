@@ -27,8 +27,8 @@ import re
 import structlog
 
 from nahida.hooks import TurnContext
+from nahida.memory.core.scopes import Viewer
 from nahida.memory.recall import Mode
-from nahida.memory.scopes import Viewer
 from nahida.memory.service import MemoryService
 from nahida.prompt import LANGUAGE_BY_RULES
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import structlog
 
 from nahida.hooks import TurnContext
-from nahida.memory.access import Actor
-from nahida.memory.extract import SOURCE, extract
+from nahida.memory.core.access import Actor
+from nahida.memory.core.tokenize import run_cpu
 from nahida.memory.service import MemoryService
-from nahida.memory.tokenize import run_cpu
+from nahida.memory.write.extract import SOURCE, extract
 
 log = structlog.get_logger(__name__)
 

@@ -17,13 +17,13 @@ from typing import Any
 
 from nahida.errors import MemoryPermissionError, SecretRefused
 from nahida.hooks import TurnContext
-from nahida.memory import candidates
-from nahida.memory.access import Actor
-from nahida.memory.models import PROFILE_SECTIONS, ProfileMode, WriteResult
+from nahida.memory.core.access import Actor
+from nahida.memory.core.models import PROFILE_SECTIONS, ProfileMode, WriteResult
+from nahida.memory.core.safety import contains_secret
+from nahida.memory.core.scopes import Viewer
 from nahida.memory.recall import pack
-from nahida.memory.safety import contains_secret
-from nahida.memory.scopes import Viewer
 from nahida.memory.service import MemoryService
+from nahida.memory.write import candidates
 from nahida.providers.base import ToolSpec
 from nahida.tools import ToolRegistry
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from nahida.memory.models import DreamRun, Proposal, Turn
+from nahida.memory.core.models import DreamRun, Proposal, Turn
 from nahida.memory.store.base import DueChat
 from nahida.memory.store.sqlite import rows
 from nahida.memory.store.sqlite.connection import Connection

@@ -12,8 +12,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from nahida.memory.models import Episode
-from nahida.memory.scopes import chat_scope
+from nahida.memory.core.models import Episode
+from nahida.memory.core.scopes import chat_scope
 from nahida.memory.store.base import EpisodeMatch, TextSearch
 from nahida.memory.store.sqlite import fts
 from nahida.memory.store.sqlite.connection import Connection

@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
 from typing import Any
 
-from nahida.memory.scopes import Visibility, chat_scope
+from nahida.memory.core.scopes import Visibility, chat_scope
 from nahida.memory.store.base import TextSearch, VectorSearch
 from nahida.memory.store.sqlite.connection import Connection
 

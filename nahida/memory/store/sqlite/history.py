@@ -6,8 +6,8 @@ import json
 from collections.abc import Collection, Sequence
 from typing import Any, cast
 
-from nahida.memory.models import NewTurn, Session, Turn
-from nahida.memory.scopes import chat_scope
+from nahida.memory.core.models import NewTurn, Session, Turn
+from nahida.memory.core.scopes import chat_scope
 from nahida.memory.store.base import (
     FATES,
     Delivery,

@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from dataclasses import fields
 from typing import Any
 
-from nahida.memory.models import Candidate, MemoryEvent, MemoryItem, dump_evidence
-from nahida.memory.scopes import Visibility
+from nahida.memory.core.models import Candidate, MemoryEvent, MemoryItem, dump_evidence
+from nahida.memory.core.scopes import Visibility
 from nahida.memory.store.base import CandidateNote, ItemMatch, TextSearch
 from nahida.memory.store.sqlite import fts, rows
 from nahida.memory.store.sqlite.connection import Connection

@@ -7,7 +7,7 @@ cannot both hold it.
 
 from __future__ import annotations
 
-from nahida.memory.models import JobRun
+from nahida.memory.core.models import JobRun
 from nahida.memory.store.sqlite import rows
 from nahida.memory.store.sqlite.connection import Connection
 

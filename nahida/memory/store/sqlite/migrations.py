@@ -10,7 +10,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from nahida.errors import StorageError
-from nahida.memory.safety import contains_secret, redact
+from nahida.memory.core.models import session_title
+from nahida.memory.core.safety import contains_secret, redact
+from nahida.memory.core.tokenize import index_text
 from nahida.memory.store.sqlite.connection import (
     Connection,
     driver,
@@ -86,12 +88,6 @@ def _redact_history(conn: Connection) -> None:
     """Secrets out of stored turns, their FTS rows and session titles (history written before
     turns were stored redacted). The new index text is cut here, once, at upgrade; a title cut
     from a turn that held a secret is cut again from the redacted turn."""
-    from nahida.memory.sessions import TITLE_CHARS
-    from nahida.memory.tokenize import index_text
-
-    def title(text: str) -> str:
-        return " ".join(text.split())[:TITLE_CHARS] or "…"
-
     found = conn.execute("SELECT id, session_id, content FROM turns").fetchall()
     for turn_id, session_id, content in found:
         if not contains_secret(content):
@@ -101,7 +97,7 @@ def _redact_history(conn: Connection) -> None:
         conn.execute("UPDATE turns_fts SET body = ? WHERE rowid = ?", (index_text(clean), turn_id))
         conn.execute(
             "UPDATE sessions SET title = ? WHERE id = ? AND title = ?",
-            (title(clean), session_id, title(content)),
+            (session_title(clean), session_id, session_title(content)),
         )
     for session_id, text in conn.execute("SELECT id, title FROM sessions").fetchall():
         if contains_secret(text):

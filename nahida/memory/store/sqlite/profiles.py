@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from nahida.memory.models import ProfileEntry
+from nahida.memory.core.models import ProfileEntry
 from nahida.memory.store.base import SectionEntry
 from nahida.memory.store.sqlite.connection import Connection
 

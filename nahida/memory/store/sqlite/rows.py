@@ -6,7 +6,7 @@ import json
 from collections.abc import Iterator, Sequence
 from typing import Any, overload
 
-from nahida.memory.models import (
+from nahida.memory.core.models import (
     Candidate,
     JobRun,
     MemoryEvent,

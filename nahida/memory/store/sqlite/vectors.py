@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from nahida.memory.scopes import Visibility
+from nahida.memory.core.scopes import Visibility
 from nahida.memory.store.base import (
     Embedded,
     EpisodeMatch,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from nahida.memory.models import WarmSummary
+from nahida.memory.core.models import WarmSummary
 from nahida.memory.store.sqlite.connection import Connection
 
 _FIELDS = (

@@ -45,10 +45,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from nahida.memory import answer_patterns as a
-from nahida.memory import statement_patterns as p
-from nahida.memory.clauses import LEAD, clause_spans, is_question, plain, sentences, trim
-from nahida.memory.needles import Prefilter, ones
+from nahida.memory.write import answer_patterns as a
+from nahida.memory.write import statement_patterns as p
+from nahida.memory.write.clauses import LEAD, clause_spans, is_question, plain, sentences, trim
+from nahida.memory.write.needles import Prefilter, ones
 
 MIN_TEXT, MAX_TEXT = 3, 1000  # characters of a message worth reading
 MAX_CLAUSE_VALUE, MAX_SENTENCE_VALUE = 60, 200

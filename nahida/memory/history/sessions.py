@@ -19,11 +19,11 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, tzinfo
-from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
-from nahida.memory.models import CommitMode, NewTurn, Session, Turn, spoken
-from nahida.memory.safety import redact
+from nahida.memory.core.models import CommitMode, NewTurn, Session, Turn, session_title, spoken
+from nahida.memory.core.safety import redact
+from nahida.memory.core.tokenize import index_text, query_terms, run_cpu, tokenize
 from nahida.memory.store.base import (
     CommandMessage,
     Delivery,
@@ -33,14 +33,8 @@ from nahida.memory.store.base import (
     TextSearch,
     Tx,
 )
-from nahida.memory.tokenize import index_text, query_terms, run_cpu, tokenize
-
-if TYPE_CHECKING:
-    from nahida.memory import importer
 
 T = TypeVar("T")
-
-TITLE_CHARS = 40
 
 
 def new_session_id(at: float) -> str:
@@ -54,7 +48,7 @@ def _open_session(tx: Tx, turn: NewTurn, idle_split: float) -> tuple[str, str | 
     pointer = tx.sessions.current(turn.chat)
     if pointer and pointer[0] and not (idle_split and turn.time - pointer[1] > idle_split):
         return pointer[0], None
-    title = " ".join(turn.content.split())[:TITLE_CHARS] or "…"
+    title = session_title(turn.content)
     while True:  # an id taken meanwhile (another process) is simply drawn again
         session_id = new_session_id(turn.time)
         if tx.sessions.create(session_id, turn.chat, title, turn.time):
@@ -379,25 +373,3 @@ class Sessions:
     ) -> list[tuple[Session, str]]:
         terms = query_terms(tokenize(text))
         return await self.store.read(search, text, terms, chat, limit)
-
-    def import_file(
-        self,
-        path: Path,
-        *,
-        extract: bool = False,
-        max_line_bytes: int | None = None,
-        progress: importer.Progress | None = None,
-    ) -> importer.ImportReport:
-        """JSONL turns into history (`importer`); synchronous: the CLI's long job."""
-        from nahida.memory import importer  # it records through this module's units
-
-        return importer.import_file(
-            self.store,
-            path,
-            self.idle_split,
-            mode=self.mode,
-            tz=self.tz,
-            extract=extract,
-            max_line_bytes=max_line_bytes or importer.MAX_LINE_BYTES,
-            progress=progress,
-        )

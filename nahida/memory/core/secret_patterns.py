@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
-from nahida.memory.secret_values import (
+from nahida.memory.core.secret_values import (
     base64_blob,
     command_password,
     cookie_value,

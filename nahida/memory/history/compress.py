@@ -24,8 +24,9 @@ from dataclasses import dataclass, field
 from datetime import tzinfo
 from typing import Any
 
-from nahida.memory.models import PROFILE_SECTIONS, Turn
-from nahida.memory.safety import redact
+from nahida.memory.core.kinds import DEFAULT, SAFE_KINDS, alternatives
+from nahida.memory.core.models import PROFILE_SECTIONS, Turn
+from nahida.memory.core.safety import redact
 from nahida.providers.base import Message
 
 SUMMARY_CHARS = 1200  # a warm summary longer than this is cut
@@ -34,7 +35,7 @@ EPISODE_CHARS = 600
 MAX_FACTS = 12
 MAX_KEYWORDS = 8
 TURN_CHARS = 400  # one turn's text in a transcript
-FACT_KINDS = ("fact", "preference", "decision", "task")
+FACT_KINDS = SAFE_KINDS  # what a cold fact may be
 STRONG = re.compile(
     r"记住|别忘|纠正|更正|不对|其实是|偏好|以后|remember|correct|actually|prefer", re.I
 )
@@ -47,7 +48,7 @@ Never include passwords, keys or tokens. Answer with the updated summary only.""
 
 _ROLL_SYSTEM = """You consolidate an assistant's working memory of one conversation.
 From the summary, return JSON only, of this shape:
-{{"facts": [{{"content": "...", "kind": "fact|preference|decision|task", "explicit": false}}],
+{{"facts": [{{"content": "...", "kind": "{kinds}", "explicit": false}}],
  "profile": [{{"section": "...", "text": "..."}}],
  "summary": "..."}}
 - facts: lasting key facts worth remembering after this conversation (at most {facts}); each one
@@ -93,7 +94,11 @@ def roll_request(
 ) -> tuple[Message, ...]:
     who = f"the person ({person})" if person else "nobody in particular (leave it empty)"
     system = _ROLL_SYSTEM.format(
-        facts=MAX_FACTS, who=who, sections=", ".join(sections), chars=SUMMARY_CHARS // 2
+        facts=MAX_FACTS,
+        kinds=alternatives(FACT_KINDS, quoted=False),
+        who=who,
+        sections=", ".join(sections),
+        chars=SUMMARY_CHARS // 2,
     )
     return (Message("system", system), Message("user", f"Summary:\n{summary.strip()}"))
 
@@ -174,7 +179,7 @@ def read_roll(text: str, sections: Sequence[str] = PROFILE_SECTIONS) -> Parsed:
             parsed.problems.append(f"fact {number} has no content")
             continue
         kind = fact.get("kind", "fact")
-        kind = kind if kind in FACT_KINDS else "fact"
+        kind = kind if kind in FACT_KINDS else DEFAULT
         explicit = fact.get("explicit") is True or STRONG.search(content) is not None
         parsed.facts.append(Fact(bounded(content, FACT_CHARS), kind, explicit))
     bullets = data.get("profile") or []

@@ -1,7 +1,7 @@
 """Rule-based extraction after each user turn (DESIGN §6): what people say about themselves.
 
-Only the person's own words are read, never the bot's; `nahida.memory.statements` reads them into
-statements, and `candidates.extracted` turns each into a candidate.
+Only the person's own words are read, never the bot's; `statements` reads them into statements,
+and `candidates.extracted` turns each into a candidate.
 
 Scopes: in a private chat everything goes to `user:<U>`, private. In a group what is about the
 speaker (preferences, identity, tasks, "我决定…", an explicit remember of a first-person sentence,
@@ -19,11 +19,11 @@ from __future__ import annotations
 from datetime import tzinfo
 
 from nahida.envelope import ChatKey, UserKey
-from nahida.memory import candidates
-from nahida.memory.access import Actor
-from nahida.memory.models import Candidate
-from nahida.memory.safety import contains_secret, was_redacted
-from nahida.memory.statements import statements
+from nahida.memory.core.access import Actor
+from nahida.memory.core.models import Candidate
+from nahida.memory.core.safety import contains_secret, was_redacted
+from nahida.memory.write import candidates
+from nahida.memory.write.statements import statements
 
 SOURCE = "rule_extract"
 

@@ -12,9 +12,10 @@ import time
 from collections.abc import Sequence
 
 from nahida.envelope import ChatKey
-from nahida.memory.candidates import evidence_quote, read_kind
-from nahida.memory.models import KINDS, RUN_REF, Candidate, Evidence, MemoryItem, Turn
-from nahida.memory.scopes import chat_scope, user_scope
+from nahida.memory.core.kinds import DEFAULT, KINDS
+from nahida.memory.core.models import RUN_REF, Candidate, Evidence, MemoryItem, Turn
+from nahida.memory.core.scopes import chat_scope, user_scope
+from nahida.memory.write.candidates import evidence_quote, read_kind
 
 
 def _now(at: float | None) -> float:
@@ -39,7 +40,7 @@ def compressed(
     scope = chat_scope(chat) if person is None else user_scope(person)
     return Candidate(
         scope=scope,
-        kind=kind if kind in KINDS else "fact",
+        kind=kind if kind in KINDS else DEFAULT,
         content=content.strip(),
         source="compress",
         confidence=COMPRESSED_EXPLICIT if explicit else COMPRESSED_CONFIDENCE,

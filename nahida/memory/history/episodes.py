@@ -14,10 +14,10 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from nahida.memory.models import Episode, new_id
-from nahida.memory.safety import redact
+from nahida.memory.core.models import Episode, new_id
+from nahida.memory.core.safety import redact
+from nahida.memory.core.tokenize import index_text, run_cpu
 from nahida.memory.store.base import Store, Tx
-from nahida.memory.tokenize import index_text, run_cpu
 
 
 def cleaned(summary: str, keywords: Sequence[str]) -> tuple[str, tuple[str, ...]]:

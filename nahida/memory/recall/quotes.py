@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 
-from nahida.memory.models import MemoryItem
+from nahida.memory.core.models import MemoryItem
 
 MARK = "quoted, not an instruction"
 ADMIN_SOURCES = ("human_edit", "import")  # what a bot admin wrote (the CLI, MEMORY.md, an import)

@@ -40,13 +40,14 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from nahida.envelope import ChatKey, UserKey
-from nahida.memory import extract, sessions, write
-from nahida.memory.extract import extract as extract_statements
-from nahida.memory.models import CommitMode, MemoryItem, NewTurn
-from nahida.memory.scopes import user_key, validate_scope
+from nahida.memory.core.models import CommitMode, MemoryItem, NewTurn
+from nahida.memory.core.scopes import user_key, validate_scope
+from nahida.memory.core.tokenize import map_ahead
+from nahida.memory.history import sessions
 from nahida.memory.store.base import Store, Tx
-from nahida.memory.tokenize import map_ahead
-from nahida.memory.write import Prepared
+from nahida.memory.write import extract, write
+from nahida.memory.write.extract import extract as extract_statements
+from nahida.memory.write.write import Prepared
 
 BATCH = 2000
 PAUSE = 0.005  # seconds between batches: a live message waits at most one batch

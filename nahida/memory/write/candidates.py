@@ -38,13 +38,15 @@ from typing import Literal
 
 from nahida.envelope import ChatKey, UserKey
 from nahida.errors import MemoryPermissionError
-from nahida.memory import access, dates
-from nahida.memory.access import Actor
-from nahida.memory.clauses import plain, sentences
-from nahida.memory.models import KINDS, Candidate, Evidence
-from nahida.memory.safety import contains_secret, redact
-from nahida.memory.scopes import GLOBAL, chat_scope, user_scope, validate_scope, viewer_for
-from nahida.memory.statements import Statement, statements
+from nahida.memory.core import access
+from nahida.memory.core.access import Actor
+from nahida.memory.core.kinds import KINDS
+from nahida.memory.core.models import Candidate, Evidence
+from nahida.memory.core.safety import contains_secret, redact
+from nahida.memory.core.scopes import GLOBAL, chat_scope, user_scope, validate_scope, viewer_for
+from nahida.memory.write import dates
+from nahida.memory.write.clauses import plain, sentences
+from nahida.memory.write.statements import Statement, statements
 
 Audience = Literal["user", "chat", "global"]
 _REMEMBER = re.compile(

@@ -29,9 +29,7 @@ import structlog
 
 from nahida.envelope import ChatKey
 from nahida.errors import NahidaError
-from nahida.memory import compress, proposed
-from nahida.memory.episodes import Episodes
-from nahida.memory.models import (
+from nahida.memory.core.models import (
     PROFILE_SECTIONS,
     Candidate,
     Episode,
@@ -39,8 +37,11 @@ from nahida.memory.models import (
     WarmSummary,
     WriteResult,
 )
+from nahida.memory.history import compress
+from nahida.memory.history.episodes import Episodes
 from nahida.memory.profiles import Profiles
 from nahida.memory.store.base import Store, Tx
+from nahida.memory.write import proposed
 from nahida.providers.base import ChatModel, Message
 
 log = structlog.get_logger(__name__)

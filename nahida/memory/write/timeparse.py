@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from nahida.memory.needles import Prefilter, ones
+from nahida.memory.write.needles import Prefilter, ones
 
 __all__ = ["Parsed", "TimeWindow", "parse", "strip"]
 

@@ -45,7 +45,7 @@ import bisect
 import re
 from dataclasses import dataclass
 
-from nahida.memory.secret_patterns import DETECTORS, MAYBE, MAYBE_LOWERED, ODD_CASE, URL_PATH
+from nahida.memory.core.secret_patterns import DETECTORS, MAYBE, MAYBE_LOWERED, ODD_CASE, URL_PATH
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 
-from nahida.memory.timeparse import WEEKDAYS_CN, WEEKDAYS_EN, cn_number
+from nahida.memory.write.timeparse import WEEKDAYS_CN, WEEKDAYS_EN, cn_number
 
 _NUM = r"[0-9]{1,2}|[一二两三四五六七八九十]{1,3}"
 

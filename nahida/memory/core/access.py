@@ -15,8 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from nahida.envelope import ChatKey, Envelope, Role
-from nahida.memory.models import MemoryItem
-from nahida.memory.scopes import chat_scope
+from nahida.memory.core.models import MemoryItem
+from nahida.memory.core.scopes import chat_scope
 
 
 @dataclass(frozen=True, slots=True)

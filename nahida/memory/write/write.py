@@ -26,7 +26,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from nahida.errors import SecretRefused
-from nahida.memory.models import (
+from nahida.memory.core.kinds import SAFE_KINDS
+from nahida.memory.core.models import (
     RUN_REF,
     Candidate,
     CommitMode,
@@ -35,14 +36,13 @@ from nahida.memory.models import (
     WriteResult,
     new_id,
 )
-from nahida.memory.safety import contains_secret, redact
-from nahida.memory.scopes import Visibility
+from nahida.memory.core.safety import contains_secret, redact
+from nahida.memory.core.scopes import Visibility
+from nahida.memory.core.tokenize import query_terms, tokenize
 from nahida.memory.store.base import TextSearch, Tx
-from nahida.memory.tokenize import query_terms, tokenize
 
 EXPLICIT_SOURCES = ("user_explicit", "human_edit")
 TRUSTED_SOURCES = (*EXPLICIT_SOURCES, "import")
-SAFE_KINDS = ("fact", "preference", "decision", "task")
 # a behavioural rule commits at once when it is what the person said or asked for in the chat;
 # one a model inferred (dreaming, compaction) waits for review
 RULE_SOURCES = ("rule_extract", "agent_proactive")

@@ -11,16 +11,8 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-Kind = Literal["fact", "preference", "decision", "task", "procedure", "warning", "summary"]
-KINDS: tuple[str, ...] = (
-    "fact",
-    "preference",
-    "decision",
-    "task",
-    "procedure",
-    "warning",
-    "summary",
-)
+from nahida.scheduler import JobOutcome
+
 Status = Literal["active", "archived", "superseded", "rejected"]
 Sensitivity = Literal["public", "private"]
 CommitMode = Literal["auto_safe", "manual_review", "auto_full"]
@@ -33,6 +25,14 @@ def new_id(prefix: str) -> str:
 
 def iso(epoch: float | None) -> str | None:
     return None if epoch is None else datetime.fromtimestamp(epoch, UTC).isoformat()
+
+
+TITLE_CHARS = 40
+
+
+def session_title(text: str) -> str:
+    """A session's title: the words of its first user turn, on one line, cut short."""
+    return " ".join(text.split())[:TITLE_CHARS] or "…"
 
 
 RUN_REF = "dream:"  # an evidence ref naming the dream run that read the cited turns
@@ -291,8 +291,6 @@ class Hit:
 
 
 # background jobs --------------------------------------------------------------------------------
-
-JobOutcome = Literal["running", "ok", "failed", "interrupted", "skipped"]
 
 
 @dataclass(frozen=True, slots=True)
