@@ -47,16 +47,7 @@ from nahida.memory import (
     WorkingSettings,
     warm_up,
 )
-from nahida.memory.jobs import (
-    CleanupEmptySessions,
-    ConfidenceDecay,
-    DailyNotesJob,
-    DreamJob,
-    EmbeddingUpkeep,
-    EpisodeRetry,
-    MarkdownSyncJob,
-    QueueDepthJob,
-)
+from nahida.memory.jobs import memory_jobs
 from nahida.memory.turn import MemoryTools, turn_parts
 from nahida.plugins import LoadedPlugin, context_factory, load_plugins
 from nahida.policy import ReplyPolicy
@@ -119,48 +110,43 @@ def build_provider(name: str, settings: ProviderConfig, connections: int = 100) 
     return provider
 
 
+def _backend(part: str = "") -> Any:
+    """The configured store backend's module (or its `part`, e.g. `.backup`)."""
+    return importlib.import_module(STORES[STORE][0] + part)
+
+
 def open_store(paths: Paths) -> Store:
     """The store, migrated."""
-    module, cls = STORES[STORE]
-    found: Store = getattr(importlib.import_module(module), cls)(paths.database)
+    found: Store = getattr(_backend(), STORES[STORE][1])(paths.database)
     return found
 
 
 def store_capabilities() -> StoreCapabilities:
     """What the store backend can do on this installation (without opening the database)."""
-    module, _ = STORES[STORE]
-    caps: StoreCapabilities = importlib.import_module(module).probe()
+    caps: StoreCapabilities = _backend().probe()
     return caps
 
 
 def database_problems(paths: Paths) -> list[str]:
     """What the store's integrity check finds wrong with the database ([]: sound, or none yet)."""
-    module, _ = STORES[STORE]
-    found: list[str] = importlib.import_module(module).problems(paths.database)
+    found: list[str] = _backend().problems(paths.database)
     return found
 
 
 def check_database(paths: Paths) -> None:
     """Refuse a damaged database (`DatabaseDamaged`, saying what to do): the bot's start."""
-    module, _ = STORES[STORE]
-    importlib.import_module(module).check(paths.database)
+    _backend().check(paths.database)
 
 
 def backup_database(paths: Paths, target: Path) -> dict[str, Any]:
     """`nahida backup`: the whole database into one file; its manifest (docs/backup.md)."""
-    module, _ = STORES[STORE]
-    manifest: dict[str, Any] = importlib.import_module(f"{module}.backup").backup(
-        paths.database, target
-    )
+    manifest: dict[str, Any] = _backend(".backup").backup(paths.database, target)
     return manifest
 
 
 def restore_database(paths: Paths, source: Path, *, replace: bool = False) -> dict[str, Any]:
     """`nahida restore`: a backup into the data dir; what was done (docs/backup.md)."""
-    module, _ = STORES[STORE]
-    restored = importlib.import_module(f"{module}.backup").restore(
-        paths.database, source, replace=replace
-    )
+    restored = _backend(".backup").restore(paths.database, source, replace=replace)
     done: dict[str, Any] = restored.to_json()
     return done
 
@@ -395,21 +381,13 @@ class App:
         )
         self.server = InboundServer(config.server.host, config.server.port)
         self.scheduler = Scheduler(self.memory.runs, clock=clock)
-        self.scheduler.add(CleanupEmptySessions(self.memory))
-        self.scheduler.add(EmbeddingUpkeep(self.memory))
-        self.scheduler.add(ConfidenceDecay(self.memory))
-        self.scheduler.add(EpisodeRetry(self.memory))
-        self.scheduler.add(
-            QueueDepthJob(self.memory, lambda: dataclasses.asdict(self.bus.backlog()))
-        )
-        if config.memory.dreaming.enabled:
-            self.scheduler.add(DreamJob(self.memory))
-        if self.memory.markdown is not None:
-            self.scheduler.add(
-                MarkdownSyncJob(self.memory, every=config.memory.markdown.sync_seconds)
-            )
-        if self.memory.daily is not None:
-            self.scheduler.add(DailyNotesJob(self.memory))
+        for job in memory_jobs(
+            self.memory,
+            lambda: dataclasses.asdict(self.bus.backlog()),
+            dreaming=config.memory.dreaming.enabled,
+            markdown_every=config.memory.markdown.sync_seconds,
+        ):
+            self.scheduler.add(job)
         self._stop_when_adapters_done = stop_when_adapters_done
         self._stop: asyncio.Event | None = None
 

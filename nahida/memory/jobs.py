@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from nahida.memory.service import MemoryService
-from nahida.scheduler import JobContext, Schedule
+from nahida.scheduler import Job, JobContext, Schedule
 
 
 class CleanupEmptySessions:
@@ -204,3 +204,27 @@ class QueueDepthJob:
             return
         self._idle_written = idle
         await self.memory.runs.record_queue_depth(depth, now)
+
+
+def memory_jobs(
+    memory: MemoryService,
+    backlog: Callable[[], Mapping[str, Any]],
+    *,
+    dreaming: bool,
+    markdown_every: float,
+) -> list[Job]:
+    """The background jobs a running bot schedules over its memory (each only where it applies)."""
+    jobs: list[Job] = [
+        CleanupEmptySessions(memory),
+        EmbeddingUpkeep(memory),
+        ConfidenceDecay(memory),
+        EpisodeRetry(memory),
+        QueueDepthJob(memory, backlog),
+    ]
+    if dreaming:
+        jobs.append(DreamJob(memory))
+    if memory.markdown is not None:
+        jobs.append(MarkdownSyncJob(memory, every=markdown_every))
+    if memory.daily is not None:
+        jobs.append(DailyNotesJob(memory))
+    return jobs

@@ -14,21 +14,7 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
-from nahida.memory.core.secret_values import (
-    base64_blob,
-    command_password,
-    cookie_value,
-    credential_value,
-    han_password,
-    header_value,
-    key_body,
-    password_value,
-    password_with_symbol,
-    quoted_password,
-    short_label_password,
-    signed_query,
-    worded_password,
-)
+from nahida.memory.core import secret_values as values
 
 # --- detectors ----------------------------------------------------------------------------
 #
@@ -203,14 +189,15 @@ DETECTORS: tuple[Detector, ...] = (
     ),
     Detector(
         "anthropic_key",
-        _regex(_NOT_KEY + r"sk-ant-[A-Za-z0-9_-]{20,}", accept=key_body),
+        _regex(_NOT_KEY + r"sk-ant-[A-Za-z0-9_-]{20,}", accept=values.key_body),
         needles=("sk-ant-",),
         reach=0,
     ),
     Detector(
         "openai_key",
         _regex(
-            _NOT_KEY + r"sk-(?!ant-)(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}", accept=key_body
+            _NOT_KEY + r"sk-(?!ant-)(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}",
+            accept=values.key_body,
         ),
         needles=("sk-",),
         reach=0,
@@ -268,7 +255,7 @@ DETECTORS: tuple[Detector, ...] = (
         _regex(
             _SCHEME + r"[^\s?#<>\"']+(?:[?#]([!#-&(-;=?-~]*[A-Za-z0-9=_%~*-]))?",
             group=1,
-            accept=signed_query,
+            accept=values.signed_query,
             flags=_I,
         ),
         needles=("://",),
@@ -280,7 +267,7 @@ DETECTORS: tuple[Detector, ...] = (
             r"(?<![A-Za-z0-9_-])(?:proxy-)?authorization" + _LABEL_END + r"((?!\[REDACTED:)"
             r"(?:(?:bearer|basic|token|bot)\s+[^\s\"'<>]+|[^\r\n\"'<>]+))",
             group=1,
-            accept=header_value,
+            accept=values.header_value,
             flags=_I,
         ),
         needles=("authorization",),
@@ -292,7 +279,7 @@ DETECTORS: tuple[Detector, ...] = (
         _regex(
             r"(?<![A-Za-z0-9_-])bearer\s+([A-Za-z0-9._~+/-]{16,}=*)",
             group=1,
-            accept=key_body,
+            accept=values.key_body,
             flags=_I,
         ),
         needles=("bearer",),
@@ -304,7 +291,7 @@ DETECTORS: tuple[Detector, ...] = (
         _regex(
             r"(?<![A-Za-z0-9_-])(?:set-)?cookie" + _LABEL_END + r"((?!\[REDACTED:)[^\r\n\"'<>]+)",
             group=1,
-            accept=cookie_value,
+            accept=values.cookie_value,
             flags=_I,
         ),
         needles=("cookie",),
@@ -331,7 +318,7 @@ DETECTORS: tuple[Detector, ...] = (
             + _LABEL_END
             + f"({_VALUE})",
             group=1,
-            accept=password_value,
+            accept=values.password_value,
             flags=_I,
         ),
         needles=("pass", "密码", "密碼", "口令", "授权码"),
@@ -345,7 +332,7 @@ DETECTORS: tuple[Detector, ...] = (
             r"|(?:密码|密碼|口令|授权码)\s*(?:是|为|為)?\s*"
             r"|(?<![A-Za-z])pwd" + _LABEL_END + f")({_VALUE})",
             group=1,
-            accept=password_with_symbol,
+            accept=values.password_with_symbol,
             flags=_I,
         ),
         needles=("pass", "pwd", "密码", "密碼", "口令", "授权码"),
@@ -359,7 +346,7 @@ DETECTORS: tuple[Detector, ...] = (
         _regex(
             _ZH_PASSWORD + _ZH_LINK + r"\s*(" + _VALUE + ")",
             group=1,
-            accept=worded_password,
+            accept=values.worded_password,
         ),
         needles=_ZH_LABELS,
         reach=0,
@@ -372,7 +359,11 @@ DETECTORS: tuple[Detector, ...] = (
     ),
     Detector(
         "password",
-        _regex(_ZH_PASSWORD + _ZH_LINK + r"\s*(" + _HAN_VALUE + ")", group=1, accept=han_password),
+        _regex(
+            _ZH_PASSWORD + _ZH_LINK + r"\s*(" + _HAN_VALUE + ")",
+            group=1,
+            accept=values.han_password,
+        ),
         needles=_ZH_LABELS,
         reach=0,
     ),
@@ -388,7 +379,7 @@ DETECTORS: tuple[Detector, ...] = (
             + r")"
             + _QUOTED,
             group=1,
-            accept=quoted_password,
+            accept=values.quoted_password,
             flags=_I,
         ),
         needles=("pass", "pw", *_ZH_LABELS),
@@ -400,7 +391,7 @@ DETECTORS: tuple[Detector, ...] = (
         _regex(
             r"(?<![A-Za-z])" + _EN_PASSWORD + r"(?:" + _EN_LINK + r"|\s+)" + f"({_VALUE})",
             group=1,
-            accept=worded_password,
+            accept=values.worded_password,
             flags=_I,
         ),
         needles=("pass", "pw"),
@@ -415,7 +406,7 @@ DETECTORS: tuple[Detector, ...] = (
             + r")\s*(?:(?:now|still)\s+)?"
             + f"({_VALUE})",
             group=1,
-            accept=short_label_password,
+            accept=values.short_label_password,
             flags=_I,
         ),
         needles=("pass", "pw"),
@@ -447,7 +438,7 @@ DETECTORS: tuple[Detector, ...] = (
             r"(?<![\w-])(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlsh|mariadb(?:-dump)?)"
             r"(?![\w-])" + _ARGUMENTS + r"\s-p" + _ARGUMENT,
             group=1,
-            accept=command_password,
+            accept=values.command_password,
         ),
         needles=("mysql", "mariadb"),
         reach=0,
@@ -457,7 +448,7 @@ DETECTORS: tuple[Detector, ...] = (
         _regex(
             r"(?<![\w-])redis-cli(?![\w-])" + _ARGUMENTS + r"\s-a\s+" + _ARGUMENT,
             group=1,
-            accept=command_password,
+            accept=values.command_password,
         ),
         needles=("redis-cli",),
         reach=0,
@@ -468,7 +459,7 @@ DETECTORS: tuple[Detector, ...] = (
             r"(?<![\w-])curl(?![\w-])" + _ARGUMENTS + r"\s(?:-u|--user)(?:\s+|=)?[\"']?"
             r"[^\s:'\"@/]+:((?!\[REDACTED:)[^\s'\"@]+)",
             group=1,
-            accept=command_password,
+            accept=values.command_password,
         ),
         needles=("curl",),
         reach=0,
@@ -479,7 +470,7 @@ DETECTORS: tuple[Detector, ...] = (
             r"(?:(?<![\w-])sshpass\s+-p\s*|(?<![\w-])--(?:password|passwd|pass)\s+"
             r"|(?<![A-Za-z0-9_])(?:PGPASSWORD|MYSQL_PWD|SSHPASS|REDISCLI_AUTH)=)" + _ARGUMENT,
             group=1,
-            accept=command_password,
+            accept=values.command_password,
         ),
         needles=("sshpass", "--pass", "PGPASSWORD", "MYSQL_PWD", "SSHPASS", "REDISCLI_AUTH"),
         reach=0,
@@ -490,7 +481,7 @@ DETECTORS: tuple[Detector, ...] = (
             r"(?:(?<![A-Za-z0-9])" + CREDENTIAL_LABEL + r"|密钥|秘钥|令牌)"
             r"""(?:["']?\s*[:=：]\s*["']?|\s*(?:是|为|為)\s*)""" + f"({_TOKEN_VALUE})",
             group=1,
-            accept=credential_value,
+            accept=values.credential_value,
             flags=_I,
         ),
         needles=("key", "token", "secret", "session", "密钥", "秘钥", "令牌"),
@@ -501,7 +492,7 @@ DETECTORS: tuple[Detector, ...] = (
         "base64_blob",
         _regex(
             r"(?<![A-Za-z0-9+/=_-])[A-Za-z0-9+/_-]{40,}={0,2}(?![A-Za-z0-9+/=_-])",
-            accept=base64_blob,
+            accept=values.base64_blob,
         ),
         in_url_path=False,
     ),
