@@ -53,11 +53,11 @@ from nahida.memory.recall.quotes import has_links
 from nahida.memory.recall.rerank import LLMReranker
 from nahida.memory.service import TOO_LONG, MemoryService
 from nahida.memory.startup import warm_up
-from nahida.memory.store.base import (
+from nahida.memory.store.base import Store
+from nahida.memory.store.values import (
     CommandMessage,
     Delivery,
     Fate,
-    Store,
     StoreCapabilities,
     VectorCounts,
 )

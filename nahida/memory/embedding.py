@@ -40,11 +40,12 @@ import structlog
 from nahida.clock import SYSTEM, Clock
 from nahida.errors import ProviderError, StorageError
 from nahida.memory.recall.floor import REFERENCES, unrelated
-from nahida.memory.store.base import Embedded, Store, Tx, Unembedded, VectorCounts, VectorSpace
+from nahida.memory.store.base import Store, Tx
+from nahida.memory.store.values import Embedded, Unembedded, VectorCounts, VectorSpace
 from nahida.providers.base import Embedder
 
 if TYPE_CHECKING:
-    from nahida.memory.store.base import Vector
+    from nahida.memory.store.values import Vector
 
 log = structlog.get_logger(__name__)
 

@@ -41,7 +41,8 @@ from nahida.memory.core.safety import contains_secret
 from nahida.memory.core.scopes import Viewer, user_scope
 from nahida.memory.core.tokenize import STOPWORDS, index_text, run_cpu
 from nahida.memory.profile_card import card_of, in_order, normalised, render
-from nahida.memory.store.base import SectionEntry, Store, Tx
+from nahida.memory.store.base import Store, Tx
+from nahida.memory.store.values import SectionEntry
 
 MAX_BULLET_CHARS = 300
 MAX_SECTION_ENTRIES = 20

@@ -60,7 +60,8 @@ from nahida.memory.profiles import Profiles
 from nahida.memory.recall import TUNING, Mode, Query, Tuning, pack, plan, search
 from nahida.memory.recall.rerank import rerank
 from nahida.memory.runs import Runs
-from nahida.memory.store.base import Store, StoreCapabilities, Tx
+from nahida.memory.store.base import Store, Tx
+from nahida.memory.store.values import StoreCapabilities
 from nahida.memory.write import candidates, write
 from nahida.providers.base import ChatModel, Embedder, Reranker
 from nahida.scheduler import process_label

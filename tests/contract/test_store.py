@@ -18,7 +18,8 @@ import pytest
 from nahida.errors import StorageError
 from nahida.memory.core.models import NewTurn, Session
 from nahida.memory.core.tokenize import index_text, query_terms, tokenize
-from nahida.memory.store.base import Store, TextSearch, Tx
+from nahida.memory.store.base import Store, Tx
+from nahida.memory.store.values import TextSearch
 
 T0 = 1_780_000_000.0
 CHAT = "qq:group:1"

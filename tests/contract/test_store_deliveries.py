@@ -3,7 +3,8 @@ became of the reply to each message due an answer, for every backend."""
 
 from __future__ import annotations
 
-from nahida.memory.store.base import Delivery, KnownMessage, Store
+from nahida.memory.store.base import Store
+from nahida.memory.store.values import Delivery, KnownMessage
 from tests.contract.test_store import CHAT, OTHER, T0, add_turns, new_session, said
 
 
@@ -77,7 +78,7 @@ def test_fates_of_messages_due_an_answer(store: Store) -> None:
 
 
 def test_a_command_answered_is_known_by_its_chat_id_and_time(store: Store) -> None:
-    from nahida.memory.store.base import CommandMessage
+    from nahida.memory.store.values import CommandMessage
 
     command = CommandMessage(CHAT, "7", T0)
     assert not store.read_sync(lambda tx: tx.commands.answered(command))

@@ -13,7 +13,8 @@ import numpy as np
 
 from nahida.memory.core.models import Episode, NewTurn, WarmSummary
 from nahida.memory.core.tokenize import index_text, query_terms, tokenize
-from nahida.memory.store.base import Store, TextSearch, Tx, VectorSearch
+from nahida.memory.store.base import Store, Tx
+from nahida.memory.store.values import TextSearch, VectorSearch
 from tests.contract.test_store_vectors import EAST, NORTH, NORTH_EAST, SPACE, embed_rows
 
 T0 = 1_780_000_000.0

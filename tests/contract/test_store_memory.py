@@ -22,14 +22,8 @@ from hypothesis import strategies as st
 from nahida.memory.core.models import Candidate, Evidence, JobRun, MemoryItem
 from nahida.memory.core.scopes import Visibility
 from nahida.memory.core.tokenize import index_text, query_terms, tokenize
-from nahida.memory.store.base import (
-    ItemMatch,
-    Store,
-    TextSearch,
-    Tx,
-    VectorSearch,
-    VectorSpace,
-)
+from nahida.memory.store.base import Store, Tx
+from nahida.memory.store.values import ItemMatch, TextSearch, VectorSearch, VectorSpace
 
 T0 = 1_780_000_000.0
 CHAT = "qq:group:1"

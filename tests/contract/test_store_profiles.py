@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 from nahida.memory.core.models import ProfileEntry
-from nahida.memory.store.base import SectionEntry, Store
+from nahida.memory.store.base import Store
+from nahida.memory.store.values import SectionEntry
 
 T0 = 1_780_000_000.0
 ALICE, BOB = "qq:alice", "qq:bob"

@@ -16,7 +16,8 @@ import numpy as np
 from nahida.memory.core.models import Episode, MemoryItem, NewTurn
 from nahida.memory.core.scopes import Visibility
 from nahida.memory.core.tokenize import index_text
-from nahida.memory.store.base import Store, Tx, VectorSearch, VectorSpace
+from nahida.memory.store.base import Store, Tx
+from nahida.memory.store.values import VectorSearch, VectorSpace
 
 T0 = 1_780_000_000.0
 CHAT = "qq:group:1"

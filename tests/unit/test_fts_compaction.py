@@ -17,11 +17,11 @@ import pytest
 from nahida.memory import MemoryItem, NewTurn
 from nahida.memory.core.scopes import Visibility
 from nahida.memory.core.tokenize import index_text
-from nahida.memory.store.base import TextSearch
 from nahida.memory.store.sqlite import SqliteStore
 from nahida.memory.store.sqlite.connection import Connection, connect, driver
 from nahida.memory.store.sqlite.fts import MERGING_SAFE_FROM, Compaction, Merging, merging_is_safe
 from nahida.memory.store.sqlite.history import TurnTable
+from nahida.memory.store.values import TextSearch
 
 SCHEMA = "(body, scopes, tokenize = 'porter unicode61 remove_diacritics 0')"
 WORDS = [f"w{n}" for n in range(400)]

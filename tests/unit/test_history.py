@@ -313,9 +313,9 @@ def test_a_search_without_terms_gives_the_latest_indexed_turns_as_the_fts_plan_d
 
     from nahida.memory.core.tokenize import index_text
     from nahida.memory.history import sessions as units
-    from nahida.memory.store.base import TextSearch
     from nahida.memory.store.sqlite import SqliteTx, fts
     from nahida.memory.store.sqlite.history import _MATCH_FROM, _turn_match
+    from nahida.memory.store.values import TextSearch
 
     rng = random.Random(7)
     conn = connect(":memory:")
@@ -360,9 +360,9 @@ def test_a_search_with_terms_ranks_the_ids_apart_and_finds_what_one_join_found()
 
     from nahida.memory.core.tokenize import index_text, query_terms, tokenize
     from nahida.memory.history import sessions as units
-    from nahida.memory.store.base import TextSearch
     from nahida.memory.store.sqlite import SqliteTx, fts
     from nahida.memory.store.sqlite.history import _MATCH_FROM, _turn_match
+    from nahida.memory.store.values import TextSearch
 
     rng = random.Random(11)
     conn = connect(":memory:")

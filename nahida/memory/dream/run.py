@@ -47,7 +47,8 @@ from nahida.memory.dream import guards, prompt, proposals
 from nahida.memory.dream.guards import Batch
 from nahida.memory.dream.proposals import Malformed, ProposedOp
 from nahida.memory.markdown import dreams_md
-from nahida.memory.store.base import DueChat, Store, TextSearch, Tx
+from nahida.memory.store.base import Store, Tx
+from nahida.memory.store.values import DueChat, TextSearch
 from nahida.memory.write import extract, write
 from nahida.providers.base import ChatModel, Message, Usage
 

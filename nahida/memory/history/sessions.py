@@ -24,15 +24,8 @@ from typing import TypeVar
 from nahida.memory.core.models import CommitMode, NewTurn, Session, Turn, session_title, spoken
 from nahida.memory.core.safety import redact
 from nahida.memory.core.tokenize import index_text, query_terms, run_cpu, tokenize
-from nahida.memory.store.base import (
-    CommandMessage,
-    Delivery,
-    Fate,
-    KnownMessage,
-    Store,
-    TextSearch,
-    Tx,
-)
+from nahida.memory.store.base import Store, Tx
+from nahida.memory.store.values import CommandMessage, Delivery, Fate, KnownMessage, TextSearch
 
 T = TypeVar("T")
 

@@ -37,7 +37,8 @@ from typing import Any
 from nahida.memory.core.models import Episode, WarmSummary
 from nahida.memory.core.safety import redact
 from nahida.memory.markdown.paths import WorkspaceFiles, safe_name
-from nahida.memory.store.base import CandidateNote, Store, Tx
+from nahida.memory.store.base import Store, Tx
+from nahida.memory.store.values import CandidateNote
 
 STATE_KEY = "daily"
 NOTES_DIR = "memory"

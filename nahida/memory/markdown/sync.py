@@ -46,7 +46,8 @@ from nahida.memory.markdown import block
 from nahida.memory.markdown.memory_md import MemoryFile
 from nahida.memory.markdown.paths import WorkspaceFiles
 from nahida.memory.markdown.profiles_md import ProfileFile, file_name
-from nahida.memory.store.base import FileState, Store, Tx
+from nahida.memory.store.base import Store, Tx
+from nahida.memory.store.values import FileState
 
 log = structlog.get_logger(__name__)
 COUNTED = (

@@ -29,7 +29,8 @@ from nahida.memory.core.models import Hit
 from nahida.memory.recall import lexical, vector
 from nahida.memory.recall.fuse import combine, fuse, text_key, unique_texts
 from nahida.memory.recall.plan import TUNING, Plan, Query, Tuning
-from nahida.memory.store.base import TextSearch, Tx
+from nahida.memory.store.base import Tx
+from nahida.memory.store.values import TextSearch
 
 Lists = Callable[[Tx, Query, Plan, int, Tuning], list[Hit]]
 Searches = tuple[Lists, Lists, Lists]  # items, turns, episodes

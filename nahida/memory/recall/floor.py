@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from nahida.memory.store.base import Vector
+    from nahida.memory.store.values import Vector
 
 NEAREST = 3
 REFERENCES: tuple[str, ...] = (

@@ -39,7 +39,8 @@ from typing import Any, TypeVar
 from nahida.memory.core.models import Episode, Hit, MemoryItem
 from nahida.memory.core.tokenize import has_content, name_tokens, query_terms
 from nahida.memory.recall.plan import TUNING, Plan, Query, Tuning
-from nahida.memory.store.base import TextSearch, TurnMatch, Tx
+from nahida.memory.store.base import Tx
+from nahida.memory.store.values import TextSearch, TurnMatch
 from nahida.memory.write.timeparse import TimeWindow
 
 K = TypeVar("K")

@@ -18,12 +18,12 @@ from typing import TYPE_CHECKING, Literal
 
 from nahida.memory.core.scopes import Viewer
 from nahida.memory.core.tokenize import has_content, tokenize
-from nahida.memory.store.base import VectorSpace
+from nahida.memory.store.values import VectorSpace
 from nahida.memory.write import timeparse
 from nahida.memory.write.timeparse import TimeWindow
 
 if TYPE_CHECKING:
-    from nahida.memory.store.base import Vector
+    from nahida.memory.store.values import Vector
 
 RRF_K = 60.0
 Mode = Literal["hybrid", "lexical", "vector"]

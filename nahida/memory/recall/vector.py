@@ -20,7 +20,8 @@ import math
 from nahida.memory.core.models import Hit
 from nahida.memory.recall.lexical import episode_hit, item_hit, turn_hit
 from nahida.memory.recall.plan import TUNING, Plan, Query, Tuning
-from nahida.memory.store.base import Tx, VectorSearch
+from nahida.memory.store.base import Tx
+from nahida.memory.store.values import VectorSearch
 
 
 def _search(query: Query, found: Plan, limit: int) -> VectorSearch | None:

@@ -39,7 +39,8 @@ from nahida.memory.core.models import (
 from nahida.memory.core.safety import contains_secret, redact
 from nahida.memory.core.scopes import Visibility
 from nahida.memory.core.tokenize import query_terms, tokenize
-from nahida.memory.store.base import TextSearch, Tx
+from nahida.memory.store.base import Tx
+from nahida.memory.store.values import TextSearch
 
 EXPLICIT_SOURCES = ("user_explicit", "human_edit")
 TRUSTED_SOURCES = (*EXPLICIT_SOURCES, "import")

@@ -3,8 +3,8 @@ running twice (see `schema.ANSWERED_COMMANDS`)."""
 
 from __future__ import annotations
 
-from nahida.memory.store.base import CommandMessage
 from nahida.memory.store.sqlite.connection import Connection
+from nahida.memory.store.values import CommandMessage
 
 KEEP_SECONDS = 30 * 86_400  # implementations redeliver within minutes; a month is plenty
 

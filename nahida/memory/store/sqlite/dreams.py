@@ -6,9 +6,9 @@ import json
 from typing import Any
 
 from nahida.memory.core.models import DreamRun, Proposal, Turn
-from nahida.memory.store.base import DueChat
 from nahida.memory.store.sqlite import rows
 from nahida.memory.store.sqlite.connection import Connection
+from nahida.memory.store.values import DueChat
 
 _COUNTS = (
     "turns",

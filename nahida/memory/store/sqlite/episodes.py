@@ -14,9 +14,9 @@ from typing import Any
 
 from nahida.memory.core.models import Episode
 from nahida.memory.core.scopes import chat_scope
-from nahida.memory.store.base import EpisodeMatch, TextSearch
 from nahida.memory.store.sqlite import fts
 from nahida.memory.store.sqlite.connection import Connection
+from nahida.memory.store.values import EpisodeMatch, TextSearch
 
 _COLUMNS = "id, session_id, chat, summary, keywords, started_at, ended_at, turn_count, created_at"
 _MATCH_FROM = "episodes_fts", "e.*", "episodes e ON e.seq = f.rowid", "e.ended_at"

@@ -31,8 +31,8 @@ from functools import lru_cache
 from typing import Any
 
 from nahida.memory.core.scopes import Visibility, chat_scope
-from nahida.memory.store.base import TextSearch, VectorSearch
 from nahida.memory.store.sqlite.connection import Connection
+from nahida.memory.store.values import TextSearch, VectorSearch
 
 BODY_COLUMN = "body"
 SCOPES_COLUMN = "scopes"

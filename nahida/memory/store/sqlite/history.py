@@ -8,18 +8,11 @@ from typing import Any, cast
 
 from nahida.memory.core.models import NewTurn, Session, Turn
 from nahida.memory.core.scopes import chat_scope
-from nahida.memory.store.base import (
-    FATES,
-    Delivery,
-    Fate,
-    KnownMessage,
-    TextSearch,
-    TurnMatch,
-)
 from nahida.memory.store.sqlite import fts, rows
 from nahida.memory.store.sqlite.connection import Connection
 from nahida.memory.store.sqlite.episodes import forget_sql
 from nahida.memory.store.sqlite.fts import like_escape
+from nahida.memory.store.values import FATES, Delivery, Fate, KnownMessage, TextSearch, TurnMatch
 
 _MATCH_FROM = "turns_fts", rows.TURN_MATCH_COLUMNS, "turns t ON t.id = f.rowid", "t.time"
 

@@ -12,10 +12,10 @@ from typing import Any
 
 from nahida.memory.core.models import Candidate, MemoryEvent, MemoryItem, dump_evidence
 from nahida.memory.core.scopes import Visibility
-from nahida.memory.store.base import CandidateNote, ItemMatch, TextSearch
 from nahida.memory.store.sqlite import fts, rows
 from nahida.memory.store.sqlite.connection import Connection
 from nahida.memory.store.sqlite.fts import like_escape
+from nahida.memory.store.values import CandidateNote, ItemMatch, TextSearch
 
 _COLUMNS = tuple(f.name for f in fields(MemoryItem))
 _INSERT = (

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from nahida.memory.store.base import FileState
 from nahida.memory.store.sqlite.connection import Connection
+from nahida.memory.store.values import FileState
 
 
 class MarkdownTable:

@@ -8,8 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 from nahida.memory.core.models import ProfileEntry
-from nahida.memory.store.base import SectionEntry
 from nahida.memory.store.sqlite.connection import Connection
+from nahida.memory.store.values import SectionEntry
 
 _FIELDS = "id, user, section, text, sensitivity, source, chat, status, created_at, updated_at"
 _PUBLIC = " AND sensitivity = 'public'"

@@ -6,7 +6,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from nahida.memory.store.base import StoreCapabilities
 from nahida.memory.store.sqlite.commands import CommandTable
 from nahida.memory.store.sqlite.connection import Connection, capabilities, connect
 from nahida.memory.store.sqlite.db import Database
@@ -19,6 +18,7 @@ from nahida.memory.store.sqlite.markdown import MarkdownTable, StateTable
 from nahida.memory.store.sqlite.profiles import ProfileTable
 from nahida.memory.store.sqlite.vectors import VectorTable
 from nahida.memory.store.sqlite.working import SummaryTable
+from nahida.memory.store.values import StoreCapabilities
 
 T = TypeVar("T")
 

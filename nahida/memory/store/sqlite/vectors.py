@@ -16,7 +16,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from nahida.memory.core.scopes import Visibility
-from nahida.memory.store.base import (
+from nahida.memory.store.sqlite import fts, rows
+from nahida.memory.store.sqlite.connection import Connection
+from nahida.memory.store.sqlite.episodes import episode_of
+from nahida.memory.store.sqlite.items import visibility_sql
+from nahida.memory.store.values import (
     Embedded,
     EpisodeMatch,
     ItemMatch,
@@ -26,13 +30,9 @@ from nahida.memory.store.base import (
     VectorSearch,
     VectorSpace,
 )
-from nahida.memory.store.sqlite import fts, rows
-from nahida.memory.store.sqlite.connection import Connection
-from nahida.memory.store.sqlite.episodes import episode_of
-from nahida.memory.store.sqlite.items import visibility_sql
 
 if TYPE_CHECKING:
-    from nahida.memory.store.base import Vector
+    from nahida.memory.store.values import Vector
 
 # What each kind searches: its table, key, text columns and the rows that are searchable.
 _ROWS: dict[str, tuple[str, str, str, str]] = {

@@ -1,0 +1,453 @@
+"""The tables a store's `Tx` holds, in the domain's words, and the values they pass.
+
+Each is a protocol a backend implements (`memory/store/sqlite/` for SQLite); `base` gathers them
+into a `Tx` and declares the `Store` that runs units of work over them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+from nahida.memory.core.models import (
+    Candidate,
+    DreamRun,
+    Episode,
+    JobRun,
+    MemoryEvent,
+    MemoryItem,
+    NewTurn,
+    ProfileEntry,
+    Session,
+    Turn,
+    WarmSummary,
+)
+from nahida.memory.core.scopes import Visibility
+from nahida.memory.store.values import (
+    CandidateNote,
+    CommandMessage,
+    Delivery,
+    DueChat,
+    Embedded,
+    EpisodeMatch,
+    Fate,
+    FileState,
+    ItemMatch,
+    KnownMessage,
+    SectionEntry,
+    TextSearch,
+    TurnMatch,
+    Unembedded,
+    VectorCounts,
+    VectorSearch,
+    VectorSpace,
+)
+
+if TYPE_CHECKING:
+    from nahida.memory.store.values import Vector
+
+
+class VectorRows(Protocol):
+    """Embeddings by text (a cache: one vector per space and text hash) and vector search.
+
+    A backend without a vector extension computes the same answers with numpy."""
+
+    def unhashed(self, kind: Embedded, limit: int) -> list[Unembedded]:
+        """Searchable rows (active items; unhidden user/assistant turns; episodes) not looked at
+        yet."""
+
+    def missing(
+        self, kind: Embedded, space: VectorSpace, after: int, limit: int
+    ) -> list[Unembedded]:
+        """Searchable rows after `after` whose text was looked at but has no vector in `space`."""
+
+    def known(self, space: VectorSpace, hashes: Sequence[str]) -> set[str]:
+        """The hashes that have a vector in `space`."""
+
+    def put(self, space: VectorSpace, vectors: Sequence[tuple[str, Vector]], at: float) -> int:
+        """Store vectors by text hash (an existing one is kept); returns how many are new."""
+
+    def link(self, kind: Embedded, hashes: Sequence[tuple[int, str]]) -> None:
+        """Name each row's text by hash (`''`: not worth a vector)."""
+
+    def counts(self, space: VectorSpace | None) -> VectorCounts: ...
+
+    def clear(self) -> int:
+        """Delete every vector and forget every row's hash (a rebuild); returns the vectors."""
+
+    def sweep(self) -> int:
+        """Delete vectors no row names any more (deleted sessions, changed items, rewritten
+        episodes)."""
+
+    def items(self, visibility: Visibility, search: VectorSearch) -> list[ItemMatch]:
+        """Active items the visibility allows, nearest first."""
+
+    def turns(self, chats: Sequence[str] | None, search: VectorSearch) -> list[TurnMatch]:
+        """Unhidden user/assistant turns of these chats (every chat: None), nearest first."""
+
+    def episodes(self, chats: Sequence[str] | None, search: VectorSearch) -> list[EpisodeMatch]:
+        """Episodes of these chats (every chat: None), nearest first (`time`: `ended_at`)."""
+
+
+class SessionRows(Protocol):
+    def create(self, session_id: str, chat: str, title: str, at: float) -> bool:
+        """Write a new session; False (and nothing written) when the id is taken."""
+
+    def get(self, session_id: str) -> Session | None: ...
+
+    def latest(self, chat: str | None, limit: int) -> list[Session]:
+        """Newest first (by last turn); every chat when `chat` is None."""
+
+    def by_suffix(self, suffix: str, chat: str | None, limit: int) -> list[Session]: ...
+
+    def titled(self, text: str, chat: str | None, limit: int) -> list[Session]:
+        """Sessions whose title contains `text` (literally; ASCII letters in any case), newest
+        first."""
+
+    def delete(self, session_id: str) -> bool:
+        """The session, its turns and their index entries."""
+
+    def delete_empty(self) -> int: ...
+
+    def current(self, chat: str) -> tuple[str | None, float] | None:
+        """(the chat's current session, its last activity), or None for a chat never seen."""
+
+    def set_current(self, chat: str, session_id: str, at: float) -> None:
+        """Point the chat at a session; its last activity becomes `at` unless it was later."""
+
+    def clear_current(self, chat: str) -> None: ...
+
+
+class TurnRows(Protocol):
+    def known(self, chat: str, message_id: str) -> bool: ...
+
+    def message(
+        self, chat: str, role: str, message_id: str, time: float, content: str
+    ) -> KnownMessage | None:
+        """The stored turn of `role` that is this message: the same chat and message id, said
+        at the same time or in the same words (implementations reuse ids: per chat, or from 0
+        after a restart; a message redelivered without its own time still has its words)."""
+
+    def set_fate(self, turn_id: int, fate: Fate, error: str | None) -> None:
+        """Record what became of the reply to a user turn; `error` is added to the turn's
+        error, if any."""
+
+    def deliveries(self, fate: Fate, limit: int) -> list[Delivery]:
+        """Messages due an answer whose reply had this fate, newest first."""
+
+    def fates(self) -> dict[Fate, int]:
+        """How many messages due an answer had each fate (fates with none left out)."""
+
+    def add(self, session_id: str, turn: NewTurn, tokens: str | None) -> int:
+        """Store a turn (indexed under its chat when `tokens` is given) and count it in its
+        session; returns its id."""
+
+    def window(self, session_id: str, before: int, limit: int, after: int = 0) -> Sequence[Turn]:
+        """The last `limit` turns of the session before turn `before`, oldest first; with
+        `after`, only those after that turn (what a warm summary does not cover). A sequence,
+        not necessarily a list: a backend may build the turns only when they are looked at."""
+
+    def of_session(self, session_id: str) -> list[Turn]: ...
+
+    def after(self, session_id: str, after: int, limit: int) -> Sequence[Turn]:
+        """Unhidden user/assistant turns of the session after turn `after`, oldest first (a
+        sequence, as `window`'s)."""
+
+    def mark_error(self, turn_id: int, error: str) -> None: ...
+
+    def hide(self, turn_ids: Sequence[int], messages: Sequence[tuple[str, str]], by: str) -> int:
+        """Keep these turns (by id, or by (chat, message id)) and the bot's direct reply to each
+        out of search, windows and neighbours, marked as hidden by item `by`; they stay in the
+        session. Returns how many were hidden now."""
+
+    def mark_earlier(
+        self, turn_ids: Sequence[int], messages: Sequence[tuple[str, str]], by: str
+    ) -> int:
+        """Mark these turns (and the bot's direct reply to each) as saying what replaced item
+        `by` held: still searched, recalled as earlier. Returns how many were marked now."""
+
+    def hidden_for(self, item_id: str) -> list[Turn]:
+        """The turns hidden or marked earlier because of an item, in order."""
+
+    def search(self, chats: Sequence[str] | None, search: TextSearch) -> list[TurnMatch]:
+        """Indexed turns of these chats (every chat: None), best first."""
+
+    def any_besides(self, chats: Sequence[str], exclude: Collection[int], at: float | None) -> bool:
+        """Whether these chats hold a user or assistant turn, not hidden, said by `at`, other
+        than `exclude`: whether a history search that leaves `exclude` out could find any."""
+
+    def containing(
+        self, chats: Sequence[str], needles: Sequence[str], search: TextSearch
+    ) -> list[TurnMatch]:
+        """Indexed, unhidden turns of these chats whose text contains every needle literally (a
+        single character a word index cannot find), latest first (`search.terms` unused)."""
+
+    def neighbours(self, ids: Sequence[int], at: float | None) -> list[tuple[int, TurnMatch]]:
+        """(id, turn) for the user/assistant turn just before and after each of `ids` in its
+        session, not said after `at`."""
+
+
+class ItemRows(Protocol):
+    def get(self, item_id: str) -> MemoryItem | None: ...
+
+    def add(self, item: MemoryItem, tokens: str) -> bool:
+        """Store an item (indexed when active); False (nothing written) when the id is taken."""
+
+    def change(self, before: MemoryItem, after: MemoryItem, tokens: str | None) -> None:
+        """Write `after` over `before`, keeping the index in step: `tokens` are needed only when
+        the title or content changed while the item stays active."""
+
+    def touch(self, ids: Sequence[str], at: float) -> None:
+        """Count an injection: last accessed and access count."""
+
+    def decay(self, before: float, step: float, floor: float, keep: Sequence[str]) -> int:
+        """Lower by `step`, not below `floor`, the confidence of active items last used (accessed,
+        else changed) before `before`, but those of the sources `keep`; returns how many."""
+
+    def listed(
+        self, visibility: Visibility | None, *, kind: str | None, status: str | None, limit: int
+    ) -> list[MemoryItem]:
+        """Most recently changed first; every scope when `visibility` is None."""
+
+    def visible(self, item_id: str, visibility: Visibility) -> MemoryItem | None: ...
+
+    def in_slot(self, scope: str, slot: str) -> list[MemoryItem]:
+        """Active items of a scope that hold a value for `slot`."""
+
+    def replaced_by(self, item_id: str) -> str | None: ...
+
+    def exported(self, scopes: Sequence[str] | None) -> list[MemoryItem]:
+        """Every item of these scopes (all: None), any status, oldest first."""
+
+    def search(self, visibility: Visibility, search: TextSearch) -> list[ItemMatch]:
+        """Active items the visibility allows, best first."""
+
+    def any_active(self, visibility: Visibility, kind: str | None = None) -> bool:
+        """Whether the visibility allows any active item (of `kind`): whether an item search
+        or listing could find one."""
+
+    def containing(
+        self, visibility: Visibility, needles: Sequence[str], search: TextSearch
+    ) -> list[ItemMatch]:
+        """Active items the visibility allows whose title or content contains every needle
+        literally, latest first (`search.terms` unused)."""
+
+
+class EventRows(Protocol):
+    """The append-only audit trail: rows are never changed or deleted."""
+
+    def add(
+        self,
+        item_id: str,
+        action: str,
+        actor: str,
+        before: dict[str, Any] | None,
+        after: dict[str, Any] | None,
+        reason: str | None,
+        at: float,
+    ) -> None: ...
+
+    def of_item(self, item_id: str) -> list[MemoryEvent]: ...
+
+
+class CandidateRows(Protocol):
+    def add(
+        self,
+        candidate_id: str,
+        candidate: Candidate,
+        status: str,
+        item_id: str | None,
+        reason: str,
+        at: float,
+    ) -> bool:
+        """False (nothing written) when the id is taken."""
+
+    def pending(
+        self, scopes: Sequence[str] | None, limit: int
+    ) -> list[tuple[str, Candidate, float]]:
+        """(id, candidate, created) waiting for review, oldest first; all scopes when None."""
+
+    def get_pending(self, candidate_id: str) -> Candidate | None: ...
+
+    def decide(
+        self, candidate_id: str, status: str, item_id: str | None, actor: str, at: float
+    ) -> None: ...
+
+    def proposed(self, after: tuple[float, str], before: float, limit: int) -> list[CandidateNote]:
+        """Candidates by (created_at, id) after `after`, created before `before`, oldest first."""
+
+    def cited_turns(
+        self, source: str, chat: str, turn_ids: Sequence[int], since: float
+    ) -> set[int]:
+        """The turns among `turn_ids` (of `chat`) that a candidate of `source` created at or
+        after `since` cites as evidence."""
+
+    def decided(self, after: tuple[float, str], before: float, limit: int) -> list[CandidateNote]:
+        """Candidates decided after they were proposed (a review), by (decided_at, id) after
+        `after`, decided before `before`, oldest decision first."""
+
+
+class JobRows(Protocol):
+    def lease(self, job: str, holder: str, until: float, now: float) -> bool:
+        """Take or extend the job's lease for `holder` until `until`; False while another
+        holder's lease has not expired."""
+
+    def release(self, job: str, holder: str) -> None: ...
+
+    def start(self, job: str, holder: str, at: float) -> int:
+        """Record a run as started; returns its id."""
+
+    def finish(
+        self, run_id: int, outcome: str, counts: dict[str, int], error: str | None, at: float
+    ) -> None: ...
+
+    def latest(self, job: str | None, limit: int) -> list[JobRun]:
+        """Runs newest first: of one job, or the latest run of each job when `job` is None."""
+
+
+class SummaryRows(Protocol):
+    """Warm summaries of sessions (working memory, DESIGN §7)."""
+
+    def get(self, session_id: str) -> WarmSummary | None: ...
+
+    def put(self, summary: WarmSummary) -> None:
+        """Write the session's summary (insert or replace)."""
+
+    def failed(self, session_id: str, chat: str, error: str, at: float) -> int:
+        """Count a failed compaction of the session; returns the failures in a row."""
+
+    def drop_told(self, item_id: str) -> int:
+        """Delete the summaries of the sessions with turns hidden because of the forgotten item
+        (they would tell it again); the next compaction summarises what is left."""
+
+    def failing(self, limit: int) -> list[WarmSummary]:
+        """Summaries whose last compaction failed, most failures first."""
+
+    def updated(self, after: tuple[float, str], before: float, limit: int) -> list[WarmSummary]:
+        """Written summaries (not empty, the last compaction did not fail) by (updated_at,
+        session_id) after `after`, updated before `before`, oldest first."""
+
+
+class ProfileRows(Protocol):
+    """Profile bullets (the Ethan layer 3), one row each; archived, never deleted."""
+
+    def add(self, entry: ProfileEntry, tokens: str) -> bool:
+        """Store a bullet with its tokens; False (nothing written) when the id is taken."""
+
+    def get(self, entry_id: str) -> ProfileEntry | None:
+        """A bullet of any status."""
+
+    def set_status(self, entry_id: str, status: str, at: float) -> bool:
+        """Change a bullet's status (`updated_at` becomes `at`); False when there is none."""
+
+    def of_user(self, user: str, public_only: bool) -> list[ProfileEntry]:
+        """The person's active bullets (only the public ones: `public_only`), oldest first."""
+
+    def of_section(self, user: str, section: str, public_only: bool) -> list[SectionEntry]:
+        """The active bullets of one section of the person's profile, oldest first."""
+
+    def users(self) -> list[str]:
+        """The people with at least one active bullet, in order."""
+
+
+class EpisodeRows(Protocol):
+    """Episodes of finished sessions (the Ethan layer 4), one per session. An episode is seen
+    only in its own chat, like the session's turns; its index text is computed before the call
+    (`tokenize.index_text` of its keywords and summary)."""
+
+    def put(self, episode: Episode, tokens: str) -> Episode:
+        """Store the session's episode, or rewrite the one it had (keeping that one's id and
+        creation time; a new text is looked at again for a vector). Returns what is stored."""
+
+    def get(self, episode_id: str) -> Episode | None: ...
+
+    def chats(self) -> list[str]:
+        """The chats that have an episode."""
+
+    def created(
+        self, after: tuple[float, int], before: float, limit: int
+    ) -> list[tuple[int, Episode]]:
+        """(seq, episode) by (created_at, seq) after `after`, created before `before`, oldest
+        first (a rewritten episode keeps its creation: it is not new again)."""
+
+    def drop_told(self, item_id: str) -> int:
+        """Delete the episodes of the sessions with turns hidden because of the forgotten item
+        (they would tell it again)."""
+
+    def of_session(self, session_id: str) -> Episode | None: ...
+
+    def of_chat(self, chat: str, limit: int) -> list[Episode]:
+        """The chat's episodes, the latest ended first."""
+
+    def search(self, chats: Sequence[str] | None, search: TextSearch) -> list[EpisodeMatch]:
+        """Episodes of these chats (every chat: None), best first; `time` is `ended_at` (without
+        terms: the latest ended)."""
+
+
+class DreamRows(Protocol):
+    """Dream runs and per-chat cursors (DESIGN §8)."""
+
+    def cursor(self, chat: str) -> tuple[int, bool]:
+        """(the last turn dreamed, paused); (0, False) for a chat never dreamed."""
+
+    def advance(self, chat: str, through: int, at: float) -> None:
+        """Move the chat's cursor forward to `through` (never back)."""
+
+    def pause(self, chat: str, paused: bool, at: float) -> None: ...
+
+    def due(self, min_turns: int, limit: int) -> list[DueChat]:
+        """Chats not paused with at least `min_turns` new turns, dreamed longest ago first."""
+
+    def turns(self, chat: str, after: int, limit: int) -> list[Turn]:
+        """The chat's user and assistant turns after `after`, oldest first, without turns a
+        forgotten item was learned from."""
+
+    def speakers(self, chat: str) -> set[str]:
+        """Every user who has spoken in the chat."""
+
+    def start(self, run: DreamRun) -> None: ...
+
+    def save(self, run: DreamRun) -> None:
+        """Store the run's counts, report and outcome."""
+
+    def get(self, run_id: str) -> DreamRun | None: ...
+
+    def latest(self, chat: str | None, limit: int) -> list[DreamRun]:
+        """Newest first (of one chat, or of all)."""
+
+    def abandoned(self, chat: str, before: float, at: float) -> int:
+        """Mark the chat's runs still running since before `before` interrupted."""
+
+    def unwritten(self, limit: int) -> list[DreamRun]:
+        """Finished runs not yet in DREAMS.md, oldest first."""
+
+    def mark_written(self, run_ids: list[str]) -> None: ...
+
+
+class MarkdownRows(Protocol):
+    """The Markdown projection's record of its files (DESIGN §9)."""
+
+    def file(self, path: str) -> FileState | None: ...
+
+    def put_file(self, state: FileState) -> None: ...
+
+    def fingerprint(self) -> tuple[object, ...]:
+        """Changes whenever a global item or a profile bullet does."""
+
+
+class StateRows(Protocol):
+    """Small values background work keeps under a name (a cursor, a last measurement)."""
+
+    def get(self, key: str) -> str | None: ...
+
+    def put(self, key: str, value: str, at: float) -> None: ...
+
+
+class CommandRows(Protocol):
+    """Chat commands answered (they are not history): a command delivered again is known by its
+    chat, id and event time."""
+
+    def answered(self, command: CommandMessage) -> bool: ...
+
+    def add(self, command: CommandMessage, at: float) -> None:
+        """Record it answered (records older than a month go)."""
