@@ -242,9 +242,6 @@ class Config(_Model):
             if getattr(getattr(self, section), key) is not None
         ]
 
-    def channel_enabled(self, name: str) -> bool:
-        return bool(self.channels.get(name, {}).get("enabled", False))
-
     def secrets(self) -> list[str]:
         """Every secret value in the config, for log masking."""
         found = [p.api_key.get_secret_value() for p in self.providers.values()]

@@ -59,8 +59,8 @@ class SqliteStore:
     """`vec=False` leaves sqlite-vec unloaded (vector search then ranks with numpy), as on a
     build that cannot load extensions."""
 
-    def __init__(self, path: str | Path, *, vec: bool = True, threaded: bool = True) -> None:
-        self.db = Database(path, vec=vec, threaded=threaded)
+    def __init__(self, path: str | Path, *, vec: bool = True) -> None:
+        self.db = Database(path, vec=vec)
         self.path = self.db.path
         self._tx = SqliteTx(self.db.conn)
         self._capabilities: StoreCapabilities | None = None
