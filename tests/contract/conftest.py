@@ -13,11 +13,19 @@ from pathlib import Path
 import pytest
 
 from nahida.memory.store.base import Store
+from nahida.memory.store.reference import ReferenceStore, Shelf
 from nahida.memory.store.sqlite import SqliteStore
 
 Factory = Callable[[Path], Store]
+_SHELVES: dict[Path, Shelf] = {}  # the reference store's data, by directory
+
+
+def reference(directory: Path) -> Store:
+    return ReferenceStore(_SHELVES.setdefault(directory, Shelf()))
+
 
 BACKENDS: dict[str, Factory] = {
+    "reference": reference,
     "sqlite": lambda directory: SqliteStore(directory / "contract.db"),
     # the same file format, vector search ranked by numpy (no sqlite-vec): the same answers
     "sqlite-numpy": lambda directory: SqliteStore(directory / "contract.db", vec=False),

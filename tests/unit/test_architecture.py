@@ -25,6 +25,7 @@ CONCRETE = {
     "nahida.providers.client": "nahida.providers",
     "nahida.providers.echo": "nahida.providers",
     "nahida.providers.openai": "nahida.providers",
+    "nahida.memory.store.reference": "nahida.memory.store.reference",
     "nahida.memory.store.sqlite": "nahida.memory.store.sqlite",
 }
 THE_TURN = (  # what memory outside memory/turn/ never knows
@@ -336,6 +337,7 @@ def test_the_tree_has_the_layout_of_design_13() -> None:
         "memory/recall/pack.py",
         "memory/turn/__init__.py",
         "memory/store/base.py",
+        "memory/store/reference/store.py",
         "memory/store/sqlite/connection.py",
         "memory/store/sqlite/db.py",
         "memory/store/sqlite/migrations.py",

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -32,7 +34,8 @@ from nahida.memory import (
 )
 from nahida.memory.core.tokenize import index_text, tokenize
 from nahida.memory.history import sessions
-from nahida.memory.store.base import Tx
+from nahida.memory.store.base import Store, Tx
+from nahida.memory.store.reference import ReferenceStore
 from nahida.memory.store.sqlite import SqliteStore
 from nahida.memory.write import write
 from nahida.memory.write.extract import extract
@@ -158,7 +161,7 @@ def store_episodes(tx: Tx, specs: list[tuple[str, list[str]]]) -> dict[str, tupl
 
 
 def check(
-    db: SqliteStore,
+    db: Store,
     stored: list[Stored],
     said: dict[str, tuple[str, set[str]]],
     ctx: Context,
@@ -194,15 +197,23 @@ def test_vocabulary_words_are_single_tokens() -> None:
         assert tokenize(word) == [word]
 
 
+BACKENDS: dict[str, Callable[[], Store]] = {
+    "sqlite": lambda: SqliteStore(":memory:"),
+    "reference": ReferenceStore,
+}
+
+
+@pytest.mark.parametrize("backend", list(BACKENDS))
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(items, turns, queries, episodes)
 def test_every_retrieval_path_respects_scopes(
+    backend: str,
     item_specs: list[tuple[str, str, str, list[str]]],
     turn_specs: list[tuple[str, list[str]]],
     query_specs: list[tuple[Context, list[str]]],
     episode_specs: list[tuple[str, list[str]]],
 ) -> None:
-    db = SqliteStore(":memory:")
+    db = BACKENDS[backend]()
     try:
         stored = db.write_sync(store_items, item_specs)
         said = db.write_sync(record_turns, turn_specs)
