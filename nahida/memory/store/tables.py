@@ -402,9 +402,6 @@ class DreamRows(Protocol):
         """The chat's user and assistant turns after `after`, oldest first, without turns a
         forgotten item was learned from."""
 
-    def speakers(self, chat: str) -> set[str]:
-        """Every user who has spoken in the chat."""
-
     def start(self, run: DreamRun) -> None: ...
 
     def save(self, run: DreamRun) -> None:
