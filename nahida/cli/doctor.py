@@ -28,7 +28,7 @@ from nahida.app import (
     channel_checks,
     choose_embedder,
     database_problems,
-    open_memory,
+    memory_for,
     open_store,
     store_capabilities,
 )
@@ -141,7 +141,7 @@ async def _memory_state(
     }
     if not paths.database.exists() or not readable:
         return [], embedding, [], await _dreaming(config, dream_model, None), None
-    memory = open_memory(config, paths, choice=choice)  # counts only: no model is loaded
+    memory = memory_for(config, paths, choice=choice)  # counts only: no model is loaded
     try:
         runs = [run.to_json() for run in await memory.runs.latest()]
         if embedder is not None:

@@ -47,6 +47,7 @@ from nahida.memory.history.sessions import shown_ids
 from nahida.memory.history.working import WorkingSettings
 from nahida.memory.markdown.paths import WorkspaceFiles
 from nahida.memory.markdown.sync import BULK_ARCHIVE, FileReport, SyncReport
+from nahida.memory.opening import open_memory
 from nahida.memory.profiles import ProfileChange, ProfileExplanation, Profiles
 from nahida.memory.recall import GUARD, MODES, TUNING, Mode, Query, Tuning
 from nahida.memory.recall.quotes import has_links
@@ -125,6 +126,7 @@ __all__ = [
     "has_links",
     "index_text",
     "iso",
+    "open_memory",
     "parse_moment",
     "redact",
     "shown_ids",

@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 
-from nahida.app import App, Paths, build_model_router, open_memory
+from nahida.app import App, Paths, build_model_router, memory_for
 from nahida.config import Config
 from nahida.memory import Actor, MemoryService, Query, admin_viewer, viewer_for
 from nahida.memory.history.importer import import_lines
@@ -162,7 +162,7 @@ async def populate(memory: MemoryService, server: FakeOpenAIServer) -> None:
 async def memory_of(where: Dir) -> AsyncIterator[MemoryService]:
     """Memory as the bot opens it, with the models of its config; closed after."""
     model = build_model_router(where.config)
-    memory = open_memory(where.config, where.paths, model)
+    memory = memory_for(where.config, where.paths, model)
     try:
         yield memory
     finally:

@@ -22,7 +22,7 @@ import structlog
 from pytest import approx
 from structlog.testing import capture_logs
 
-from nahida.app import Paths, choose_embedder, open_memory
+from nahida.app import Paths, choose_embedder, memory_for
 from nahida.clock import SYSTEM, Clock, VirtualClock
 from nahida.errors import ConfigError, ProviderServerError
 from nahida.memory import EmbeddingSettings, MemoryService, NewTurn, Query, viewer_for
@@ -204,7 +204,7 @@ def test_backend_choice(tmp_path: Path) -> None:
     )
     with pytest.raises(ConfigError, match="serves no embeddings"):
         choose_embedder(anthropic)
-    memory = open_memory(off, Paths(None, tmp_path / "d", tmp_path / "w"))
+    memory = memory_for(off, Paths(None, tmp_path / "d", tmp_path / "w"))
     try:
         assert memory.recall.mode == "lexical"
     finally:
