@@ -13,6 +13,7 @@ from nahida.clock import SYSTEM, Clock
 from nahida.config import Config
 from nahida.memory.dream import DreamSettings
 from nahida.memory.embedding import EmbeddingSettings
+from nahida.memory.history.upgrade import upgrade
 from nahida.memory.history.working import WorkingSettings
 from nahida.memory.recall.rerank import LLMReranker
 from nahida.memory.service import MemoryService
@@ -32,7 +33,9 @@ def open_memory(
 ) -> MemoryService:
     """Memory over `store` (opened and migrated) with `embedder` (`embedder_why`: how it was
     chosen, in words); `model`: the models memory may call (compaction, dreaming, reranking),
-    None for none; `workspace`: where the Markdown files and DREAMS.md live."""
+    None for none; `workspace`: where the Markdown files and DREAMS.md live. History written
+    by an older version is upgraded first, once (`history.upgrade`)."""
+    upgrade(store)
     settings = config.memory
     reranker = LLMReranker(model) if model is not None and settings.rerank else None
     return MemoryService(
