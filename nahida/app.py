@@ -37,7 +37,7 @@ from nahida.commands.router import CommandRouter
 from nahida.config import Config, ProviderConfig
 from nahida.envelope import Reply
 from nahida.errors import AdapterError, ConfigError
-from nahida.memory import MemoryService, Store, StoreCapabilities, open_memory, warm_up
+from nahida.memory import MemoryService, Store, StoreCapabilities, open_memory
 from nahida.memory.jobs import memory_jobs
 from nahida.memory.turn import MemoryTools, turn_parts
 from nahida.plugins import LoadedPlugin, context_factory, load_plugins
@@ -363,7 +363,7 @@ class App:
     async def run(self) -> None:
         self._stop = asyncio.Event()
         loop = asyncio.get_running_loop()
-        await asyncio.to_thread(warm_up)  # jieba's dictionary, the rules: before the first message
+        await asyncio.to_thread(self.memory.warm_up)  # jieba, the rules: before the first message
         embeddings = self.memory.embeddings
         log.info("recall", search=self.memory.recall.mode, embedder=embeddings.why)
         await embeddings.load()  # the local model loads before the first message, in a thread

@@ -30,7 +30,7 @@ import pytest
 
 from nahida.app import App, Paths, build_model_router, memory_for
 from nahida.config import Config
-from nahida.memory import Actor, MemoryService, Query, admin_viewer, viewer_for
+from nahida.memory import Actor, MemoryService, Query, Viewer
 from nahida.memory.history.importer import import_lines
 from nahida.memory.store.sqlite import SqliteStore
 from nahida.memory.store.sqlite.check import counts, digest, opened
@@ -73,11 +73,11 @@ REMEMBERED = [  # (text, kind, scope)
 ]
 QUERIES = ["乌龙茶", "Biscuit 柯基", "住在哪里", "周报", "会议", "生日", "英文", "上次我们聊到哪了"]
 VIEWERS = {
-    "alice-in-g1": viewer_for(G1, ALICE),
-    "bob-in-g1": viewer_for(G1, BOB),
-    "carol-in-g2": viewer_for(G2, CAROL),
-    "alice-alone": viewer_for(DM),
-    "admin": admin_viewer(["global", f"user:{ALICE}", f"chat:{G2}"]),
+    "alice-in-g1": Viewer.parse(G1, ALICE),
+    "bob-in-g1": Viewer.parse(G1, BOB),
+    "carol-in-g2": Viewer.parse(G2, CAROL),
+    "alice-alone": Viewer.parse(DM),
+    "admin": Viewer.admin(["global", f"user:{ALICE}", f"chat:{G2}"]),
 }
 MODES = ("lexical", "vector", "hybrid")
 KINDS = (  # what a backup must carry, by table: each holds rows in the original

@@ -21,7 +21,7 @@ import pytest
 from nahida.adapters.console.adapter import ConsoleAdapter
 from nahida.app import Paths, console_app, memory_for
 from nahida.config import Config
-from nahida.memory import MemoryService, Query, viewer_for
+from nahida.memory import MemoryService, Query, Viewer
 from nahida.memory.store.sqlite import SqliteStore
 from nahida.memory.store.sqlite.connection import driver
 from nahida.providers import local_embed
@@ -136,7 +136,7 @@ async def test_terminal_chat_recalls_a_paraphrase_that_lexical_recall_misses(
 
     memory = MemoryService(SqliteStore(paths.database))  # no embedder: lexical only
     try:
-        viewer = viewer_for(CHAT)
+        viewer = Viewer.parse(CHAT)
         for question in ("我最近心情不好", "what does she do for work"):
             hits = await memory.recall.search(Query(question, viewer, mode="lexical"))
             assert hits == [], question  # what the words alone cannot find
