@@ -4,7 +4,7 @@
 TaskGroup every long-running task belongs to (bus workers, background work, job runs, adapter
 loops), and shuts down gracefully: stop accepting, drain the bus (replies still go out), drain
 the background work, stop adapters and the server, let running jobs finish their unit of work,
-then close the store. `open_memory` builds memory for the app and the CLI alike.
+then close the store. `memory_for` opens memory for the app and the CLI alike.
 """
 
 from __future__ import annotations
@@ -37,16 +37,7 @@ from nahida.commands.router import CommandRouter
 from nahida.config import Config, ProviderConfig
 from nahida.envelope import Reply
 from nahida.errors import AdapterError, ConfigError
-from nahida.memory import (
-    DreamSettings,
-    EmbeddingSettings,
-    LLMReranker,
-    MemoryService,
-    Store,
-    StoreCapabilities,
-    WorkingSettings,
-    warm_up,
-)
+from nahida.memory import MemoryService, Store, StoreCapabilities, open_memory
 from nahida.memory.jobs import memory_jobs
 from nahida.memory.turn import MemoryTools, turn_parts
 from nahida.plugins import LoadedPlugin, context_factory, load_plugins
@@ -184,7 +175,7 @@ def choose_embedder(config: Config, model: ModelRouter | None = None) -> Embedde
     return EmbedderChoice(None, "none: no models.embed route and no local model (lexical only)")
 
 
-def open_memory(
+def memory_for(
     config: Config,
     paths: Paths,
     model: ModelRouter | None = None,
@@ -192,61 +183,17 @@ def open_memory(
     choice: EmbedderChoice | None = None,
     clock: Clock = SYSTEM,
 ) -> MemoryService:
-    """Memory as the app and the CLI use it: the store, migrated, behind the facade, with the
-    configured embedder (or `choice`, when the caller has made it already)."""
+    """Memory as the app and the CLI use it: the configured store, migrated, behind the facade
+    (`open_memory`), with the configured embedder (or `choice`, when the caller has made it)."""
     choice = choice or choose_embedder(config, model)
-    reranker = LLMReranker(model) if model is not None and config.memory.rerank else None
-    return MemoryService(
+    return open_memory(
         open_store(paths),
-        mode=config.memory.commit_mode,
-        budget_tokens=config.memory.budget_tokens,
-        idle_split=config.session.idle_split_minutes * 60.0,
-        item_chars=config.limits.item_chars,
-        tz=config.bot.zone(),
-        embedder=choice.embedder,
-        embedding=EmbeddingSettings(
-            batch=config.memory.embedding.batch_size,
-            query_timeout=config.memory.embedding.query_timeout,
-            query_share=config.memory.embedding.query_share,
-        ),
-        search_mode=config.memory.search,
-        reranker=reranker,
-        embedder_why=choice.why,
+        config,
+        paths.workspace,
         model=model,
-        working=WorkingSettings(
-            hot_size=config.session.hot_size,
-            compress_batch=config.session.compress_batch,
-            warm_capacity=config.session.warm_capacity,
-            companion=config.bot.companion_chats(),
-        ),
-        dreaming=dream_settings(config),
-        journal=paths.workspace / "DREAMS.md",
-        workspace=paths.workspace,
-        markdown=config.memory.markdown.enabled,
-        max_bullets=config.memory.markdown.max_bullets,
-        daily_notes=daily_notes_enabled(config),
+        embedder=choice.embedder,
+        embedder_why=choice.why,
         clock=clock,
-    )
-
-
-def daily_notes_enabled(config: Config) -> bool:
-    markdown = config.memory.markdown
-    return markdown.enabled and markdown.daily_notes
-
-
-def dream_settings(config: Config) -> DreamSettings:
-    d = config.memory.dreaming
-    return DreamSettings(
-        enabled=d.enabled,
-        interval=d.interval_seconds,
-        first=d.initial_delay_seconds,
-        max_chats=d.max_chats,
-        max_turns=d.max_turns,
-        batch_turns=d.batch_turns,
-        batch_tokens=d.batch_tokens,
-        min_new_turns=d.min_new_turns,
-        max_ops=d.max_ops,
-        timeout=d.timeout_seconds,
     )
 
 
@@ -316,7 +263,7 @@ class App:
         self.model = model or build_model_router(config, source)
         for key in config.retired_keys():
             log.warning("config_key_ignored", key=key, reason="no longer does anything")
-        self.memory = open_memory(config, paths, self.model, clock=clock)
+        self.memory = memory_for(config, paths, self.model, clock=clock)
         self.adapters = {a.platform: a for a in adapters}
         commands = CommandRouter()
         session_commands.register(commands)
@@ -416,7 +363,7 @@ class App:
     async def run(self) -> None:
         self._stop = asyncio.Event()
         loop = asyncio.get_running_loop()
-        await asyncio.to_thread(warm_up)  # jieba's dictionary, the rules: before the first message
+        await asyncio.to_thread(self.memory.warm_up)  # jieba, the rules: before the first message
         embeddings = self.memory.embeddings
         log.info("recall", search=self.memory.recall.mode, embedder=embeddings.why)
         await embeddings.load()  # the local model loads before the first message, in a thread

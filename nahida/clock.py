@@ -3,6 +3,9 @@
 `SYSTEM` is the real clock. `VirtualClock` moves only when a test says so (`await
 clock.advance(seconds)`), so a test asserts what happened in which order and at which virtual
 second, never a wall-clock margin.
+
+`iso` and `parse_moment` write and read a moment as ISO-8601 text, the one form every JSON the
+bot writes or reads uses (memory's exports and reports, history imports, the CLI's `--at`).
 """
 
 from __future__ import annotations
@@ -13,10 +16,30 @@ import itertools
 import time
 from collections.abc import Awaitable
 from contextlib import AbstractAsyncContextManager
+from datetime import UTC, datetime
 from types import TracebackType
 from typing import Protocol, TypeVar
 
 T = TypeVar("T")
+
+
+def iso(epoch: float | None) -> str | None:
+    """A moment (seconds since the epoch) as ISO-8601 text in UTC; None for None."""
+    return None if epoch is None else datetime.fromtimestamp(epoch, UTC).isoformat()
+
+
+def parse_moment(value: object) -> datetime:
+    """An aware datetime from an ISO-8601 string; a time without offset is UTC."""
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError("time must be an ISO-8601 string")
+    text = value.strip()
+    if text.endswith(("Z", "z")):
+        text = text[:-1] + "+00:00"
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise ValueError(f"time is not ISO-8601: {value!r}") from None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 class Clock(Protocol):

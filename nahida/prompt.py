@@ -21,7 +21,7 @@ from datetime import datetime
 from functools import lru_cache
 
 from nahida.i18n import Language
-from nahida.memory import Turn, spoken
+from nahida.memory import Turn
 from nahida.providers.base import Message, estimate_tokens
 
 PROFILE_TITLE = "## About the person you are talking to"
@@ -100,7 +100,7 @@ def build_prompt(
     used = sum(estimate_tokens(m.content) for m in (system, *context, last))
     history: list[Message] = []
     kept = 0
-    eligible = [line for line in spoken(hot) if line[1] in ("user", "assistant") and line[2]]
+    eligible = [line for line in Turn.spoken(hot) if line[1] in ("user", "assistant") and line[2]]
     for _, role, content, name in reversed(eligible):
         line = _remembered_line if len(content) <= REMEMBERED_CHARS else _line
         message, cost = line(role, content, name, is_group)

@@ -43,7 +43,7 @@ from nahida.envelope import Envelope, Reply
 from nahida.errors import ProviderError, StorageError
 from nahida.hooks import ContextSource, PostTurnHook, TurnContext
 from nahida.i18n import Language, t
-from nahida.memory import CommandMessage, MemoryService, NewTurn, Turn, candidates, shown_ids
+from nahida.memory import CommandMessage, MemoryService, NewTurn, Turn
 from nahida.policy import ReplyPolicy
 from nahida.prompt import build_prompt
 from nahida.providers.base import ChatModel
@@ -151,7 +151,7 @@ class SessionRunner:
             turn,
             self.settings.language,
             self.is_bot_admin(envelope),
-            shown_ids(turn.id, hot),
+            recorded.shown,
             addressed=respond,
         )
         reply: str | None = None
@@ -166,7 +166,7 @@ class SessionRunner:
             limit = self.settings.max_message_chars
             notice = t("message_too_long", ctx.language, n=len(envelope.text), limit=limit)
             await self._notice(envelope, turn.id, notice)
-        elif candidates.asks_to_keep_a_secret(envelope.text):  # as `/memory remember` would
+        elif self.memory.items.asks_to_keep_a_secret(envelope.text):  # as /memory remember would
             await self._notice(envelope, turn.id, t("memory_secret_refused", ctx.language))
         elif not self.model.configured:
             await self._notice(envelope, turn.id, t("no_model", ctx.language))

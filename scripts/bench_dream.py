@@ -38,7 +38,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from nahida.app import Paths, open_memory  # noqa: E402
+from nahida.app import Paths, memory_for  # noqa: E402
 from nahida.config import Config  # noqa: E402
 from nahida.envelope import ChatKey, UserKey  # noqa: E402
 from nahida.logs import configure_logging  # noqa: E402
@@ -307,7 +307,7 @@ async def one_run(turns: int, items: int, embedding: str) -> Result:
     with tempfile.TemporaryDirectory(prefix="nahida-dream-") as tmp:
         paths = Paths(None, Path(tmp) / "data", Path(tmp) / "ws")
         paths.workspace.mkdir(parents=True)
-        memory = open_memory(config, paths, model)
+        memory = memory_for(config, paths, model)
         embedder = memory.embeddings.why
         try:
             last = await seed(memory, turns, items, time.time() - 3 * 86_400)

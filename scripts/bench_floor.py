@@ -53,7 +53,7 @@ from nahida.app import App, Paths, platform_adapters  # noqa: E402
 from nahida.config import Config  # noqa: E402
 from nahida.envelope import Envelope, Reply  # noqa: E402
 from nahida.logs import configure_logging  # noqa: E402
-from nahida.memory import warm_up  # noqa: E402
+from nahida.memory import MemoryService  # noqa: E402
 from nahida.memory.core.safety import redact  # noqa: E402
 from nahida.memory.core.scopes import chat_scope  # noqa: E402
 from nahida.memory.core.tokenize import index_text, query_terms, tokenize  # noqa: E402
@@ -339,7 +339,7 @@ async def one_run(load: onebot.Load, split: bool) -> dict[str, Any]:
 
 async def main(load: onebot.Load, runs: int, split: bool) -> int:
     configure_logging("ERROR")
-    await asyncio.to_thread(warm_up)
+    await asyncio.to_thread(MemoryService.warm_up)
     results = [await one_run(load, split) for _ in range(runs)]
     where = "its SQL in a child process" if split else "its SQL in this process"
     print(

@@ -28,14 +28,15 @@ from nahida.app import (
     channel_checks,
     choose_embedder,
     database_problems,
-    open_memory,
+    memory_for,
     open_store,
     store_capabilities,
 )
 from nahida.cli.state import State, echo_json, state_of
+from nahida.clock import iso
 from nahida.config import Config, masked_dump
 from nahida.errors import ConfigError, NahidaError
-from nahida.memory import MemoryService, index_text, iso, warm_up
+from nahida.memory import MemoryService
 from nahida.providers.base import Task
 from nahida.providers.router import Route, resolve_routes
 
@@ -141,7 +142,7 @@ async def _memory_state(
     }
     if not paths.database.exists() or not readable:
         return [], embedding, [], await _dreaming(config, dream_model, None), None
-    memory = open_memory(config, paths, choice=choice)  # counts only: no model is loaded
+    memory = memory_for(config, paths, choice=choice)  # counts only: no model is loaded
     try:
         runs = [run.to_json() for run in await memory.runs.latest()]
         if embedder is not None:
@@ -217,8 +218,7 @@ def deliveries_lines(deliveries: Deliveries) -> list[str]:
 async def diagnose(config: Config, paths: Paths) -> dict[str, Any]:
     caps = store_capabilities()
     started = time.perf_counter()
-    warm_up()
-    jieba_ok = bool(index_text("纳西妲记得你喜欢喝茶"))
+    jieba_ok = MemoryService.warm_up()
     jieba_ms = round((time.perf_counter() - started) * 1000, 1)
     routes = resolve_routes(config.models, {n: p.model for n, p in config.providers.items()})
     providers = await _providers(config)

@@ -14,7 +14,7 @@
 
 The same operations as the chat's `/memory` commands, through `MemoryService`, with the CLI as the
 actor (`Actor.cli()`: a bot admin); `remember` is an admin edit read as `/memory remember` reads
-it (`candidates.admin_remember`: the trigger left out, dates resolved in `bot.timezone`). Scopes
+it (`memory.items.admin_candidate`: the trigger left out, dates resolved in `bot.timezone`). Scopes
 are named explicitly (`global`, `chat:<ChatKey>`, `user:<UserKey>`), or `--chat`/`--user` give the
 scopes a question in that chat by that user sees; `list` with neither lists every scope. Every
 read has `--json`. Export writes one item per line (`MemoryItem.to_json()`); import keeps ids and
@@ -40,6 +40,7 @@ from nahida.cli.search import search
 from nahida.cli.state import echo_json, fail, state_of
 from nahida.cli.sync import sync
 from nahida.cli.text import local_time
+from nahida.clock import iso
 from nahida.memory import (
     ITEM_STATUSES,
     KINDS,
@@ -50,13 +51,6 @@ from nahida.memory import (
     MemoryPermissionError,
     SecretRefused,
     Viewer,
-    admin_viewer,
-    bounded_lines,
-    candidates,
-    export_lines,
-    iso,
-    validate_scope,
-    viewer_for,
 )
 
 memory_app = typer.Typer(
@@ -83,9 +77,9 @@ def _viewer(scopes: list[str] | None, chat: str | None, user: str | None) -> Vie
         if scopes and chat:
             raise ValueError("give --scope or --chat, not both")
         if scopes:
-            return admin_viewer(scopes)
+            return Viewer.admin(scopes)
         if chat:
-            return viewer_for(chat, user)
+            return Viewer.parse(chat, user)
         if user:
             raise ValueError("--user needs --chat")
     except ValueError as exc:
@@ -135,14 +129,13 @@ def remember(
             2,
             as_json=as_json,
         )
-    tz = state_of(ctx).config.bot.zone()
-    try:
-        candidate = candidates.admin_remember(
-            text, kind=kind, scope=scope, chat=chat, user=user, sensitivity=sensitivity, tz=tz
-        )
-    except ValueError as exc:
-        raise fail(str(exc), 2, as_json=as_json) from None
     with state_of(ctx).memory() as memory:
+        try:
+            candidate = memory.items.admin_candidate(
+                text, kind=kind, scope=scope, chat=chat, user=user, sensitivity=sensitivity
+            )
+        except ValueError as exc:
+            raise fail(str(exc), 2, as_json=as_json) from None
         try:
             result = asyncio.run(memory.items.propose(candidate, Actor.cli().label))
         except SecretRefused as exc:
@@ -226,7 +219,7 @@ def why(
         return
     with state_of(ctx).memory() as memory:
         item = asyncio.run(memory.items.get(item_id))
-        found = asyncio.run(memory.items.why(item_id, admin_viewer([item.scope]))) if item else None
+        found = asyncio.run(memory.items.why(item_id, Viewer.admin([item.scope]))) if item else None
     if found is None:
         raise fail(f"no item {item_id}", as_json=as_json)
     item = found.item
@@ -315,18 +308,17 @@ def export(
 ) -> None:
     """Every item (any status) as JSON Lines, oldest first (items only: `nahida backup` keeps
     everything)."""
-    try:
-        scopes = [validate_scope(s) for s in scope] if scope else None
-    except ValueError as exc:
-        raise fail(str(exc), 2) from None
     with state_of(ctx).memory() as memory:
-        items = asyncio.run(memory.items.export(scopes))
-    text = "".join(line + "\n" for line in export_lines(items))
+        try:
+            lines = asyncio.run(memory.items.export(scope or None))
+        except ValueError as exc:
+            raise fail(str(exc), 2) from None
+    text = "".join(line + "\n" for line in lines)
     if output is None:
         typer.echo(text, nl=False)
     else:
         output.write_text(text, encoding="utf-8")
-        typer.echo(f"exported {len(items)} items to {output}", err=True)
+        typer.echo(f"exported {len(lines)} items to {output}", err=True)
 
 
 @memory_app.command("import")
@@ -340,10 +332,10 @@ def import_(
     if not file.is_file():
         raise fail(f"cannot read {file}", as_json=as_json)
     state = state_of(ctx)
-    with file.open("rb") as handle:
-        lines = list(bounded_lines(handle, state.config.limits.import_line_bytes))
     with state.memory() as memory:
-        report = asyncio.run(memory.items.import_exported(lines, Actor.cli().label))
+        report = asyncio.run(
+            memory.items.import_file(file, Actor.cli().label, state.config.limits.import_line_bytes)
+        )
     bad = [b.to_json() for b in report.bad]
     if as_json:
         echo_json(

@@ -4,7 +4,7 @@
     nahida memory search --queries questions.jsonl [--limit N] [--json]
     … [--mode hybrid|lexical|vector]
 
-Visibility is that of the question asked in that chat by that user (`viewer_for`: DESIGN §4; a
+Visibility is that of the question asked in that chat by that user (`Viewer.parse`: DESIGN §4; a
 private chat's user is the one its key names, `--user` may be `42` or `qq:42`), over all of that
 chat's history (no hot window is excluded). `--at` (a query's `time`) is the
 moment the question is asked, default now: "yesterday" resolves against it, in its UTC offset, and
@@ -30,16 +30,8 @@ import typer
 
 from nahida.cli.state import fail, state_of
 from nahida.cli.text import fit, width
-from nahida.memory import (
-    MODES,
-    Hit,
-    MemoryService,
-    Mode,
-    Query,
-    parse_moment,
-    viewer_for,
-    warm_up,
-)
+from nahida.clock import parse_moment
+from nahida.memory import MODES, Hit, MemoryService, Mode, Query, Viewer
 
 TEXT_WIDTH = 72  # terminal columns of the text
 WHO_WIDTH = 32
@@ -56,7 +48,7 @@ class Question:
     def query(self, limit: int, mode: Mode = "hybrid") -> Query:
         return Query(
             self.q,
-            viewer_for(self.chat, self.user),
+            Viewer.parse(self.chat, self.user),
             at=self.at.timestamp() if self.at else None,
             limit=limit,
             tz=self.at.tzinfo if self.at else None,
@@ -86,7 +78,7 @@ def question_of(data: object) -> Question:
     if user is not None and not isinstance(user, str | int):
         raise ValueError("user must be a user id")
     at = parse_moment(data["time"]) if data.get("time") is not None else None
-    viewer_for(chat, str(user) if user is not None else None)  # validates the keys
+    Viewer.parse(chat, str(user) if user is not None else None)  # validates the keys
     return Question(chat, q, str(user) if user is not None else None, at)
 
 
@@ -173,13 +165,13 @@ def search(
             raise fail("--chat is required with a QUERY", 2, as_json=as_json)
         try:
             moment = parse_moment(at) if at is not None else None
-            viewer_for(chat, user)
+            Viewer.parse(chat, user)
         except ValueError as exc:
             raise fail(str(exc), 2, as_json=as_json) from None
         question = Question(chat, query, user, moment)
     elif queries is not None and not queries.is_file():
         raise fail(f"cannot read {queries}", 1, as_json=as_json)
-    warm_up()
+    MemoryService.warm_up()
     with state_of(ctx).memory(foreground=True) as memory:
         if chosen == "vector" and not memory.embeddings.enabled:
             raise fail(f"no vector search: {memory.embeddings.why}", 2, as_json=as_json)

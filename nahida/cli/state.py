@@ -1,5 +1,5 @@
 """What every command of the CLI shares: the paths and config of this invocation, memory opened
-the way the app opens it (`app.open_memory`), and the two ways a command ends badly or prints."""
+the way the app opens it (`app.memory_for`), and the two ways a command ends badly or prints."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 
 import typer
 
-from nahida.app import Paths, open_memory
+from nahida.app import Paths, memory_for
 from nahida.config import Config, load_config
 from nahida.memory import MemoryService
 from nahida.providers.router import ModelRouter
@@ -50,7 +50,7 @@ class State:
             config = config.model_copy(
                 update={"memory": config.memory.model_copy(update={"embedding": embedding})}
             )
-        memory = open_memory(config, self.paths, model)
+        memory = memory_for(config, self.paths, model)
         try:
             yield memory
         finally:

@@ -31,7 +31,6 @@ from nahida.memory import (
     Turn,
     Viewer,
     WriteResult,
-    has_links,
 )
 
 SEARCH_LIMIT = 5
@@ -129,7 +128,8 @@ async def _whose_rule(ctx: CommandContext, result: WriteResult) -> str:
     gap = "" if lang == "zh" else " "  # between sentences
     if not item.scope.startswith("user:"):
         return gap + t("memory_rule_group", lang)
-    links = gap + t("memory_rule_links", lang) if has_links(item.content) else ""
+    withheld = ctx.memory.procedures.withholds_links(item)
+    links = gap + t("memory_rule_links", lang) if withheld else ""
     return gap + t("memory_rule_yours", lang) + links
 
 

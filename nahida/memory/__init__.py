@@ -1,8 +1,11 @@
-"""Memory (DESIGN §3–§9): the `MemoryService` facade and the types that cross its boundary.
+"""Memory (DESIGN §3–§9): the `MemoryService` facade, `open_memory`, and the value types that
+cross its boundary (records, settings, reports, constants, errors) — nothing else.
 
 Code outside `nahida/memory/` imports from here only, except `nahida.app`, which also wires
-`memory.turn` into the runner and `memory.jobs` into the scheduler. The backends live under
-`store/`, and only `nahida.app` picks one (`open_memory`).
+`memory.turn` into the runner and `memory.jobs` into the scheduler. What callers ask of memory
+are the facade's methods (`memory.items.export`, `memory.sessions.record_user_turn`, …) or the
+value types' own (`Viewer.parse`, `Turn.spoken`). The backends live under `store/`, and only
+`nahida.app` picks one: it opens the store and hands it to `open_memory`.
 """
 
 from nahida.errors import MemoryPermissionError, SecretRefused, UnsafePath
@@ -26,33 +29,19 @@ from nahida.memory.core.models import (
     Session,
     Turn,
     WriteResult,
-    iso,
-    spoken,
 )
-from nahida.memory.core.safety import redact
-from nahida.memory.core.scopes import GLOBAL, Viewer, admin_viewer, validate_scope, viewer_for
-from nahida.memory.core.tokenize import index_text
+from nahida.memory.core.scopes import GLOBAL, Viewer
 from nahida.memory.dream import DreamSettings
 from nahida.memory.dream.run import NoModel
 from nahida.memory.embedding import EmbeddingSettings, EmbedReport
-from nahida.memory.history.importer import (
-    ITEM_STATUSES,
-    BadLine,
-    ImportReport,
-    bounded_lines,
-    export_lines,
-    parse_moment,
-)
-from nahida.memory.history.sessions import shown_ids
+from nahida.memory.history.importer import ITEM_STATUSES, BadLine, ImportReport
 from nahida.memory.history.working import WorkingSettings
-from nahida.memory.markdown.paths import WorkspaceFiles
+from nahida.memory.items import TOO_LONG
 from nahida.memory.markdown.sync import BULK_ARCHIVE, FileReport, SyncReport
-from nahida.memory.profiles import ProfileChange, ProfileExplanation, Profiles
+from nahida.memory.opening import open_memory
+from nahida.memory.profiles import ProfileChange, ProfileExplanation
 from nahida.memory.recall import GUARD, MODES, TUNING, Mode, Query, Tuning
-from nahida.memory.recall.quotes import has_links
-from nahida.memory.recall.rerank import LLMReranker
-from nahida.memory.service import TOO_LONG, MemoryService
-from nahida.memory.startup import warm_up
+from nahida.memory.service import MemoryService
 from nahida.memory.store.base import Store
 from nahida.memory.store.values import (
     CommandMessage,
@@ -61,7 +50,6 @@ from nahida.memory.store.values import (
     StoreCapabilities,
     VectorCounts,
 )
-from nahida.memory.write import candidates
 
 __all__ = [
     "BULK_ARCHIVE",
@@ -91,7 +79,6 @@ __all__ = [
     "Hit",
     "ImportReport",
     "JobRun",
-    "LLMReranker",
     "MemoryEvent",
     "MemoryItem",
     "MemoryPermissionError",
@@ -102,7 +89,6 @@ __all__ = [
     "ProfileChange",
     "ProfileEntry",
     "ProfileExplanation",
-    "Profiles",
     "Proposal",
     "Query",
     "SecretRefused",
@@ -116,20 +102,6 @@ __all__ = [
     "VectorCounts",
     "Viewer",
     "WorkingSettings",
-    "WorkspaceFiles",
     "WriteResult",
-    "admin_viewer",
-    "bounded_lines",
-    "candidates",
-    "export_lines",
-    "has_links",
-    "index_text",
-    "iso",
-    "parse_moment",
-    "redact",
-    "shown_ids",
-    "spoken",
-    "validate_scope",
-    "viewer_for",
-    "warm_up",
+    "open_memory",
 ]

@@ -99,6 +99,12 @@ class Procedures:
     propose: Propose  # `Items.propose`
     forget_item: Forget  # `Items.forget`
 
+    @staticmethod
+    def withholds_links(rule: MemoryItem) -> bool:
+        """Whether the prompt shows `rule` without some of its words: the links and contacts in
+        a person's own rule (`quotes.rule_text`), which `/memory remember` tells them."""
+        return quotes.rule_text(rule, rule.content) != rule.content
+
     async def in_force(self, viewer: Viewer, limit: int = IN_FORCE) -> list[MemoryItem]:
         """The active rules the viewer sees (newest first), confidence ≥ 0.3."""
         visibility = viewer.visibility()

@@ -4,6 +4,7 @@ The runner, chat commands, CLI, background jobs and plugins all go through it, b
 
     memory.sessions   history: turns, sessions, /new, /resume, search, import (`sessions.py`)
     memory.items      long-term items: propose, remember, forget, review, list, why, export/import
+                      (`items.py`)
     memory.recall     search as a viewer sees it, and the prompt's memory block
     memory.runs       background job runs and their leases
     memory.embeddings vectors for recall by meaning: upkeep in the background, query vectors
@@ -22,27 +23,20 @@ and the store runs the unit of work in one transaction on its own thread.
 
 from __future__ import annotations
 
-import asyncio
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable
 from datetime import tzinfo
 from pathlib import Path
 from typing import Any, TypeVar
 
 from nahida.clock import SYSTEM, Clock
-from nahida.envelope import ChatKey, UserKey
-from nahida.errors import MemoryPermissionError
+from nahida.memory import startup
 from nahida.memory.context_units import pin, pinned_unit
-from nahida.memory.core.access import Actor, can_forget, review_scopes
 from nahida.memory.core.models import (
     INJECTED_CONFIDENCE,
-    Candidate,
     CommitMode,
-    Explanation,
     Hit,
-    MemoryItem,
     Pinned,
-    WriteResult,
 )
 from nahida.memory.core.scopes import Viewer
 from nahida.memory.core.tokenize import run_cpu
@@ -50,9 +44,10 @@ from nahida.memory.dream import Dreaming, DreamSettings
 from nahida.memory.embedding import Embeddings, EmbeddingSettings
 from nahida.memory.history import importer
 from nahida.memory.history.episodes import Episodes
-from nahida.memory.history.importer import BadLine, ImportReport
+from nahida.memory.history.importer import ImportReport
 from nahida.memory.history.sessions import Sessions
 from nahida.memory.history.working import WorkingMemory, WorkingSettings
+from nahida.memory.items import MAX_ITEM_CHARS, Items
 from nahida.memory.markdown.daily import DailyNotes
 from nahida.memory.markdown.sync import MarkdownSync
 from nahida.memory.procedures import Procedures
@@ -62,174 +57,10 @@ from nahida.memory.recall.rerank import rerank
 from nahida.memory.runs import Runs
 from nahida.memory.store.base import Store, Tx
 from nahida.memory.store.values import StoreCapabilities
-from nahida.memory.write import candidates, write
 from nahida.providers.base import ChatModel, Embedder, Reranker
 from nahida.scheduler import process_label
 
 T = TypeVar("T")
-MAX_ITEM_CHARS = 1000  # the default `limits.item_chars`
-TOO_LONG = "too_long"
-
-
-def _size(candidate: Candidate) -> int:
-    return len(candidate.content) + len(candidate.title)
-
-
-class Items:
-    """`memory.items`: every write goes through `propose` (the write path, DESIGN §6)."""
-
-    def __init__(
-        self,
-        store: Store,
-        mode: CommitMode,
-        max_chars: int = MAX_ITEM_CHARS,
-        tz: tzinfo | None = None,
-        changed: Callable[[], None] = lambda: None,
-    ) -> None:
-        self.store = store
-        self.mode = mode
-        self.max_chars = max_chars
-        self.tz = tz
-        self.changed = changed  # told after every write that may add a text to embed
-
-    async def propose(self, candidate: Candidate, actor: str) -> WriteResult:
-        """Filter, candidate, commit mode. Raises `SecretRefused` for an explicit write; a text
-        over `max_chars` is rejected (`reason="too_long"`), nothing stored."""
-        if len(candidate.content) + len(candidate.title) > self.max_chars:
-            return WriteResult("rejected", reason=TOO_LONG)
-        prepared = await run_cpu(write.prepare, candidate, size=_size(candidate))
-        result = await self.store.write(write.propose, prepared, self.mode, actor)
-        self.changed()
-        return result
-
-    async def remember(
-        self,
-        text: str,
-        *,
-        chat: ChatKey,
-        user: UserKey,
-        message_id: str | None = None,
-        kind: str = "fact",
-        actor: Actor | None = None,
-    ) -> WriteResult:
-        """`/memory remember`; `actor`: who asks (a rule of theirs is the group's only when they
-        may set the group's rules, `candidates.rule_scope`)."""
-        candidate = candidates.remembered(
-            text, chat=chat, user=user, message_id=message_id, kind=kind, tz=self.tz, actor=actor
-        )
-        return await self.propose(candidate, str(user))
-
-    async def forget(self, item_id: str, actor: Actor, reason: str = "forgotten") -> MemoryItem:
-        """Archive an item (audited). Raises LookupError or MemoryPermissionError."""
-
-        def run(tx: Tx) -> MemoryItem:
-            item = tx.items.get(item_id)
-            if item is None or item.status != "active":
-                raise LookupError(item_id)
-            if not can_forget(item, actor):
-                raise MemoryPermissionError(item_id)
-            archived = write.update_item(
-                tx, item, actor.label, "archive", reason, status="archived"
-            )
-            write.hide_evidence(tx, item)
-            return archived
-
-        return await self.store.write(run)
-
-    async def pending(self, actor: Actor, limit: int = 20) -> list[tuple[str, Candidate, float]]:
-        scopes = review_scopes(actor)
-        if scopes == []:
-            raise MemoryPermissionError("review")
-        return await self.store.read(lambda tx: tx.candidates.pending(scopes, limit))
-
-    async def review(self, candidate_id: str, accept: bool, actor: Actor) -> WriteResult | None:
-        """Accept or reject a pending candidate the actor may review; None when there is none."""
-        scopes = review_scopes(actor)
-        if scopes == []:
-            raise MemoryPermissionError("review")
-        found = await self.store.read(lambda tx: tx.candidates.get_pending(candidate_id))
-        if found is None or (scopes is not None and found.scope not in scopes):
-            return None
-        prepared = await run_cpu(write.tokens_of, found, size=_size(found))
-        result = await self.store.write(write.decide, candidate_id, prepared, accept, actor.label)
-        self.changed()
-        return result
-
-    async def get(self, item_id: str) -> MemoryItem | None:
-        return await self.store.read(lambda tx: tx.items.get(item_id))
-
-    async def decay(self, idle: float, step: float, floor: float) -> int:
-        """Lower by `step` (not below `floor`) the confidence of active items unused for `idle`
-        seconds, but those people stated explicitly; returns how many."""
-        before = time.time() - idle
-        keep = write.EXPLICIT_SOURCES
-        return await self.store.write(lambda tx: tx.items.decay(before, step, floor, keep))
-
-    async def visible(self, item_id: str, viewer: Viewer) -> MemoryItem | None:
-        """The item when the viewer may see it (any status), else None."""
-        visibility = viewer.visibility()
-        return await self.store.read(lambda tx: tx.items.visible(item_id, visibility))
-
-    async def latest(
-        self,
-        viewer: Viewer | None,
-        *,
-        kind: str | None = None,
-        status: str | None = "active",
-        limit: int = 20,
-    ) -> list[MemoryItem]:
-        """Most recently changed first, as the viewer sees them (every scope: None)."""
-        visibility = viewer.visibility() if viewer is not None else None
-        return await self.store.read(
-            lambda tx: tx.items.listed(visibility, kind=kind, status=status, limit=limit)
-        )
-
-    async def why(self, item_id: str, viewer: Viewer) -> Explanation | None:
-        visibility = viewer.visibility()
-
-        def run(tx: Tx) -> Explanation | None:
-            item = tx.items.visible(item_id, visibility)
-            if item is None:
-                return None
-            return Explanation(
-                item,
-                tx.events.of_item(item_id),
-                tx.items.replaced_by(item_id),
-                tx.turns.hidden_for(item_id),
-            )
-
-        return await self.store.read(run)
-
-    async def export(self, scopes: Sequence[str] | None = None) -> list[MemoryItem]:
-        return await self.store.read(lambda tx: tx.items.exported(scopes))
-
-    async def import_exported(self, lines: Iterable[str | BadLine], actor: str) -> ImportReport:
-        """Exported items (`importer.export_lines`) back as they were, same ids; an item already
-        present counts as a duplicate, one superseding an item found nowhere is a bad line."""
-        started = time.perf_counter()
-        numbered, bad = importer.read_items(lines)
-        indexes = await asyncio.to_thread(
-            lambda: [write.item_index(item.title, item.content) for _, item in numbered]
-        )
-        in_file = {item.id for _, item in numbered}
-
-        def run(tx: Tx) -> ImportReport:
-            report = ImportReport(bad=bad)
-            for (number, item), index in zip(numbered, indexes, strict=True):
-                target = item.supersedes
-                if target and target not in in_file and tx.items.get(target) is None:
-                    report.bad.append(BadLine(number, f"supersedes unknown item {target}"))
-                elif write.insert_item(tx, item, index, actor, reason="import"):
-                    report.imported += 1
-                else:
-                    report.duplicates += 1
-            return report
-
-        report = await self.store.write(run)
-        self.changed()
-        report.bad.sort(key=lambda b: b.line)
-        report.seconds = time.perf_counter() - started
-        return report
 
 
 class Recall:
@@ -458,6 +289,10 @@ class MemoryService:
             max_line_bytes=max_line_bytes or importer.MAX_LINE_BYTES,
             progress=progress,
         )
+
+    # what per-message code builds on first use, built up front (`startup.warm_up`): the app
+    # calls it at start, and commands a person waits for before their first search
+    warm_up = staticmethod(startup.warm_up)
 
     @property
     def capabilities(self) -> StoreCapabilities:

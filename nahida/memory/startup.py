@@ -7,8 +7,13 @@ from __future__ import annotations
 from nahida.memory.core import tokenize
 from nahida.memory.write import statements, timeparse
 
+SAMPLE = "纳西妲记得你喜欢喝茶"  # a sentence the tokenizer cuts into words
 
-def warm_up() -> None:
+
+def warm_up() -> bool:
+    """Build it all now; whether the tokenizer then cuts a sample sentence into words (what
+    `nahida doctor` reports)."""
     tokenize.warm_up()  # jieba's dictionary
     statements.warm_up()  # extraction's rules and their prefilter
     timeparse.warm_up()  # the time parser's prefilter (recall's queries)
+    return bool(tokenize.index_text(SAMPLE))

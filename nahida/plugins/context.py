@@ -54,7 +54,6 @@ from nahida.memory import (
     MemoryService,
     Viewer,
     WriteResult,
-    candidates,
 )
 from nahida.plugins.manifest import MANIFEST, Manifest, Permission, PluginError
 
@@ -208,7 +207,7 @@ class PluginContext:
         self._require("memory.write")
         if audience == "global":
             self._require("memory.write.global")
-        candidate = candidates.from_plugin(
+        candidate = self._memory.items.plugin_candidate(
             self.name,
             content,
             kind=kind,

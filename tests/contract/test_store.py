@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -245,6 +246,20 @@ def test_titled_matches_a_literal_substring_newest_first(store: Store) -> None:
     assert titled("espresso") == []
 
 
+def test_retitle_replaces_that_sessions_title_and_nothing_else(store: Store) -> None:
+    new_session(store, "s1", title="my key is sk-proj-abc", at=T0)
+    new_session(store, "s2", title="my key is elsewhere", at=T0 + 1)
+    store.write_sync(lambda tx: tx.sessions.retitle("s1", "my key is [REDACTED]"))
+    assert store.read_sync(lambda tx: tx.sessions.get("s1")) == Session(
+        "s1", CHAT, "my key is [REDACTED]", dt(T0), dt(T0), 0
+    )
+    assert store.read_sync(lambda tx: tx.sessions.get("s2")) == Session(
+        "s2", CHAT, "my key is elsewhere", dt(T0 + 1), dt(T0 + 1), 0
+    )
+    assert ids(store.read_sync(lambda tx: tx.sessions.titled("sk-proj", None, 10))) == []
+    assert ids(store.read_sync(lambda tx: tx.sessions.titled("REDACTED", None, 10))) == ["s1"]
+
+
 def test_current_session_and_last_activity_that_never_goes_back(store: Store) -> None:
     new_session(store, "s1")
     new_session(store, "s2")
@@ -396,6 +411,28 @@ def test_search_finds_only_indexed_turns_of_the_given_chats(store: Store) -> Non
     assert sorted(found_turns(store, None, "oolong")) == sorted([here, there, far])
     assert found_turns(store, [], "oolong") == []
     assert found_turns(store, None, "espresso") == []
+
+
+def test_rewrite_replaces_the_words_and_the_index_text_of_indexed_turns_only(store: Store) -> None:
+    new_session(store, "s1")
+    indexed, kept = add_turns(store, "s1", said("oolong secret", T0 + 1), said("oolong", T0 + 2))
+    (unindexed,) = add_turns(store, "s1", said("oolong aside", T0 + 3), indexed=False)
+    (hidden,) = add_turns(store, "s1", said("oolong hidden", T0 + 4))
+    store.write_sync(lambda tx: tx.turns.hide([hidden], [], "m_forgotten"))
+    before = store.read_sync(lambda tx: tx.turns.of_session("s1"))
+
+    def rewrite(tx: Tx) -> None:
+        for turn_id in (indexed, unindexed, hidden):
+            tx.turns.rewrite(turn_id, "espresso now", index_text("espresso now"))
+
+    store.write_sync(rewrite)
+    after = store.read_sync(lambda tx: tx.turns.of_session("s1"))
+    changed = (indexed, unindexed, hidden)
+    assert after == [replace(t, content="espresso now") if t.id in changed else t for t in before]
+    assert found_turns(store, None, "espresso") == [indexed]  # none came into the index
+    assert found_turns(store, None, "secret") == []
+    assert found_turns(store, None, "oolong") == [kept]
+    assert store.read_sync(lambda tx: tx.turns.hidden_for("m_forgotten"))[0].id == hidden
 
 
 def test_any_besides_tells_whether_a_search_leaving_turns_out_could_find_one(

@@ -28,9 +28,9 @@ from typing import Any
 
 import pytest
 
-from nahida.app import App, Paths, build_model_router, open_memory
+from nahida.app import App, Paths, build_model_router, memory_for
 from nahida.config import Config
-from nahida.memory import Actor, MemoryService, Query, admin_viewer, viewer_for
+from nahida.memory import Actor, MemoryService, Query, Viewer
 from nahida.memory.history.importer import import_lines
 from nahida.memory.store.sqlite import SqliteStore
 from nahida.memory.store.sqlite.check import counts, digest, opened
@@ -73,11 +73,11 @@ REMEMBERED = [  # (text, kind, scope)
 ]
 QUERIES = ["乌龙茶", "Biscuit 柯基", "住在哪里", "周报", "会议", "生日", "英文", "上次我们聊到哪了"]
 VIEWERS = {
-    "alice-in-g1": viewer_for(G1, ALICE),
-    "bob-in-g1": viewer_for(G1, BOB),
-    "carol-in-g2": viewer_for(G2, CAROL),
-    "alice-alone": viewer_for(DM),
-    "admin": admin_viewer(["global", f"user:{ALICE}", f"chat:{G2}"]),
+    "alice-in-g1": Viewer.parse(G1, ALICE),
+    "bob-in-g1": Viewer.parse(G1, BOB),
+    "carol-in-g2": Viewer.parse(G2, CAROL),
+    "alice-alone": Viewer.parse(DM),
+    "admin": Viewer.admin(["global", f"user:{ALICE}", f"chat:{G2}"]),
 }
 MODES = ("lexical", "vector", "hybrid")
 KINDS = (  # what a backup must carry, by table: each holds rows in the original
@@ -162,7 +162,7 @@ async def populate(memory: MemoryService, server: FakeOpenAIServer) -> None:
 async def memory_of(where: Dir) -> AsyncIterator[MemoryService]:
     """Memory as the bot opens it, with the models of its config; closed after."""
     model = build_model_router(where.config)
-    memory = open_memory(where.config, where.paths, model)
+    memory = memory_for(where.config, where.paths, model)
     try:
         yield memory
     finally:

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from nahida.app import Paths, build_model_router, open_memory
+from nahida.app import Paths, build_model_router, memory_for
 from nahida.cli.doctor import diagnose, render
 from nahida.config import Config
 from nahida.hooks import TurnContext
@@ -150,7 +150,7 @@ async def test_an_episode_answer_without_json_is_not_stored_and_is_retried(
     assert "no JSON object" in render(report)  # `nahida doctor` shows the failure
 
     router = build_model_router(cfg)
-    memory = open_memory(cfg, paths, router)
+    memory = memory_for(cfg, paths, router)
     try:
         assert await memory.working.retry_episodes() == (0, 0)  # not before its pause
         assert await memory.working.retry_episodes(now=time.time() + 3600) == (1, 0)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from nahida.envelope import ChatKey, UserKey
-from nahida.memory import EmbeddingSettings, MemoryService, NewTurn, Query, viewer_for
+from nahida.memory import EmbeddingSettings, MemoryService, NewTurn, Query, Viewer
 from nahida.memory.core.models import Candidate
 from nahida.memory.store.base import Store
 from nahida.memory.store.sqlite import SqliteStore
@@ -75,7 +75,7 @@ async def test_every_owner_of_a_line_said_twice_finds_it_by_meaning(
             ("onebot:group:3", "1", TRIP): set(),  # a group where it was never said
         }
         for (chat, user, line), scopes in owners.items():
-            viewer = viewer_for(chat, user)
+            viewer = Viewer.parse(chat, user)
             for mode in ("vector", "hybrid"):
                 hits = await memory.recall.search(Query(line, viewer, mode=mode))
                 found = {h.scope for h in hits if h.text == line}
@@ -158,7 +158,7 @@ async def test_a_question_about_none_of_a_persons_memories_recalls_none_of_them(
         for text in SIX:
             await memory.items.remember(text, chat=chat, user=user)
         await memory.embeddings.embed_new()
-        viewer = viewer_for(str(chat))
+        viewer = Viewer.parse(str(chat))
         for question in ("今天天气怎么样", "帮我写一首诗", "谢谢你"):
             block = await memory.recall.block(question, viewer, frozenset(), limit=5)
             assert block is None, question

@@ -22,11 +22,10 @@ from nahida.memory import MemoryService
 from nahida.memory.core.models import DreamRun
 from nahida.memory.markdown import dreams_md
 from nahida.memory.markdown.daily import DailyNotes
-from nahida.memory.markdown.paths import WorkspaceFiles, safe_name
 from nahida.memory.markdown.profiles_md import file_name
 from nahida.memory.store.sqlite import SqliteStore
 from nahida.memory.write import candidates
-from nahida.workspace import FALLBACK_PERSONA, Persona
+from nahida.workspace import FALLBACK_PERSONA, Persona, WorkspaceFiles, safe_name
 from tests.fakes.llm_server import FakeOpenAIServer
 from tests.fakes.onebot_impl import FakeOneBot
 from tests.helpers import config, openai_provider

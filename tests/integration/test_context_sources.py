@@ -13,7 +13,8 @@ from nahida.app import build_model_router
 from nahida.commands.router import CommandRouter
 from nahida.envelope import Reply
 from nahida.hooks import ContextSource, TurnContext
-from nahida.memory import MemoryItem, MemoryService, index_text
+from nahida.memory import MemoryItem, MemoryService
+from nahida.memory.core.tokenize import index_text
 from nahida.memory.store.sqlite import SqliteStore
 from nahida.memory.turn import MemoryInjection
 from nahida.policy import ReplyPolicy

@@ -19,7 +19,7 @@ from nahida.commands.dream import summary
 from nahida.commands.router import CommandRouter
 from nahida.envelope import Reply, Role
 from nahida.i18n import t
-from nahida.memory import MemoryService, NewTurn, admin_viewer
+from nahida.memory import MemoryService, NewTurn, Viewer
 from nahida.memory.store.sqlite import SqliteStore
 from nahida.policy import ReplyPolicy
 from nahida.providers.router import ModelRouter
@@ -119,7 +119,7 @@ async def test_an_admins_dream_answers_at_once_then_with_the_summary(bot: Bot) -
         rejected=0,
     )
     items = await bot.memory.items.latest(
-        admin_viewer([f"user:{ALICE}", f"chat:{GROUP}"]), limit=10
+        Viewer.admin([f"user:{ALICE}", f"chat:{GROUP}"]), limit=10
     )
     assert sorted((i.scope, i.content) for i in items) == [
         (f"chat:{GROUP}", "记住周五下午三点开周会"),

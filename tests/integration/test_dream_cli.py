@@ -13,7 +13,7 @@ from typing import Any
 from typer.testing import CliRunner, Result
 
 from nahida.cli import app
-from nahida.memory import MemoryService, NewTurn, admin_viewer
+from nahida.memory import MemoryService, NewTurn, Viewer
 from nahida.memory.store.sqlite import SqliteStore
 from tests.fakes.llm_server import FakeOpenAIServer
 
@@ -78,7 +78,7 @@ async def test_dream_one_chat_then_list_the_runs_newest_first(
     assert row.startswith(listed[0]["id"]) and G2 in row and "applied 1" in row
 
     memory = await _memory(tmp_path)
-    items = await memory.items.latest(admin_viewer(["user:qq:alice", f"chat:{G1}"]))
+    items = await memory.items.latest(Viewer.admin(["user:qq:alice", f"chat:{G1}"]))
     memory.close()
     assert sorted(i.content for i in items) == ["我喜欢乌龙茶", "记住周五开周会"]
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from nahida.app import Paths, build_model_router, open_memory
+from nahida.app import Paths, build_model_router, memory_for
 from nahida.memory import Actor, MemoryService, NewTurn, Turn, Viewer
 from nahida.memory.dream.run import Dreaming
 from nahida.memory.write import candidates, proposed, write
@@ -109,7 +109,7 @@ async def start(tmp_path: Path, server: FakeLLMServer, **dreaming: Any) -> Bot:
     paths = Paths(None, tmp_path / "data", tmp_path / "workspace")
     paths.workspace.mkdir(parents=True, exist_ok=True)
     router = build_model_router(cfg)
-    memory = open_memory(cfg, paths, router)
+    memory = memory_for(cfg, paths, router)
     return Bot(memory, router, paths, server)
 
 

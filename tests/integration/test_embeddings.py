@@ -22,10 +22,10 @@ import structlog
 from pytest import approx
 from structlog.testing import capture_logs
 
-from nahida.app import Paths, choose_embedder, open_memory
+from nahida.app import Paths, choose_embedder, memory_for
 from nahida.clock import SYSTEM, Clock, VirtualClock
 from nahida.errors import ConfigError, ProviderServerError
-from nahida.memory import EmbeddingSettings, MemoryService, NewTurn, Query, viewer_for
+from nahida.memory import EmbeddingSettings, MemoryService, NewTurn, Query, Viewer
 from nahida.memory.embedding import Embeddings, TimeShare
 from nahida.memory.store.sqlite import SqliteStore
 from nahida.providers.base import EmbedKind
@@ -119,7 +119,7 @@ async def test_upkeep_embeds_once_per_text_skips_short_turns_and_search_finds_by
         assert report.cached == 1  # the second chat's copy
         counts = await memory.embeddings.counts()
         assert (counts.stored, counts.pending) == (1, 0)
-        viewer = viewer_for(CHAT, "7")
+        viewer = Viewer.parse(CHAT, "7")
         hits = await memory.recall.search(Query("爬山", viewer, mode="vector"))
         assert [h.text for h in hits] == ["周末我们去爬山吧"]  # this chat's only, no short turns
         assert (await memory.embeddings.catch_up()).embedded == 0  # nothing left to do
@@ -133,11 +133,11 @@ async def test_a_slow_embedder_makes_the_search_lexical_within_its_bound(
         await say(memory, CHAT, "我们周末去爬山")
         await memory.embeddings.catch_up()
         openai_server.embed_delay = 60.0
-        hits = await clock.run(memory.recall.search(Query("爬山", viewer_for(CHAT, "7"))))
+        hits = await clock.run(memory.recall.search(Query("爬山", Viewer.parse(CHAT, "7"))))
         assert clock.monotonic() == 2.0  # it waited for the vector as long as its bound
         assert [h.text for h in hits] == ["我们周末去爬山"]  # found lexically
         vector_only = await clock.run(
-            memory.recall.search(Query("爬山", viewer_for(CHAT, "7"), mode="vector"))
+            memory.recall.search(Query("爬山", Viewer.parse(CHAT, "7"), mode="vector"))
         )
         assert vector_only == []  # no query vector in time: nothing to search by meaning
 
@@ -151,7 +151,7 @@ async def test_a_new_model_re_embeds_and_models_never_mix(
         assert (await first.embeddings.catch_up()).embedded == 2
     async with served(openai_server, path, "model-b") as second:
         await second.embeddings.load()
-        viewer = viewer_for(CHAT, "7")
+        viewer = Viewer.parse(CHAT, "7")
         before = await second.recall.search(Query("爬山", viewer, mode="vector"))
         assert before == []  # model-a's vectors are not used for a model-b query
         counts = await second.embeddings.counts()
@@ -175,7 +175,7 @@ async def test_hybrid_search_fuses_and_a_forgotten_turn_stays_out(
         item_id = result.item_id
         assert item_id is not None
         await memory.embeddings.catch_up()
-        viewer = viewer_for(CHAT, "7")
+        viewer = Viewer.parse(CHAT, "7")
         hits = await memory.recall.search(Query("徒步旅行", viewer))
         assert item_id in [h.id for h in hits]
         await memory.items.forget(item_id, Actor.cli())
@@ -204,7 +204,7 @@ def test_backend_choice(tmp_path: Path) -> None:
     )
     with pytest.raises(ConfigError, match="serves no embeddings"):
         choose_embedder(anthropic)
-    memory = open_memory(off, Paths(None, tmp_path / "d", tmp_path / "w"))
+    memory = memory_for(off, Paths(None, tmp_path / "d", tmp_path / "w"))
     try:
         assert memory.recall.mode == "lexical"
     finally:
@@ -238,7 +238,7 @@ async def test_a_burst_beyond_the_query_queue_is_searched_lexically_at_once(
         await say(memory, CHAT, "我们周末去爬山")
         await memory.embeddings.catch_up()
         openai_server.embed_delay = 60.0  # the vectors do not come: two wait for their bound
-        viewer = viewer_for(CHAT, "7")
+        viewer = Viewer.parse(CHAT, "7")
         searches = [
             asyncio.create_task(memory.recall.search(Query("爬山", viewer))) for _ in range(4)
         ]
@@ -458,7 +458,7 @@ async def test_an_embedder_that_cannot_load_leaves_recall_lexical(tmp_path: Path
         assert not memory.embeddings.enabled
         assert "failed to load" in memory.embeddings.why
         await say(memory, CHAT, "我们周末去爬山")
-        hits = await memory.recall.search(Query("爬山", viewer_for(CHAT, "7")))
+        hits = await memory.recall.search(Query("爬山", Viewer.parse(CHAT, "7")))
         assert [h.text for h in hits] == ["我们周末去爬山"]
     finally:
         memory.close()
@@ -489,13 +489,15 @@ async def test_upkeep_embeds_episodes_and_vector_search_finds_them_in_their_chat
         assert "西湖, 龙井茶: 约好了去西湖喝龙井茶" in inputs(openai_server)
         assert ctx.counts["embedded"] == 3
         assert (await memory.embeddings.counts()).pending == 0
-        hits = await memory.recall.search(Query("西湖龙井茶", viewer_for(CHAT, "7"), mode="vector"))
+        hits = await memory.recall.search(
+            Query("西湖龙井茶", Viewer.parse(CHAT, "7"), mode="vector")
+        )
         assert (hits[0].kind, hits[0].id) == ("episode", episode.id)
         elsewhere = await memory.recall.search(
-            Query("西湖龙井茶", viewer_for(OTHER, "7"), mode="vector")
+            Query("西湖龙井茶", Viewer.parse(OTHER, "7"), mode="vector")
         )
         assert [h.kind for h in elsewhere] == ["turn"]  # that chat's turn, never the episode
-        hybrid = await memory.recall.search(Query("龙井", viewer_for(CHAT, "7")))
+        hybrid = await memory.recall.search(Query("龙井", Viewer.parse(CHAT, "7")))
         assert hybrid[0].id == episode.id  # hybrid (the default): by words and by meaning
         rewritten = await memory.episodes.add(
             session_id=session,
@@ -509,6 +511,8 @@ async def test_upkeep_embeds_episodes_and_vector_search_finds_them_in_their_chat
         assert rewritten.id == episode.id
         report = await memory.embeddings.catch_up()
         assert (report.embedded, report.swept) == (1, 1)  # the new text; the old one's vector
-        hits = await memory.recall.search(Query("灵隐寺银杏", viewer_for(CHAT, "7"), mode="vector"))
+        hits = await memory.recall.search(
+            Query("灵隐寺银杏", Viewer.parse(CHAT, "7"), mode="vector")
+        )
         assert hits[0].text == "改成去灵隐寺看银杏"
         assert "约好了去西湖喝龙井茶" not in [h.text for h in hits]

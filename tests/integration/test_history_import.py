@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from nahida.memory import ImportReport, Query, recall, viewer_for
+from nahida.memory import ImportReport, Query, Viewer, recall
 from nahida.memory.history.importer import import_lines as import_into
 from nahida.memory.store.sqlite import SqliteStore
 from tests.helpers import History
@@ -64,7 +64,7 @@ def test_turns_are_imported_like_live_messages(db: History) -> None:
     ]
     assert first.title == "我们周末去杭州爬山吧"
     assert turns[0].time.isoformat() == "2024-04-01T01:00:00+00:00"
-    query = Query("杭州爬山", viewer_for(CHAT), tz=None)
+    query = Query("杭州爬山", Viewer.parse(CHAT), tz=None)
     hits = db.store.read_sync(recall.search, query, recall.plan(query))
     assert hits[0].message_ids == ["1"]
 

@@ -19,9 +19,9 @@ import numpy as np
 import pytest
 
 from nahida.adapters.console.adapter import ConsoleAdapter
-from nahida.app import Paths, console_app, open_memory
+from nahida.app import Paths, console_app, memory_for
 from nahida.config import Config
-from nahida.memory import MemoryService, Query, viewer_for
+from nahida.memory import MemoryService, Query, Viewer
 from nahida.memory.store.sqlite import SqliteStore
 from nahida.memory.store.sqlite.connection import driver
 from nahida.providers import local_embed
@@ -68,7 +68,7 @@ async def test_the_configured_query_share_rations_the_local_model(tmp_path: Path
     paths = Paths(None, tmp_path / "d", tmp_path / "w")
     for share, lexical in ((0.0, 1), (1.0, 0)):
         settings = {"memory": {"embedding": {"backend": "local", "query_share": share}}}
-        memory = open_memory(Config.model_validate(settings), paths)
+        memory = memory_for(Config.model_validate(settings), paths)
         try:
             found = await memory.embeddings.query("周末去哪")
             assert (found is None, memory.embeddings.busy) == (bool(lexical), lexical)
@@ -136,7 +136,7 @@ async def test_terminal_chat_recalls_a_paraphrase_that_lexical_recall_misses(
 
     memory = MemoryService(SqliteStore(paths.database))  # no embedder: lexical only
     try:
-        viewer = viewer_for(CHAT)
+        viewer = Viewer.parse(CHAT)
         for question in ("我最近心情不好", "what does she do for work"):
             hits = await memory.recall.search(Query(question, viewer, mode="lexical"))
             assert hits == [], question  # what the words alone cannot find

@@ -292,6 +292,7 @@ def test_export_import_round_trip_is_lossless(cli: Any, tmp_path: Path) -> None:
     assert second.stdout.splitlines() == lines
     scoped = cli("memory", "export", "--scope", f"chat:{G1}", data="fresh")
     assert [json.loads(x)["scope"] for x in scoped.stdout.splitlines()] == [f"chat:{G1}"]
+    assert cli("memory", "export", "--scope", "nowhere", data="fresh").exit_code == 2
     found = search(cli, "peanuts", "--chat", DM, "--user", "42")  # imported items are indexed
     assert [h["kind"] for h in found["hits"]] == ["item"]
 

@@ -1,4 +1,5 @@
-"""The dependency rules of DESIGN §13, as one table; each rule also proves that it can fail.
+"""The dependency rules of DESIGN §13, as one table, and what the memory facade exports; each
+check also proves that it can fail.
 
 Imports are read from the syntax tree (also those under `if TYPE_CHECKING:` and inside
 functions): a rule is about what a module knows, not only what it loads at start.
@@ -7,10 +8,14 @@ functions): a rule is about what a module knows, not only what it loads at start
 from __future__ import annotations
 
 import ast
+import dataclasses
+import inspect
 import re
+import types
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal, NamedTuple, Protocol
 
 import pytest
 
@@ -139,7 +144,7 @@ RULES = (
         "logs.py imports the secret screen, a leaf, not the memory facade",
         lambda m: m == "nahida.logs",
         lambda m, i: i == "nahida.memory.core.safety" or not within(i, "nahida.memory"),
-        ("nahida.logs", "from nahida.memory import redact"),
+        ("nahida.logs", "from nahida.memory import SecretRefused"),
     ),
     Rule(
         "only app.py imports concrete backends",
@@ -148,6 +153,27 @@ RULES = (
         ("nahida.cli.main", "from nahida.adapters.console.adapter import ConsoleAdapter"),
     ),
 )
+
+
+FACADE = ("MemoryService", "open_memory")  # what else `nahida.memory` exports is a value
+
+
+def not_values(facade: object) -> list[str]:
+    """What a facade's `__all__` names besides `FACADE` that is not a value type (a dataclass, a
+    named tuple, an error, a protocol) or a value (a constant, a type alias): a module, a function,
+    a class with behaviour. A helper is a method of the facade's parts or of a value type."""
+    found = []
+    for name in getattr(facade, "__all__", ()):
+        value = getattr(facade, name)
+        if name in FACADE:
+            continue
+        if inspect.isclass(value):
+            typed = issubclass(value, tuple | BaseException) or dataclasses.is_dataclass(value)
+            if not (typed or getattr(value, "_is_protocol", False)):
+                found.append(name)
+        elif inspect.ismodule(value) or inspect.isroutine(value):
+            found.append(name)
+    return found
 
 
 def imports_of(tree: ast.AST) -> Iterator[str]:
@@ -291,6 +317,37 @@ def test_each_import_rule_can_fail(rule: Rule) -> None:
     module, line = rule.breaking
     assert rule.applies(module)
     assert any(v.startswith(rule.text) for v in import_violations(module, line + "\n"))
+
+
+def test_the_facade_exports_the_service_and_value_types_only() -> None:
+    import nahida.memory as facade
+
+    assert not_values(facade) == []
+    assert set(FACADE) <= set(facade.__all__)
+
+
+def test_the_facade_check_can_fail() -> None:
+    @dataclass(frozen=True)
+    class Value:
+        text: str
+
+    class Pair(NamedTuple):
+        a: int
+        b: int
+
+    class Seam(Protocol):
+        def read(self) -> str: ...
+
+    class Parts:  # behaviour, not a value
+        def __init__(self) -> None:
+            self.store = None
+
+    values = {"GLOBAL": "global", "Mode": Literal["a", "b"], "DEFAULT": Value("x")}
+    kinds = {"Value": Value, "Pair": Pair, "Seam": Seam, "Refused": ValueError}
+    helpers = {"redact": str.strip, "viewer_for": lambda chat: chat, "candidates": types}
+    exported = {**values, **kinds, **helpers, "Parts": Parts, "open_memory": lambda: None}
+    facade = types.SimpleNamespace(__all__=list(exported), **exported)
+    assert not_values(facade) == ["redact", "viewer_for", "candidates", "Parts"]
 
 
 def test_an_import_under_type_checking_counts() -> None:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from nahida.memory import MemoryService, NewTurn, Query, recall, viewer_for
+from nahida.memory import MemoryService, NewTurn, Query, Viewer, recall
 from nahida.memory.recall.plan import plan
 from nahida.memory.store.sqlite import SqliteStore
 
@@ -59,7 +59,7 @@ def fts_rows(store: SqliteStore) -> int:
 async def ask(
     memory: MemoryService, text: str, chat: str = GROUP, at: float | None = None, **fields: Any
 ) -> list[Any]:
-    query = Query(text, viewer_for(chat, "alice"), at=at, limit=10, tz=UTC, **fields)
+    query = Query(text, Viewer.parse(chat, "alice"), at=at, limit=10, tz=UTC, **fields)
     return await memory.recall.search(query)
 
 
@@ -194,7 +194,7 @@ async def test_a_last_time_question_gets_the_latest_episode_first(
 
 
 def test_last_time_is_read_from_the_question_not_from_other_words() -> None:
-    viewer = viewer_for(GROUP, "alice")
+    viewer = Viewer.parse(GROUP, "alice")
     for text in ("上次我们聊到哪了", "上一次说的", "our last conversation", "LAST TIME we met"):
         assert plan(Query(text, viewer)).last_time, text
     for text in ("我马上回来", "last week we talked", "晚上回家", "the lasting time", "Biscuit"):

@@ -12,7 +12,7 @@ import pytest
 from nahida.envelope import ChatKey, UserKey
 from nahida.hooks import PostTurnHook, TurnContext
 from nahida.memory import Candidate, MemoryItem, MemoryService, Turn, Viewer, WriteResult
-from nahida.memory.service import Items
+from nahida.memory.items import Items
 from nahida.memory.store.sqlite import SqliteStore
 from nahida.memory.turn import ExtractionHook
 from nahida.memory.write import write

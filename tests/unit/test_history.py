@@ -227,24 +227,45 @@ async def test_a_session_id_taken_meanwhile_is_drawn_again(
     assert [t.content for t in await memory.sessions.turns(first.session_id)] == ["hello"]
 
 
-def test_an_upgrade_redacts_secrets_already_in_the_history() -> None:
+def test_memory_opened_on_older_history_redacts_the_secrets_in_it_once(tmp_path: Path) -> None:
+    from nahida.config import Config
+    from nahida.memory import open_memory
     from nahida.memory.core.tokenize import index_text
     from nahida.memory.history import sessions as units
-    from nahida.memory.store.sqlite import SqliteTx
 
     key = "sk-proj-abcdefghijklmnopqrstuvwxyz123456"
-    conn = connect(":memory:")
-    before = [m for m in migrations.MIGRATIONS if m.name != "0007_redact_history"]
-    migrations.migrate(conn, before)
-    said = user(f"记住我的key是 {key}", T0, "1")
-    units.record(SqliteTx(conn), said, index_text(said.content))  # as older versions stored it
-    assert migrations.migrate(conn) == ["0007_redact_history"]
-    rows = [tuple(r) for r in conn.execute("SELECT content FROM turns")]
-    rows += [tuple(r) for r in conn.execute("SELECT body FROM turns_fts")]
-    rows += [tuple(r) for r in conn.execute("SELECT title FROM sessions")]
-    assert all(key not in value and "abcdefghij" not in value for (value,) in rows), rows
-    assert rows[0] == ("记住我的key是 [REDACTED:openai_key]",)
-    conn.close()
+    path = tmp_path / "nahida.db"
+
+    def store_as_older_versions_did(text: str, message_id: str) -> None:
+        said = user(text, T0, message_id)
+        store = SqliteStore(path)
+        store.write_sync(units.record, said, index_text(said.content))  # not redacted
+        store.close()
+
+    def stored() -> list[str]:
+        conn = connect(path)
+        found = [r[0] for r in conn.execute("SELECT content FROM turns ORDER BY id")]
+        found += [r[0] for r in conn.execute("SELECT body FROM turns_fts ORDER BY rowid")]
+        found += [r[0] for r in conn.execute("SELECT title FROM sessions")]
+        conn.close()
+        return found
+
+    def open_and_close() -> None:
+        open_memory(SqliteStore(path), Config(), tmp_path / "workspace").close()
+
+    store_as_older_versions_did(f"{key} 是我的key", "1")  # the session's title is cut from it
+    assert sum("abcdefghij" in value for value in stored()) == 3  # the turn, its index, the title
+    open_and_close()
+    redacted = stored()
+    assert all(key not in value and "abcdefghij" not in value for value in redacted), redacted
+    assert redacted == [
+        "[REDACTED:openai_key] 是我的key",
+        "redacted openai key 是 我 的 key",
+        "[REDACTED:openai_key] 是我的key",  # the title, cut again from the redacted turn
+    ]
+    store_as_older_versions_did(f"again {key}", "2")
+    open_and_close()  # done once: what came later is no older history
+    assert stored()[:2] == [redacted[0], f"again {key}"]
 
 
 def test_a_failed_unit_leaves_no_read_snapshot_behind(store: SqliteStore) -> None:

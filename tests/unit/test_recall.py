@@ -10,7 +10,7 @@ from zoneinfo import ZoneInfo
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nahida.memory import Hit, NewTurn, Query, Tuning, recall, viewer_for
+from nahida.memory import Hit, NewTurn, Query, Tuning, Viewer, recall
 from nahida.memory.core.tokenize import index_text, query_terms, tokenize
 from nahida.memory.history import sessions
 from nahida.memory.service import Recall
@@ -40,7 +40,7 @@ def search(db: SqliteStore, query: Query, tuning: Tuning = recall.TUNING) -> lis
 def ask(
     db: SqliteStore, text: str, *, at: float | None = None, chat: str = GROUP, **tuning: object
 ) -> list[Hit]:
-    query = Query(text, viewer_for(chat, "alice"), at=at, limit=10, tz=UTC)
+    query = Query(text, Viewer.parse(chat, "alice"), at=at, limit=10, tz=UTC)
     return search(db, query, Tuning(**tuning))  # type: ignore[arg-type]
 
 
@@ -139,7 +139,7 @@ def test_excluded_turns_are_not_returned_even_as_neighbours(store: SqliteStore) 
     say(store, "next to the station", T0 + 1, mid="2")
     session = store.read_sync(lambda tx: tx.sessions.latest(GROUP, 1))[0]
     rows = [t.id for t in store.read_sync(lambda tx: tx.turns.of_session(session.id))]
-    query = Query("vegan restaurant", viewer_for(GROUP), exclude_turns=frozenset(rows[1:]))
+    query = Query("vegan restaurant", Viewer.parse(GROUP), exclude_turns=frozenset(rows[1:]))
     assert [h.message_ids for h in search(store, query)] == [["1"]]
 
 
@@ -163,7 +163,7 @@ def test_the_porter_migration_keeps_every_row_and_stems_them(tmp_path: object) -
     after = conn.execute("SELECT rowid, body, scopes FROM turns_fts").fetchall()
     assert [tuple(r) for r in after] == [tuple(r) for r in before]
     migrations.migrate(conn)  # the later steps, so today's recall can read it
-    query = Query("painted", viewer_for(GROUP), at=T0 + 1)
+    query = Query("painted", Viewer.parse(GROUP), at=T0 + 1)
     hits = recall.search(SqliteTx(conn), query, recall.plan(query))
     assert [h.message_ids for h in hits] == [["1"]]
     sql = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'memory_items_fts'").fetchone()
@@ -248,6 +248,6 @@ async def test_a_query_without_a_zone_reads_its_days_in_the_recalls_zone(
         ("America/Los_Angeles", {"la", "both"}),
     ):
         found = Recall(store, 1000, ZoneInfo(zone))
-        query = found.query("昨天呢？", viewer_for(GROUP, "alice"), at=noon)
+        query = found.query("昨天呢？", Viewer.parse(GROUP, "alice"), at=noon)
         assert query.tz is None
         assert {h.message_ids[0] for h in await found.search(query)} == expected, zone

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from nahida.memory import Query, recall, viewer_for
+from nahida.memory import Query, Viewer, recall
 from nahida.memory.recall.floor import NEAREST, unrelated
 from nahida.memory.recall.plan import Mode
 from nahida.memory.store.sqlite import SqliteStore
@@ -30,7 +30,7 @@ def test_what_unrelated_lines_score_is_the_mean_of_the_nearest_few() -> None:
 
 
 def found(store: SqliteStore, mode: Mode, near: float | None) -> list[str]:
-    query = Query("zzz", viewer_for(CHAT), at=T0 + 100, mode=mode)
+    query = Query("zzz", Viewer.parse(CHAT), at=T0 + 100, mode=mode)
     plan = recall.plan(query).with_vector(QUERY, SPACE, near)
     return [h.text for h in store.read_sync(recall.search, query, plan)]
 

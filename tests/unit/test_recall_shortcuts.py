@@ -7,14 +7,7 @@ import random
 
 import pytest
 
-from nahida.memory import (
-    Hit,
-    MemoryItem,
-    MemoryService,
-    Query,
-    recall,
-    viewer_for,
-)
+from nahida.memory import Hit, MemoryItem, MemoryService, Query, Viewer, recall
 from nahida.memory.core.tokenize import index_text
 from nahida.memory.recall import cascade
 from nahida.memory.store.base import Tx
@@ -41,7 +34,7 @@ def add_item(store: SqliteStore, n: int, scope: str, text: str) -> None:
 
 
 def ask(store: SqliteStore, text: str, exclude: frozenset[int]) -> list[Hit]:
-    query = Query(text, viewer_for(GROUP, "alice"), exclude_turns=exclude, at=T0 + 10_000)
+    query = Query(text, Viewer.parse(GROUP, "alice"), exclude_turns=exclude, at=T0 + 10_000)
     return store.read_sync(recall.search, query, recall.plan(query))
 
 
@@ -101,7 +94,7 @@ async def test_episodes_are_searched_only_where_the_viewer_has_some(
 ) -> None:
     memory = MemoryService(store)
     say(store, "we planned the lake trip on friday", T0, mid="1")
-    question = Query("lake trip", viewer_for(GROUP, "alice"), at=T0 + 10_000)
+    question = Query("lake trip", Viewer.parse(GROUP, "alice"), at=T0 + 10_000)
     with monkeypatch.context() as patched:
         refuse(patched, EpisodeTable, "search")  # the chat has none: none is searched
         assert [h.message_ids for h in await memory.recall.search(question)] == [["1"]]

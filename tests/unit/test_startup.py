@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from nahida.envelope import ChatKey, UserKey
-from nahida.memory import warm_up
+from nahida.memory import MemoryService
 from nahida.memory.write import statements, timeparse
 from nahida.memory.write.extract import extract
 
@@ -21,7 +21,7 @@ def test_after_the_warm_up_a_message_builds_nothing() -> None:
     statements._compiled.cache_clear()
     statements._prefilter.cache_clear()
     timeparse._prefilter.cache_clear()
-    warm_up()
+    assert MemoryService.warm_up()
     compiled = statements._compiled.cache_info().currsize
     assert compiled == len({rule.pattern for rule in statements.RULES})
     assert statements._prefilter.cache_info().currsize == 1

@@ -19,7 +19,6 @@ from nahida.memory import (
     SecretRefused,
     Viewer,
     WriteResult,
-    admin_viewer,
     recall,
 )
 from nahida.memory.store.sqlite import SqliteStore
@@ -203,7 +202,7 @@ def test_new_value_for_a_slot_supersedes_and_both_stay_linked(store: SqliteStore
     assert after.status == "active" and after.supersedes == before.id
     actions = [(e.action, e.reason) for e in events(store, before.id)]
     assert actions == [("create", None), ("supersede", f"replaced by {after.id}")]
-    query = Query("乌龙茶", admin_viewer([ALICE]), turns=False)
+    query = Query("乌龙茶", Viewer.admin([ALICE]), turns=False)
     hits = store.read_sync(recall.search, query, recall.plan(query))
     assert [h.id for h in hits] == [after.id]  # the old one left the index, not the table
 

@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from nahida.clock import iso
 from nahida.scheduler import JobOutcome
 
 Status = Literal["active", "archived", "superseded", "rejected"]
@@ -21,10 +22,6 @@ INJECTED_CONFIDENCE = 0.3  # an item less sure than this is never injected (DESI
 
 def new_id(prefix: str) -> str:
     return f"{prefix}_{secrets.token_hex(3)}"
-
-
-def iso(epoch: float | None) -> str | None:
-    return None if epoch is None else datetime.fromtimestamp(epoch, UTC).isoformat()
 
 
 TITLE_CHARS = 40
@@ -208,19 +205,19 @@ class Turn:
     hidden_by: str | None = None  # the forgotten item it was evidence of: out of recall
     earlier_for: str | None = None  # the replaced item it was evidence of: recalled as earlier
 
+    @staticmethod
+    def spoken(turns: Sequence[Turn]) -> list[Spoken]:
+        """What a prompt needs of each of `turns`, read from a window's rows without building
+        its turns where the window has them (`TurnRows.spoken`), which is much cheaper."""
+        from_rows = getattr(turns, "spoken", None)
+        if from_rows is not None:
+            lines: list[Spoken] = from_rows()
+            return lines
+        return [(t.id, t.role, t.content, t.speaker_name) for t in turns]
+
 
 # A turn as a prompt shows it: (id, role, content, speaker name).
 Spoken = tuple[int, str, str, str | None]
-
-
-def spoken(turns: Sequence[Turn]) -> list[Spoken]:
-    """What a prompt needs of each turn, read from a window's rows without building its turns
-    where the window has them (`TurnRows.spoken`), which is much cheaper than building them."""
-    from_rows = getattr(turns, "spoken", None)
-    if from_rows is not None:
-        lines: list[Spoken] = from_rows()
-        return lines
-    return [(t.id, t.role, t.content, t.speaker_name) for t in turns]
 
 
 @dataclass(frozen=True, slots=True)

@@ -81,28 +81,29 @@ class Viewer:
         public = (user_scope(person),) if person is not None else ()
         return Visibility((GLOBAL, here), public)
 
+    @classmethod
+    def parse(cls, chat: str, user: str | None = None) -> Viewer:
+        """The viewer of a question asked in `chat` by `user`: a user id on the chat's platform
+        (`42`) or a full UserKey (`onebot:42`). A private chat's user is the one its key names.
+        Raises ValueError for keys that do not parse or do not fit together."""
+        key = ChatKey.parse(chat)
+        person = None
+        if user is not None:
+            person = user_key(key, user)
+            if key.person is not None and person != key.person:
+                raise ValueError(f"{key} is the private chat with {key.person}, not {person}")
+        return cls(key, person or key.person)
+
+    @classmethod
+    def admin(cls, scopes: Sequence[str]) -> Viewer:
+        """The viewer of the scopes an admin names; raises ValueError for one that is none."""
+        return cls(scopes=tuple(validate_scope(s) for s in scopes))
+
     def turn_chats(self) -> tuple[str, ...]:
         """History is visible only in the chat it was said in."""
         if self.chat is None:
             return tuple(s[len("chat:") :] for s in self.scopes if s.startswith("chat:"))
         return (str(self.chat),)
-
-
-def admin_viewer(scopes: Sequence[str]) -> Viewer:
-    return Viewer(scopes=tuple(validate_scope(s) for s in scopes))
-
-
-def viewer_for(chat: str, user: str | None = None) -> Viewer:
-    """The viewer of a question asked in `chat` by `user`: a user id on the chat's platform
-    (`42`) or a full UserKey (`onebot:42`). A private chat's user is the one its key names.
-    Raises ValueError for keys that do not parse or do not fit together."""
-    key = ChatKey.parse(chat)
-    person = None
-    if user is not None:
-        person = user_key(key, user)
-        if key.person is not None and person != key.person:
-            raise ValueError(f"{key} is the private chat with {key.person}, not {person}")
-    return Viewer(key, person or key.person)
 
 
 def user_key(chat: ChatKey, user: str) -> UserKey:

@@ -35,10 +35,11 @@ import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime, tzinfo
+from datetime import tzinfo
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from nahida.clock import parse_moment
 from nahida.envelope import ChatKey, UserKey
 from nahida.memory.core.models import CommitMode, MemoryItem, NewTurn
 from nahida.memory.core.scopes import user_key, validate_scope
@@ -99,20 +100,6 @@ class ImportReport:
             "startup_seconds": round(self.startup, 3),
             "turns_per_s": round(self.turns_per_second, 1),
         }
-
-
-def parse_moment(value: object) -> datetime:
-    """An aware datetime from an ISO-8601 string; a time without offset is UTC."""
-    if not isinstance(value, str) or not value.strip():
-        raise ValueError("time must be an ISO-8601 string")
-    text = value.strip()
-    if text.endswith(("Z", "z")):
-        text = text[:-1] + "+00:00"
-    try:
-        moment = datetime.fromisoformat(text)
-    except ValueError:
-        raise ValueError(f"time is not ISO-8601: {value!r}") from None
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 def parse_time(value: object) -> float:

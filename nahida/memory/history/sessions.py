@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, tzinfo
 from typing import TypeVar
 
-from nahida.memory.core.models import CommitMode, NewTurn, Session, Turn, session_title, spoken
+from nahida.memory.core.models import CommitMode, NewTurn, Session, Turn, session_title
 from nahida.memory.core.safety import redact
 from nahida.memory.core.tokenize import index_text, query_terms, run_cpu, tokenize
 from nahida.memory.store.base import Store, Tx
@@ -131,6 +131,11 @@ class Recorded:
     ended: str | None = None
     again: bool = False  # stored before and never answered: delivered again, answered now
 
+    @property
+    def shown(self) -> frozenset[int]:
+        """The ids of the turns a prompt shows verbatim: the user turn and its window's."""
+        return frozenset([self.turn.id, *(line[0] for line in Turn.spoken(self.hot))])
+
 
 # what `record_with_window` answers: the user turn as kept, its prompt's turns, the warm
 # summary, whether the turn was stored before (`_record_or_resume`)
@@ -175,11 +180,6 @@ def record_reply(tx: Tx, question: Turn, reply: NewTurn, tokens: str | None) -> 
     fate: Fate = "delivered" if reply.error is None else "undelivered"
     tx.turns.set_fate(question.id, fate, reply.error)
     return reply_id
-
-
-def shown_ids(turn_id: int, hot: Sequence[Turn]) -> frozenset[int]:
-    """The ids of the turns a prompt shows verbatim: the user turn and its window's."""
-    return frozenset([turn_id, *(line[0] for line in spoken(hot))])
 
 
 def resolve(tx: Tx, chat: str | None, ref: str) -> Session | None:

@@ -36,9 +36,9 @@ from typing import Any
 
 from nahida.memory.core.models import Episode, WarmSummary
 from nahida.memory.core.safety import redact
-from nahida.memory.markdown.paths import WorkspaceFiles, safe_name
 from nahida.memory.store.base import Store, Tx
 from nahida.memory.store.values import CandidateNote
+from nahida.workspace import WorkspaceFiles, safe_name
 
 STATE_KEY = "daily"
 NOTES_DIR = "memory"

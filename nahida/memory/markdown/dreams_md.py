@@ -14,7 +14,7 @@ from datetime import datetime, tzinfo
 from pathlib import Path
 
 from nahida.memory.core.models import DreamRun, Proposal
-from nahida.memory.markdown.paths import WorkspaceFiles
+from nahida.workspace import WorkspaceFiles
 
 HEADER = (
     "# Dreams · {month}\n\nWhat dreaming changed in memory, one section per run (newest last).\n"

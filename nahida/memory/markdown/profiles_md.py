@@ -11,9 +11,9 @@ from nahida.memory.core.models import PROFILE_SECTIONS
 from nahida.memory.core.tokenize import index_text
 from nahida.memory.markdown.block import Changes, flat
 from nahida.memory.markdown.block import render as render_block
-from nahida.memory.markdown.paths import safe_name
 from nahida.memory.profiles import HandEdits, hand_edit
 from nahida.memory.store.base import Tx
+from nahida.workspace import safe_name
 
 BEGIN = "<!-- nahida:profile:begin -->"
 END = "<!-- nahida:profile:end -->"

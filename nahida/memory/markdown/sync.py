@@ -44,10 +44,10 @@ from nahida.errors import UnsafePath
 from nahida.memory.core.safety import contains_secret
 from nahida.memory.markdown import block
 from nahida.memory.markdown.memory_md import MemoryFile
-from nahida.memory.markdown.paths import WorkspaceFiles
 from nahida.memory.markdown.profiles_md import ProfileFile, file_name
 from nahida.memory.store.base import Store, Tx
 from nahida.memory.store.values import FileState
+from nahida.workspace import WorkspaceFiles
 
 log = structlog.get_logger(__name__)
 COUNTED = (

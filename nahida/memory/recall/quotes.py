@@ -85,10 +85,6 @@ def without_links(text: str) -> str:
     return _LINKS.sub(REMOVED, text)
 
 
-def has_links(text: str) -> bool:
-    return _LINKS.search(text) is not None
-
-
 def quoted(text: str, limit: int) -> str:
     """`text` in “…” on one line, at most `limit` characters of it (cut with "…")."""
     flat = " ".join(text.split())

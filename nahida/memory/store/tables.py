@@ -104,6 +104,9 @@ class SessionRows(Protocol):
         """Sessions whose title contains `text` (literally; ASCII letters in any case), newest
         first."""
 
+    def retitle(self, session_id: str, title: str) -> None:
+        """Replace the session's title."""
+
     def delete(self, session_id: str) -> bool:
         """The session, its turns and their index entries."""
 
@@ -154,6 +157,10 @@ class TurnRows(Protocol):
         sequence, as `window`'s)."""
 
     def mark_error(self, turn_id: int, error: str) -> None: ...
+
+    def rewrite(self, turn_id: int, content: str, tokens: str | None) -> None:
+        """Replace a turn's words (a redaction), and its index text when the turn is indexed
+        (`tokens`: the new index text)."""
 
     def hide(self, turn_ids: Sequence[int], messages: Sequence[tuple[str, str]], by: str) -> int:
         """Keep these turns (by id, or by (chat, message id)) and the bot's direct reply to each
@@ -401,9 +408,6 @@ class DreamRows(Protocol):
     def turns(self, chat: str, after: int, limit: int) -> list[Turn]:
         """The chat's user and assistant turns after `after`, oldest first, without turns a
         forgotten item was learned from."""
-
-    def speakers(self, chat: str) -> set[str]:
-        """Every user who has spoken in the chat."""
 
     def start(self, run: DreamRun) -> None: ...
 

@@ -43,7 +43,7 @@ from nahida.memory.core.access import Actor
 from nahida.memory.core.kinds import KINDS
 from nahida.memory.core.models import Candidate, Evidence
 from nahida.memory.core.safety import contains_secret, redact
-from nahida.memory.core.scopes import GLOBAL, chat_scope, user_scope, validate_scope, viewer_for
+from nahida.memory.core.scopes import GLOBAL, Viewer, chat_scope, user_scope, validate_scope
 from nahida.memory.write import dates
 from nahida.memory.write.clauses import plain, sentences
 from nahida.memory.write.statements import Statement, statements
@@ -307,7 +307,7 @@ def _admin_scope(
         return (scope, "private", scope[5:]) if person else (scope, "public", None)
     if chat is None:
         raise ValueError("give --scope, or --chat (with --user for a person's memory)")
-    viewer = viewer_for(chat, user)
+    viewer = Viewer.parse(chat, user)
     assert viewer.chat is not None
     if viewer.user is not None:
         return explicit_scope(viewer.chat, viewer.user)

@@ -105,15 +105,6 @@ class DreamTable:
         )
         return [rows.turn(r) for r in found]
 
-    def speakers(self, chat: str) -> set[str]:
-        """Every user who has spoken in the chat."""
-        found = self.conn.execute(
-            "SELECT DISTINCT speaker FROM turns WHERE chat = ? AND role = 'user'"
-            " AND speaker IS NOT NULL",
-            (chat,),
-        )
-        return {r[0] for r in found}
-
     # -- runs --------------------------------------------------------------------------------
 
     def start(self, run: DreamRun) -> None:

@@ -95,6 +95,9 @@ class SessionTable:
         found = self.conn.execute(f"{sql} ORDER BY updated_at DESC LIMIT {int(limit)}", params)
         return [rows.session(r) for r in found]
 
+    def retitle(self, session_id: str, title: str) -> None:
+        self.conn.execute("UPDATE sessions SET title = ? WHERE id = ?", (title, session_id))
+
     def delete(self, session_id: str) -> bool:
         self.conn.execute(
             "DELETE FROM turns_fts WHERE rowid IN (SELECT id FROM turns WHERE session_id = ?)",
@@ -250,6 +253,11 @@ class TurnTable:
 
     def mark_error(self, turn_id: int, error: str) -> None:
         self.conn.execute("UPDATE turns SET error = ? WHERE id = ?", (error, turn_id))
+
+    def rewrite(self, turn_id: int, content: str, tokens: str | None) -> None:
+        self.conn.execute("UPDATE turns SET content = ? WHERE id = ?", (content, turn_id))
+        if tokens is not None:  # an update, never an insert: a turn out of the index stays out
+            self.conn.execute("UPDATE turns_fts SET body = ? WHERE rowid = ?", (tokens, turn_id))
 
     def _with_replies(
         self, turn_ids: Sequence[int], messages: Sequence[tuple[str, str]]

@@ -1,6 +1,8 @@
 """Ordered, named schema migrations; each applied in one transaction together with its record.
 
-Add a step by appending to `MIGRATIONS`; never edit or reorder a step that has shipped.
+Add a step by appending to `MIGRATIONS`; never remove, edit or reorder a step that has shipped.
+A step whose work moved out of the schema (to memory's own upgrades, `history/upgrade.py`) keeps
+its name and place, and does nothing.
 """
 
 from __future__ import annotations
@@ -10,9 +12,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from nahida.errors import StorageError
-from nahida.memory.core.models import session_title
-from nahida.memory.core.safety import contains_secret, redact
-from nahida.memory.core.tokenize import index_text
 from nahida.memory.store.sqlite.connection import (
     Connection,
     driver,
@@ -84,26 +83,6 @@ def _porter_fts(conn: Connection) -> None:
         conn.execute(f"DROP TABLE {table}_0002")
 
 
-def _redact_history(conn: Connection) -> None:
-    """Secrets out of stored turns, their FTS rows and session titles (history written before
-    turns were stored redacted). The new index text is cut here, once, at upgrade; a title cut
-    from a turn that held a secret is cut again from the redacted turn."""
-    found = conn.execute("SELECT id, session_id, content FROM turns").fetchall()
-    for turn_id, session_id, content in found:
-        if not contains_secret(content):
-            continue
-        clean = redact(content)
-        conn.execute("UPDATE turns SET content = ? WHERE id = ?", (clean, turn_id))
-        conn.execute("UPDATE turns_fts SET body = ? WHERE rowid = ?", (index_text(clean), turn_id))
-        conn.execute(
-            "UPDATE sessions SET title = ? WHERE id = ? AND title = ?",
-            (session_title(clean), session_id, session_title(content)),
-        )
-    for session_id, text in conn.execute("SELECT id, title FROM sessions").fetchall():
-        if contains_secret(text):
-            conn.execute("UPDATE sessions SET title = ? WHERE id = ?", (redact(text), session_id))
-
-
 MIGRATIONS: list[Migration] = [
     Migration("0001_sessions_and_turns", _sql(SESSIONS_AND_TURNS)),
     Migration("0002_memory", _sql(MEMORY_TABLES)),
@@ -111,7 +90,8 @@ MIGRATIONS: list[Migration] = [
     Migration("0004_jobs", _sql(JOB_TABLES)),
     Migration("0005_candidate_validity", _sql(CANDIDATE_VALIDITY)),
     Migration("0006_hidden_turns", _sql(HIDDEN_TURNS)),
-    Migration("0007_redact_history", _redact_history),
+    # redacting history needs memory's rules: memory does it when it opens (history/upgrade.py)
+    Migration("0007_redact_history", _sql("")),
     Migration("0008_embeddings", _sql(EMBEDDINGS)),
     Migration("0009_working_memory", _sql(WORKING_MEMORY)),
     Migration("0010_profiles", _sql(PROFILES)),

@@ -128,7 +128,7 @@ def turn(row: Any) -> Turn:
 
 class TurnRows(Sequence[Turn]):
     """Turns kept as the rows they were read as (plain tuples of `TURN_COLUMNS`) and built when
-    first looked at: a prompt's window often needs only what `spoken` reads, so the database
+    first looked at: a prompt's window often needs only what `Turn.spoken` reads, so the database
     thread does not build turns nobody looks at."""
 
     __slots__ = ("_built", "_rows")
@@ -143,7 +143,7 @@ class TurnRows(Sequence[Turn]):
         return self._built
 
     def spoken(self) -> list[Spoken]:
-        """`models.spoken` of these turns, from their rows (no turn is built)."""
+        """`Turn.spoken` of these turns, from their rows (no turn is built)."""
         return [(row[0], row[3], row[4], row[7]) for row in self._rows]
 
     def __len__(self) -> int:
