@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from nahida.memory import Hit, MemoryItem, NewTurn, Query, recall, viewer_for
+from nahida.memory import Hit, MemoryItem, NewTurn, Query, Viewer, recall
 from nahida.memory.core.tokenize import index_text, tokenize
 from nahida.memory.history import sessions
 from nahida.memory.store.base import Store, Tx
@@ -63,7 +63,7 @@ def test_the_same_questions_get_the_same_answers(stores: tuple[Store, Store]) ->
         text = " ".join(rng.sample(words, rng.randint(1, 4)))
         chat = rng.choice(CHATS)
         who = "alice" if chat.endswith(":alice") else rng.choice(PEOPLE)
-        viewer = viewer_for(chat, f"test:{who}")
+        viewer = Viewer.parse(chat, f"test:{who}")
         query = Query(text, viewer, limit=10)
         expected = found(sqlite, query)
         assert found(reference, query) == expected, text
