@@ -2,9 +2,10 @@
 
 `App` wires config → memory (store) → model router → runner → bus → adapters, owns the one
 TaskGroup every long-running task belongs to (bus workers, background work, job runs, adapter
-loops), and shuts down gracefully: stop accepting, drain the bus (replies still go out), drain
-the background work, stop adapters and the server, let running jobs finish their unit of work,
-then close the store. `memory_for` opens memory for the app and the CLI alike.
+loops), serves the memory console when `admin.enabled`, and shuts down gracefully: stop
+accepting, drain the bus (replies still go out), drain the background work, stop adapters, the
+server and the console, let running jobs finish their unit of work, then close the store.
+`memory_for` opens memory for the app and the CLI alike.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from nahida.commands import rules as rules_commands
 from nahida.commands import session as session_commands
 from nahida.commands.router import CommandRouter
 from nahida.config import Config, ProviderConfig
+from nahida.console import Checks, ConsoleServer, check_settings, create_app
 from nahida.envelope import Reply
 from nahida.errors import AdapterError, ConfigError
 from nahida.memory import MemoryService, Store, StoreCapabilities, open_memory
@@ -253,12 +255,15 @@ class App:
         model: ModelRouter | None = None,
         stop_when_adapters_done: bool = False,
         clock: Clock = SYSTEM,
+        checks: Checks | None = None,
     ) -> None:
         self.config = config
         self.clock = clock  # what waits or measures time: virtual in tests
         self.paths = paths
         source = str(paths.config) if paths.config else "config"
         check_database(paths)  # a damaged file: refuse to start, saying what to do
+        if config.admin.enabled:
+            check_settings(config, beside_server=True)  # before anything is opened
         ensure_workspace(paths.workspace)
         self.model = model or build_model_router(config, source)
         for key in config.retired_keys():
@@ -327,6 +332,7 @@ class App:
             clock=clock,
         )
         self.server = InboundServer(config.server.host, config.server.port)
+        self.admin = self._admin(checks)  # the memory console (the web one)
         self.scheduler = Scheduler(self.memory.runs, clock=clock)
         for job in memory_jobs(
             self.memory,
@@ -337,6 +343,17 @@ class App:
             self.scheduler.add(job)
         self._stop_when_adapters_done = stop_when_adapters_done
         self._stop: asyncio.Event | None = None
+
+    def _admin(self, checks: Checks | None) -> ConsoleServer | None:
+        """The memory console on its own listener when `admin.enabled` (`checks`: the doctor's,
+        which the CLI hands in, as the app cannot import the command line)."""
+        settings = self.config.admin
+        if not settings.enabled:
+            return None
+        console = create_app(
+            self.memory, self.config, self.paths.data_dir, checks=checks, clock=self.clock
+        )
+        return ConsoleServer(console, settings.host, settings.port)
 
     async def send(self, reply: Reply) -> str | None:
         adapter = self.adapters.get(reply.chat.platform)
@@ -380,6 +397,8 @@ class App:
                     adapter.mount(self.server)
                 if self.server.needed:
                     await self.server.start()
+                if self.admin is not None:
+                    await self.admin.start()
                 if self.config.scheduler.enabled:
                     self.scheduler.start(group)
                 tasks = [group.create_task(self._run_adapter(a)) for a in self.adapters.values()]
@@ -395,6 +414,8 @@ class App:
                 for task in [*tasks, *waiters]:
                     task.cancel()
                 await self.server.stop()
+                if self.admin is not None:
+                    await self.admin.stop()
                 await self.scheduler.stop()
         finally:
             for sig in (signal.SIGINT, signal.SIGTERM):

@@ -10,7 +10,9 @@ the dotted key, or the `NAHIDA__…` variable when the wrong value came from one
 from __future__ import annotations
 
 import copy
+import ipaddress
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, tzinfo
@@ -37,6 +39,35 @@ class _Model(BaseModel):
 class ServerConfig(_Model):
     host: str = "127.0.0.1"
     port: int = Field(8080, ge=0, le=65535)
+
+
+def is_loopback(host: str | None) -> bool:
+    """Whether `host` (an address or a name) reaches this machine only; any name but `localhost`
+    might resolve elsewhere, and an empty host or 0.0.0.0 listens on every interface."""
+    if not host:
+        return False
+    host = host.strip().strip("[]").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class AdminConfig(_Model):
+    """The memory console (docs/console.md): its own listener, on loopback unless allowed."""
+
+    enabled: bool = False  # `nahida run` serves the console too; `nahida admin` always does
+    host: str = "127.0.0.1"
+    port: int = Field(8765, ge=0, le=65535)
+    # a host beyond loopback is refused unless this says so (put HTTPS in front of it)
+    allow_remote: bool = False
+    # `nahida admin hash-password`; empty: only the token in the data dir logs in
+    password_hash: SecretStr = SecretStr("")
+    language: Literal["zh", "en"] | None = None  # None: bot.language
+    session_hours: float = Field(12.0, gt=0, le=24 * 30)  # a login lasts this long at most
+    idle_minutes: float = Field(60.0, gt=0, le=24 * 60)  # and ends after this long unused
 
 
 class ProviderConfig(_Model):
@@ -224,6 +255,7 @@ class Config(_Model):
     logging: LoggingConfig = Field(default_factory=LoggingConfig)
     scheduler: SchedulerConfig = Field(default_factory=SchedulerConfig)
     plugins: PluginsConfig = Field(default_factory=PluginsConfig)
+    admin: AdminConfig = Field(default_factory=AdminConfig)
 
     @field_validator("models")
     @classmethod
@@ -245,18 +277,23 @@ class Config(_Model):
     def secrets(self) -> list[str]:
         """Every secret value in the config, for log masking."""
         found = [p.api_key.get_secret_value() for p in self.providers.values()]
+        found.append(self.admin.password_hash.get_secret_value())
         for channel in self.channels.values():
             for key, value in channel.items():
-                if isinstance(value, str) and _looks_secret_key(key):
+                if isinstance(value, str) and names_secret(key):
                     found.append(value)
         return [s for s in found if len(s) >= 4]
 
 
-_SECRET_KEYS = ("token", "secret", "password", "api_key", "key")
+_SECRET_WORDS = ("token", "secret", "password", "passwd", "auth", "credential", "cookie")
 
 
-def _looks_secret_key(key: str) -> bool:
-    return any(part in key.lower() for part in _SECRET_KEYS)
+def names_secret(key: str) -> bool:
+    """Whether a key names a secret: a word of it begins like one (`access_token`,
+    `Authorization`) or ends in key, token or secret (`X-Api-Key`, `appsecret`); `keywords` does
+    not."""
+    words = re.split(r"[^a-z0-9]+", key.lower())
+    return any(w.startswith(_SECRET_WORDS) or w.endswith(("key", "token", "secret")) for w in words)
 
 
 @dataclass(frozen=True)
@@ -407,6 +444,6 @@ def _mask(value: Any, key: str = "") -> Any:
         return {k: _mask(v, k) for k, v in value.items()}
     if isinstance(value, list):
         return [_mask(v, key) for v in value]
-    if isinstance(value, str) and value and _looks_secret_key(key):
+    if isinstance(value, str) and value and names_secret(key):
         return "***"
     return value

@@ -21,6 +21,7 @@ import time
 from typing import Annotated, Any
 
 import typer
+import yaml
 
 from nahida.app import (
     Paths,
@@ -35,6 +36,7 @@ from nahida.app import (
 from nahida.cli.state import State, echo_json, state_of
 from nahida.clock import iso
 from nahida.config import Config, masked_dump
+from nahida.console import Checks, Checkup
 from nahida.errors import ConfigError, NahidaError
 from nahida.memory import MemoryService
 from nahida.providers.base import Task
@@ -283,6 +285,17 @@ def _models(config: Config, routes: dict[Task, Route], embedding: dict[str, Any]
 
 
 def render(report: dict[str, Any]) -> str:
+    """What `nahida doctor` prints: the checks, then the effective config (secrets masked)."""
+    lines = check_lines(report)
+    lines.append("effective config (secrets masked):")
+    dumped = yaml.safe_dump(report["config"], allow_unicode=True, sort_keys=False)
+    lines.extend("  " + line for line in dumped.splitlines())
+    return "\n".join(lines)
+
+
+def check_lines(report: dict[str, Any]) -> list[str]:
+    """One line a check, `ok ` or `-- ` first where it passed or failed."""
+
     def mark(ok: object) -> str:
         return "ok " if ok else "-- "
 
@@ -334,12 +347,7 @@ def render(report: dict[str, Any]) -> str:
             + (f" ({counts})" if counts else "")
             + error
         )
-    import yaml
-
-    lines.append("effective config (secrets masked):")
-    dumped = yaml.safe_dump(report["config"], allow_unicode=True, sort_keys=False)
-    lines.extend("  " + line for line in dumped.splitlines())
-    return "\n".join(lines)
+    return lines
 
 
 def _channels(config: Config) -> list[dict[str, str]]:
@@ -416,12 +424,29 @@ def _channel_config(state: State) -> str | None:
     return None
 
 
+async def checkup(state: State) -> Checkup:
+    """What `nahida doctor` finds, as its JSON report and its lines: the command prints them,
+    the console's Settings page shows them."""
+    report = await diagnose(state.config, state.paths)
+    report["channel_config"] = _channel_config(state)
+    report["ok"] = report["ok"] and report["channel_config"] is None
+    return Checkup(report, check_lines(report))
+
+
+def console_checks(state: State) -> Checks:
+    """The doctor's checks for the console, each run in a thread with its own loop, so the
+    database check and the providers' pings never hold up the loop that serves pages."""
+
+    async def run() -> Checkup:
+        return await asyncio.to_thread(lambda: asyncio.run(checkup(state)))
+
+    return run
+
+
 def doctor(ctx: typer.Context, as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
     """Check the installation: config, SQLite, FTS5, sqlite-vec, jieba, providers, jobs."""
     state = state_of(ctx)
-    report = asyncio.run(diagnose(state.config, state.paths))
-    report["channel_config"] = _channel_config(state)
-    report["ok"] = report["ok"] and report["channel_config"] is None
+    report = asyncio.run(checkup(state)).report
     if as_json:
         echo_json(report)
     else:

@@ -6,7 +6,7 @@ Global options (each with an environment variable): `--config` (NAHIDA_CONFIG, d
 config prints one line naming the file and key and exits with code 2; a database that cannot be
 used (damaged, the disk full) one line saying what to do, with code 3. Every read command has
 `--json`. The other command groups live beside this module: `doctor`, `backup` and `restore`,
-`session`, `memory` (with `search`), `profile`, `history`.
+`session`, `memory` (with `search`), `profile`, `history`, `admin` (the memory console).
 """
 
 from __future__ import annotations
@@ -21,8 +21,9 @@ import typer
 
 from nahida import __version__
 from nahida.app import App, Paths, TerminalApp, console_app, platform_adapters
+from nahida.cli.admin import admin_app
 from nahida.cli.backup import backup, restore
-from nahida.cli.doctor import doctor
+from nahida.cli.doctor import console_checks, doctor
 from nahida.cli.history import history_app
 from nahida.cli.memory import memory_app
 from nahida.cli.profile import profile_app
@@ -49,6 +50,7 @@ app.add_typer(session_app, name="session")
 app.add_typer(memory_app, name="memory")
 app.add_typer(profile_app, name="profile")
 app.add_typer(history_app, name="history")
+app.add_typer(admin_app, name="admin")
 
 
 def _print_version(value: bool) -> None:
@@ -108,7 +110,7 @@ def _banner(config: Config, bot: TerminalApp) -> None:
 
 def _terminal(config: Config, state: State) -> TerminalApp:
     """The terminal chat; like `nahida chat`, it starts a new session (`--resume` continues)."""
-    bot = console_app(config, state.paths)
+    bot = console_app(config, state.paths, checks=console_checks(state))
     asyncio.run(bot.memory.sessions.start_new(bot.chat))
     return bot
 
@@ -150,7 +152,8 @@ def run(ctx: typer.Context) -> None:
         asyncio.run(bot.run())
         return
     _logging(config, quiet=False)
-    asyncio.run(App(config, state.paths, adapters=adapters).run())
+    checks = console_checks(state)
+    asyncio.run(App(config, state.paths, adapters=adapters, checks=checks).run())
 
 
 @app.command()

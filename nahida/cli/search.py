@@ -10,7 +10,8 @@ chat's history (no hot window is excluded). `--at` (a query's `time`) is the
 moment the question is asked, default now: "yesterday" resolves against it, in its UTC offset, and
 nothing said or stored later is returned. A queries file has one object per line, `{"id": …,
 "chat": …, "user": …, "q": …, "time": …}` (user and time optional); the output has one JSON line
-per input line, `{"id": …, "hits": [...], "took_ms": …}`, or `{"id": …, "error": …}` for a bad one.
+per input line, `{"id": …, "hits": [...], "took_ms": …}` (a hit as `/admin/api/search` answers
+it), or `{"id": …, "error": …}` for a bad one.
 `--mode` chooses lexical, vector or hybrid search (default `memory.search`, hybrid, when an
 embedder is available; lexical without one); vector and hybrid find only what has been embedded
 (`nahida memory embed`).
@@ -31,6 +32,7 @@ import typer
 from nahida.cli.state import fail, state_of
 from nahida.cli.text import fit, width
 from nahida.clock import parse_moment
+from nahida.console.search import answer, hit_json
 from nahida.memory import MODES, Hit, MemoryService, Mode, Query, Viewer
 
 TEXT_WIDTH = 72  # terminal columns of the text
@@ -127,7 +129,7 @@ async def _run_file(
                 continue
             hits, took = await ask(memory, question, limit, mode)
             if as_json:
-                out = {"id": ident, "hits": [h.to_json() for h in hits], "took_ms": round(took, 3)}
+                out = {"id": ident, "hits": [hit_json(h) for h in hits], "took_ms": round(took, 3)}
                 typer.echo(json.dumps(out, ensure_ascii=False))
             else:
                 typer.echo(f"== {ident if ident is not None else number}: {question.q}")
@@ -184,15 +186,15 @@ def search(
         used = chosen or memory.recall.mode
         hits, took = asyncio.run(ask(memory, question, limit, chosen))
     if as_json:
-        out = {
-            "q": question.q,
-            "chat": question.chat,
-            "user": question.user,
-            "at": question.at.isoformat() if question.at else None,
-            "mode": used if memory.embeddings.enabled else "lexical",
-            "hits": [h.to_json() for h in hits],
-            "took_ms": round(took, 3),
-        }
+        out = answer(
+            question.q,
+            question.chat,
+            question.user,
+            question.at.isoformat() if question.at else None,
+            used if memory.embeddings.enabled else "lexical",
+            hits,
+            took,
+        )
         typer.echo(json.dumps(out, ensure_ascii=False, indent=2))
         return
     typer.echo("\n".join(table(hits, question.at, state_of(ctx).config.bot.zone())))

@@ -99,7 +99,7 @@ def test_search_json_shape(imported: Any) -> None:
     assert found["mode"] == "lexical"  # no embedder in these tests
     assert found["took_ms"] >= 0
     hit = found["hits"][0]
-    assert set(hit) == {"kind", "id", "text", "score", "scope", "message_ids", "time"}
+    assert set(hit) == {"kind", "id", "text", "score", "scope", "message_ids", "time", "speaker"}
     assert hit["kind"] == "turn" and hit["scope"] == f"chat:{G1}"
     assert hit["id"].startswith("t_")
     assert all(len(h["message_ids"]) == 1 for h in found["hits"])

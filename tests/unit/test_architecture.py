@@ -41,6 +41,7 @@ THE_TURN = (  # what memory outside memory/turn/ never knows
     "nahida.tools",
     "nahida.commands",
     "nahida.adapters",
+    "nahida.console",
 )
 SQL = re.compile(  # statement text, written the way this project writes SQL (keywords upper case)
     r"^\s*(SELECT\s.+\sFROM\s|SELECT\s+\d|INSERT\s+INTO\s|UPDATE\s+\w+\s+SET\s|DELETE\s+FROM\s"
@@ -80,6 +81,22 @@ def _adapter_imports(module: str, imported: str) -> bool:
         "nahida.adapters.base",
     )
     return within(imported, *allowed) or within(imported, own_package(module))
+
+
+def _console_imports(module: str, imported: str) -> bool:
+    if not within(imported, "nahida"):
+        return True
+    allowed = (
+        "nahida.console",
+        "nahida.config",
+        "nahida.clock",
+        "nahida.errors",
+        "nahida.envelope",
+        "nahida.i18n",
+        "nahida.logs",
+        "nahida.ratelimit",
+    )
+    return imported in ("nahida", "nahida.memory") or within(imported, *allowed)
 
 
 def _outside_memory(module: str, imported: str) -> bool:
@@ -145,6 +162,13 @@ RULES = (
         lambda m: m == "nahida.logs",
         lambda m, i: i == "nahida.memory.core.safety" or not within(i, "nahida.memory"),
         ("nahida.logs", "from nahida.memory import SecretRefused"),
+    ),
+    Rule(
+        "the console imports the memory facade and the leaves (config, clock, errors, envelope,"
+        " i18n, logs, ratelimit), never the app, the CLI, the turn or a backend",
+        lambda m: within(m, "nahida.console"),
+        _console_imports,
+        ("nahida.console.settings", "from nahida.cli.doctor import diagnose"),
     ),
     Rule(
         "only app.py imports concrete backends",
@@ -368,6 +392,15 @@ def test_the_tree_has_the_layout_of_design_13() -> None:
         "prompt.py",
         "scheduler.py",
         "cli/main.py",
+        "cli/admin.py",
+        "console/app.py",
+        "console/auth.py",
+        "console/security.py",
+        "console/views.py",
+        "console/api.py",
+        "console/templates/base.html",
+        "console/static/console.css",
+        "console/static/console.js",
         "memory/__init__.py",
         "memory/service.py",
         "memory/core/models.py",

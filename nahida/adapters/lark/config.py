@@ -17,12 +17,12 @@ else must be `https://`, since the app secret and tokens travel over it.
 
 from __future__ import annotations
 
-import ipaddress
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, SecretStr, ValidationError, field_validator
 
+from nahida.config import is_loopback
 from nahida.errors import ConfigError
 
 FEISHU = "https://open.feishu.cn"
@@ -62,7 +62,7 @@ class LarkConfig(BaseModel):
         parts = urlsplit(value)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"domain must be a base URL like {FEISHU} or {LARK}, not {value!r}")
-        if parts.scheme == "http" and not _is_loopback(parts.hostname):
+        if parts.scheme == "http" and not is_loopback(parts.hostname):
             raise ValueError("plain http:// is allowed for loopback addresses only; use https://")
         return value
 
@@ -76,15 +76,6 @@ class LarkConfig(BaseModel):
     @property
     def webhook(self) -> bool:
         return self.mode == "webhook"
-
-
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def load(section: dict[str, Any]) -> LarkConfig:

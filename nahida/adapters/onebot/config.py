@@ -24,13 +24,13 @@ as a token does.
 
 from __future__ import annotations
 
-import ipaddress
 from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import parse_qs, urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
 
+from nahida.config import is_loopback
 from nahida.errors import ConfigError
 
 Mode = Literal["reverse_ws", "forward_ws", "http"]
@@ -107,20 +107,6 @@ class Access:
 
     level: Literal["ok", "warn", "error"]
     reason: str
-
-
-def is_loopback(host: str | None) -> bool:
-    """Whether `host` (an address or a name) reaches this machine only; any name but `localhost`
-    might resolve elsewhere, and an empty host or 0.0.0.0 listens on every interface."""
-    if not host:
-        return False
-    host = host.strip().strip("[]").lower()
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def access(settings: OneBotConfig, server_host: str) -> Access:

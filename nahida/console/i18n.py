@@ -1,0 +1,151 @@
+"""The console's words in Chinese (default) and English, keyed as `nahida.i18n` keys the chat's.
+
+The language of a page: `?lang=` when a person switched (kept in a cookie from then on), else the
+cookie, else `admin.language`, else `bot.language`.
+"""
+
+from __future__ import annotations
+
+from typing import get_args
+
+from nahida.i18n import Language
+
+LANGUAGES: tuple[Language, ...] = get_args(Language)
+
+MESSAGES: dict[str, dict[Language, str]] = {
+    "title": {"zh": "Nahida 记忆控制台", "en": "Nahida memory console"},
+    "switch_to": {"zh": "English", "en": "中文"},
+    "logout": {"zh": "退出", "en": "Log out"},
+    "skip": {"zh": "跳到正文", "en": "Skip to content"},
+    # the pages
+    "page_overview": {"zh": "概览", "en": "Overview"},
+    "page_memory": {"zh": "记忆", "en": "Memory"},
+    "page_item": {"zh": "条目", "en": "Item"},
+    "page_review": {"zh": "审核", "en": "Review"},
+    "page_people": {"zh": "人物", "en": "People"},
+    "page_chats": {"zh": "聊天", "en": "Chats"},
+    "page_dreams": {"zh": "做梦", "en": "Dreams"},
+    "page_settings": {"zh": "设置", "en": "Settings"},
+    "coming": {"zh": "这一页还在做。", "en": "This page is coming."},
+    "coming_overview": {
+        "zh": "它会显示记忆的概况：各种记忆的数量、待审核的条目、最近的改动和后台任务。",
+        "en": "It will show memory at a glance: counts by kind, what waits for review, recent"
+        " changes and background jobs.",
+    },
+    "coming_item": {
+        "zh": "它会显示一条记忆的全文、来源和修改记录（/memory why），并可以修改或遗忘。",
+        "en": "It will show one memory in full, where it came from and how it changed (/memory"
+        " why), and let you correct or forget it.",
+    },
+    "coming_review": {
+        "zh": "它会列出等待审核的记忆，可以接受或拒绝。",
+        "en": "It will list the memories waiting for review, to accept or reject.",
+    },
+    "coming_people": {
+        "zh": "它会列出机器人认识的人和他们的画像。",
+        "en": "It will list the people the bot knows, with their profiles.",
+    },
+    "coming_chats": {
+        "zh": "它会列出聊天、会话和各自的记忆。",
+        "en": "It will list the chats, their sessions and their memories.",
+    },
+    "coming_dreams": {
+        "zh": "它会显示做梦（后台整理）的每次运行和它提出的改动。",
+        "en": "It will show each dreaming run (background consolidation) and what it proposed.",
+    },
+    # login
+    "login_title": {"zh": "登录", "en": "Log in"},
+    "login_secret": {"zh": "令牌或密码", "en": "Token or password"},
+    "login_button": {"zh": "登录", "en": "Log in"},
+    "login_hint": {
+        "zh": "令牌在数据目录里：在运行机器人的机器上执行 nahida admin token 查看。",
+        "en": "The token is in the data dir: run `nahida admin token` where the bot runs.",
+    },
+    "login_wrong": {"zh": "令牌或密码不对。", "en": "Wrong token or password."},
+    "login_limited": {
+        "zh": "失败次数太多，请 {seconds} 秒后再试。",
+        "en": "Too many failed logins: try again in {seconds} s.",
+    },
+    "logged_out": {"zh": "已退出。", "en": "Logged out."},
+    "login_stale": {
+        "zh": "登录页面已过期，请再试一次。",
+        "en": "The login page had expired; please try again.",
+    },
+    # memory: search as a viewer
+    "memory_title": {"zh": "以某人的身份搜索记忆", "en": "Search memory as a viewer"},
+    "memory_intro": {
+        "zh": "机器人在这个聊天里替这个人回忆时会找到什么：范围规则和机器人自己回忆时完全一样。"
+        "私聊里只有这个人自己的记忆；群里只有群的记忆和这个人公开的记忆。",
+        "en": "What the bot would recall for this person in this chat, with exactly the scope"
+        " rules of its own recall: a private chat sees that person's memory; a group sees the"
+        " group's memory and what its members made public.",
+    },
+    "field_chat": {"zh": "聊天", "en": "Chat"},
+    "field_chat_hint": {
+        "zh": "ChatKey，比如 onebot:group:123 或 onebot:private:42",
+        "en": "a ChatKey, e.g. onebot:group:123 or onebot:private:42",
+    },
+    "field_user": {"zh": "人（可选）", "en": "Person (optional)"},
+    "field_user_hint": {
+        "zh": "这个平台上的用户号，比如 42 或 onebot:42",
+        "en": "a user id on the chat's platform, e.g. 42 or onebot:42",
+    },
+    "field_q": {"zh": "问题或关键词", "en": "Question or words"},
+    "search_button": {"zh": "搜索", "en": "Search"},
+    "search_bad": {"zh": "输入有误：{error}", "en": "Cannot search: {error}"},
+    "search_none": {"zh": "这个人在这里找不到相关的记忆。", "en": "Nothing found for this viewer."},
+    "search_sees": {"zh": "可见范围", "en": "Sees in full"},
+    "search_sees_public": {"zh": "只看公开的", "en": "Sees public items of"},
+    "search_mode": {
+        "zh": "检索方式 {mode}，用时 {ms} 毫秒",
+        "en": "search {mode}, took {ms} ms",
+    },
+    "col_rank": {"zh": "#", "en": "#"},
+    "col_kind": {"zh": "种类", "en": "Kind"},
+    "col_time": {"zh": "时间", "en": "Time"},
+    "col_who": {"zh": "说话人", "en": "Speaker"},
+    "col_scope": {"zh": "范围", "en": "Scope"},
+    "col_text": {"zh": "内容", "en": "Text"},
+    "kind_turn": {"zh": "聊天记录", "en": "turn"},
+    "kind_item": {"zh": "记忆", "en": "memory"},
+    "kind_episode": {"zh": "片段", "en": "episode"},
+    "bot_speaker": {"zh": "（机器人）", "en": "(the bot)"},
+    "earlier": {"zh": "（已被更新的说法）", "en": "(since replaced)"},
+    # settings
+    "settings_title": {"zh": "设置与检查", "en": "Settings and checks"},
+    "settings_config": {
+        "zh": "生效的配置（密钥已隐藏）",
+        "en": "Effective config (secrets masked)",
+    },
+    "settings_checks": {"zh": "检查（同 nahida doctor）", "en": "Checks (as `nahida doctor`)"},
+    "settings_ok": {
+        "zh": "检查通过（标着 -- 的几行值得看一看）。",
+        "en": "The checks pass (lines marked -- are worth a look).",
+    },
+    "settings_problems": {
+        "zh": "有检查没有通过：看标着 -- 的几行（nahida doctor 此时以 1 退出）。",
+        "en": "A check fails: see the lines marked -- (`nahida doctor` exits 1 now).",
+    },
+    "settings_no_checks": {
+        "zh": "这个进程没有提供检查；请运行 nahida doctor。",
+        "en": "This process runs no checks; run `nahida doctor`.",
+    },
+    # refusals
+    "csrf_refused": {
+        "zh": "请求没有通过校验（CSRF）。请刷新页面再试。",
+        "en": "The request failed its CSRF check. Reload the page and try again.",
+    },
+}
+
+
+def t(key: str, lang: Language = "zh", **values: object) -> str:
+    text = MESSAGES[key][lang]
+    return text.format(**values) if values else text
+
+
+def language(value: object) -> Language | None:
+    """`value` as a language the console speaks, or None."""
+    for known in LANGUAGES:
+        if value == known:
+            return known
+    return None

@@ -1,0 +1,98 @@
+"""The memory the console's tests and screenshots look at: two people, a group and their private
+chats, memories in every scope (one private to each person), a little history, and a config with
+secrets in it that no page may show.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from nahida.memory import MemoryService
+
+GROUP = "onebot:group:1001"
+ALICE, BOB = "onebot:42", "onebot:43"
+ALICE_DM, BOB_DM = "onebot:private:42", "onebot:private:43"
+
+HOSTILE = "<script>alert(1)</script> and {{ 7*7 }}"  # memory text is data, never markup
+# (text, scope, sensitivity)
+ITEMS = [
+    ("The reading club reads one science fiction book a month", f"chat:{GROUP}", "public"),
+    ("The reading club meets on Friday evenings in the library", f"chat:{GROUP}", "public"),
+    ("Alice is allergic to peanuts", f"user:{ALICE}", "private"),
+    ("Alice likes the book Solaris by Stanisław Lem", f"user:{ALICE}", "public"),
+    ("Bob borrowed a science fiction book from his sister Mei", f"user:{BOB}", "private"),
+    ("The bot's admin is Carol", "global", "public"),
+    (f"A member wrote {HOSTILE} in a book review", f"chat:{GROUP}", "public"),
+]  # fmt: skip
+GROUP_TEXT = "reads one science fiction book"  # a group memory a search for "book" finds
+BOB_PRIVATE = "his sister Mei"  # Bob's private memory: never in the group, never to Alice
+
+TURNS = [
+    (GROUP, "42", "Alice", "Has anyone finished the book for Friday?", "2026-03-05T12:00:00Z"),
+    (GROUP, "43", "Bob", "Halfway through, the ending of the book is slow", "2026-03-05T12:01:00Z"),
+    (BOB_DM, "43", "Bob", "Remind me to return the book to Mei", "2026-03-05T13:00:00Z"),
+]
+
+# secrets a config holds that no page or answer of the console may show
+API_KEY = "sk-console-test-4d1f9a0b7c2e"
+ONEBOT_TOKEN = "onebot-token-7c2e4d1f9a0b"
+LARK_SECRET = "lark-app-secret-9a0b7c2e4d1f"
+SECRETS = (API_KEY, ONEBOT_TOKEN, LARK_SECRET)
+
+
+def config_tree(**admin: Any) -> dict[str, Any]:
+    """A config with a provider key and channel secrets (the provider on a closed loopback port,
+    so the doctor's ping fails fast and goes nowhere)."""
+    return {
+        "providers": {
+            "main": {
+                "type": "openai",
+                "base_url": f"http://{API_KEY}@127.0.0.1:9/v1",
+                "api_key": API_KEY,
+                "model": "test-model",
+                "timeout": 2,
+                "max_retries": 0,
+            }
+        },
+        "channels": {
+            "onebot": {"enabled": False, "access_token": ONEBOT_TOKEN},
+            "lark": {"enabled": False, "app_id": "cli_test", "app_secret": LARK_SECRET},
+        },
+        "memory": {"embedding": {"backend": "none"}, "dreaming": {"enabled": False}},
+        "scheduler": {"enabled": False},
+        "admin": {"enabled": True, "port": 0, **admin},
+    }
+
+
+def write_config(path: Path, **admin: Any) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(config_tree(**admin), allow_unicode=True), encoding="utf-8")
+    return path
+
+
+async def seed(memory: MemoryService, folder: Path) -> None:
+    """The items and turns above, written as an admin's edits and an imported history."""
+    for text, scope, sensitivity in ITEMS:
+        candidate = memory.items.admin_candidate(text, scope=scope, sensitivity=sensitivity)
+        result = await memory.items.propose(candidate, "cli")
+        assert result.outcome == "created", (text, result)
+    lines = [
+        {
+            "chat": chat,
+            "user": user,
+            "name": name,
+            "text": text,
+            "time": time,
+            "message_id": f"t{n}",
+        }
+        for n, (chat, user, name, text, time) in enumerate(TURNS)
+    ]
+    history = folder / "history.jsonl"
+    history.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    report = await asyncio.to_thread(memory.import_history, history)
+    assert report.imported == len(TURNS), report
