@@ -45,14 +45,15 @@ LARK_SECRET = "lark-app-secret-9a0b7c2e4d1f"
 SECRETS = (API_KEY, ONEBOT_TOKEN, LARK_SECRET)
 
 
-def config_tree(**admin: Any) -> dict[str, Any]:
-    """A config with a provider key and channel secrets (the provider on a closed loopback port,
-    so the doctor's ping fails fast and goes nowhere)."""
+def config_tree(base_url: str | None = None, **admin: Any) -> dict[str, Any]:
+    """A config with a provider key and channel secrets; the provider at `base_url`, else on a
+    closed loopback port with the key in its URL too (the doctor's ping fails fast, goes
+    nowhere, and its error must not show the key)."""
     return {
         "providers": {
             "main": {
                 "type": "openai",
-                "base_url": f"http://{API_KEY}@127.0.0.1:9/v1",
+                "base_url": base_url or f"http://{API_KEY}@127.0.0.1:9/v1",
                 "api_key": API_KEY,
                 "model": "test-model",
                 "timeout": 2,
@@ -69,9 +70,10 @@ def config_tree(**admin: Any) -> dict[str, Any]:
     }
 
 
-def write_config(path: Path, **admin: Any) -> Path:
+def write_config(path: Path, base_url: str | None = None, **admin: Any) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(yaml.safe_dump(config_tree(**admin), allow_unicode=True), encoding="utf-8")
+    tree = config_tree(base_url, **admin)
+    path.write_text(yaml.safe_dump(tree, allow_unicode=True), encoding="utf-8")
     return path
 
 

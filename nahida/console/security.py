@@ -6,9 +6,9 @@
 - Without a live session, pages redirect to `/admin/login` and `/admin/api/*` answers 401 JSON;
   only the login page and the static files answer anyone.
 - Every POST, PUT, PATCH and DELETE must come from the console's own pages: a cross-site
-  `Sec-Fetch-Site` or a foreign `Origin` is refused, and the session's CSRF token must come back
-  in the `X-CSRF-Token` header (the API) or the `csrf` form field (the pages); a login carries
-  the token of its login page's cookie instead. A refusal is 403.
+  `Sec-Fetch-Site` or an `Origin` of another host is refused, and the session's CSRF token must
+  come back in the `X-CSRF-Token` header (the API) or the `csrf` form field (the pages); a login
+  carries the token of its login page's cookie instead. A refusal is 403.
 """
 
 from __future__ import annotations
@@ -136,14 +136,16 @@ async def authenticate(request: web.Request, handler: Handler) -> web.StreamResp
 
 
 def cross_site(request: web.Request) -> bool:
-    """Whether the browser says the request came from another site."""
+    """Whether the browser says the request came from another site: `Sec-Fetch-Site`, or an
+    `Origin` naming another host (`null` says nothing: the pages' own no-referrer policy makes
+    their forms send it)."""
     site = request.headers.get("Sec-Fetch-Site")
     if site is not None and site not in ("same-origin", "none"):
         return True
     origin = request.headers.get("Origin")
-    if origin is None:
+    if origin is None or origin == "null":
         return False
-    return origin == "null" or urlsplit(origin).netloc.lower() != request.host.lower()
+    return urlsplit(origin).netloc.lower() != request.host.lower()
 
 
 async def _given_token(request: web.Request) -> str:

@@ -69,13 +69,19 @@ async def test_every_change_needs_the_sessions_csrf_token(console: Console) -> N
             ({}, {"csrf": "forged"}),
             ({"X-CSRF-Token": csrf, "Origin": "http://evil.example"}, {}),
             ({"X-CSRF-Token": csrf, "Sec-Fetch-Site": "cross-site"}, {}),
-            ({"Origin": "null"}, {"csrf": csrf}),
+            ({"Origin": "http://evil.example", "Sec-Fetch-Site": "same-origin"}, {"csrf": csrf}),
         ):
             answer = await console.client.request(
                 method, path, headers=headers, data=form or None, allow_redirects=False
             )
             assert answer.status == 403, (method, path, headers, form)
     assert (await console.client.get("/admin/api/session")).status == 200  # still logged in
+    # a form of the console's own: Origin null (its no-referrer policy), or its own origin
+    same = {"Sec-Fetch-Site": "same-origin", "Origin": "null"}
+    answer = await console.client.post(
+        "/admin/api/logout-nowhere", data={"csrf": csrf}, headers=same
+    )
+    assert answer.status == 404  # through the CSRF check, to no route
     here = str(console.client.make_url("/")).rstrip("/")
     same = {"Sec-Fetch-Site": "same-origin", "Origin": here}
     answer = await console.client.post("/admin/logout", data={"csrf": csrf}, headers=same)
