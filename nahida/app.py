@@ -389,6 +389,8 @@ class App:
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(sig, self.stop)
         try:
+            if self.admin is not None:  # before the group: a port taken is one clear error
+                await self.admin.start()
             async with asyncio.TaskGroup() as group:
                 group.create_task(self.bus.run())
                 group.create_task(self.background.run())
@@ -397,8 +399,6 @@ class App:
                     adapter.mount(self.server)
                 if self.server.needed:
                     await self.server.start()
-                if self.admin is not None:
-                    await self.admin.start()
                 if self.config.scheduler.enabled:
                     self.scheduler.start(group)
                 tasks = [group.create_task(self._run_adapter(a)) for a in self.adapters.values()]
@@ -414,10 +414,10 @@ class App:
                 for task in [*tasks, *waiters]:
                     task.cancel()
                 await self.server.stop()
-                if self.admin is not None:
-                    await self.admin.stop()
                 await self.scheduler.stop()
         finally:
+            if self.admin is not None:
+                await self.admin.stop()
             for sig in (signal.SIGINT, signal.SIGTERM):
                 with contextlib.suppress(NotImplementedError, RuntimeError):
                     loop.remove_signal_handler(sig)

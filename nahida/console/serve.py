@@ -50,10 +50,18 @@ class ConsoleServer:
         return f"http://{host}:{self.port}/admin/"
 
     async def start(self) -> None:
+        """Listen; ConfigError naming `admin.port` when the address cannot be had."""
         self._runner = web.AppRunner(self.app, access_log=None, handle_signals=False)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port)
-        await site.start()
+        try:
+            await site.start()
+        except OSError as exc:
+            await self.stop()
+            raise ConfigError(
+                f"the console cannot listen on {self.host}:{self.port}: {exc.strerror or exc}",
+                key="admin.port",
+            ) from None
         sockets = getattr(site._server, "sockets", None) or []
         if sockets:
             self.port = sockets[0].getsockname()[1]

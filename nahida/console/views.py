@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import secrets
+from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Any
 
@@ -33,7 +34,7 @@ PAGES = (
     ("settings", "/admin/settings"),
 )
 LOGIN_PAGE_SECONDS = 3600  # how long a login form stays usable
-_SAFE_NEXT = re.compile(r"/admin/[A-Za-z0-9/_\-.?=&%+~]*")
+_SAFE_NEXT = re.compile(r"/admin/[A-Za-z0-9/_\-.?=&%+~:,]*")
 
 
 def render(
@@ -142,7 +143,7 @@ async def logout(request: web.Request) -> web.StreamResponse:
 # pages ----------------------------------------------------------------------------------------
 
 
-def coming(key: str) -> Any:
+def coming(key: str) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
     """A page not built yet: the layout, and a line on what it will show."""
 
     async def page(request: web.Request) -> web.StreamResponse:

@@ -40,7 +40,6 @@ SHOTS = (
     ("console-login.png", "login", "#secret"),
     ("console-memory.png", f"memory?chat={GROUP}&user={ALICE.split(':')[1]}&q=book", "table.hits"),
     ("console-settings.png", "settings", "ul.lines"),
-    ("console-coming.png", "review", "p.coming"),
 )
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import socket
 import sys
 from pathlib import Path
 
@@ -99,6 +100,21 @@ async def test_the_bot_serves_the_console_when_enabled(tmp_path: Path) -> None:
     finally:
         bot.stop()
         await running
+
+
+async def test_a_port_taken_is_one_clear_error(tmp_path: Path) -> None:
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    try:
+        port = taken.getsockname()[1]
+        config = Config.model_validate({"admin": {"enabled": True, "port": port}})
+        paths = Paths(None, tmp_path / "data", tmp_path / "workspace")
+        bot = App(config, paths, adapters=[Silent()])
+        with pytest.raises(ConfigError, match=rf"admin\.port: .*127\.0\.0\.1:{port}"):
+            await bot.run()
+    finally:
+        taken.close()
 
 
 def test_the_bot_refuses_a_console_beyond_loopback(tmp_path: Path) -> None:

@@ -234,6 +234,7 @@ async def test_the_password_logs_in_too(console: Console) -> None:
     ("target", "lands"),
     [
         ("/admin/settings", "/admin/settings"),
+        (f"/admin/memory?chat={GROUP}&q=book", f"/admin/memory?chat={GROUP}&q=book"),
         ("//evil.example/admin/", "/admin/"),
         ("https://evil.example/", "/admin/"),
         ("/admin/../../etc", "/admin/"),
