@@ -58,9 +58,9 @@ class ConsoleServer:
             await site.start()
         except OSError as exc:
             await self.stop()
+            reason = str(exc.strerror or exc).rsplit(": ", 1)[-1]  # asyncio repeats the address
             raise ConfigError(
-                f"the console cannot listen on {self.host}:{self.port}: {exc.strerror or exc}",
-                key="admin.port",
+                f"the console cannot listen on {self.host}:{self.port}: {reason}", key="admin.port"
             ) from None
         sockets = getattr(site._server, "sockets", None) or []
         if sockets:
