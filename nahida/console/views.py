@@ -76,9 +76,15 @@ async def login_page(request: web.Request) -> web.StreamResponse:
 
 
 def login_form(
-    request: web.Request, *, error: str | None = None, notice: str | None = None, status: int = 200
+    request: web.Request,
+    *,
+    error: str | None = None,
+    notice: str | None = None,
+    status: int = 200,
+    next_page: str | None = None,
 ) -> web.Response:
-    """The login form, with a fresh CSRF token in it and in its cookie."""
+    """The login form, with a fresh CSRF token in it and in its cookie; `next_page`: where a
+    login goes (else the query's `next`)."""
     token = secrets.token_urlsafe(32)
     response = render(
         request,
@@ -86,7 +92,7 @@ def login_form(
         current="login",
         status=status,
         login_csrf=token,
-        next=safe_next(request.query.get("next")),
+        next=safe_next(next_page or request.query.get("next")),
         error=error,
         notice=notice,
     )
@@ -105,22 +111,24 @@ def login_form(
 async def login(request: web.Request) -> web.StreamResponse:
     console = request.app[CONSOLE]
     lang = lang_of(request)
+    form = await request.post()
+    target = form.get("next")
+    next_page = safe_next(target if isinstance(target, str) else None)
     address = request.remote or "unknown"
     wait = console.guard.retry_after(address)
     if wait > 0:
-        response = login_form(
-            request, error=t("login_limited", lang, seconds=int(wait) + 1), status=429
-        )
-        response.headers["Retry-After"] = str(int(wait) + 1)
+        seconds = int(wait) + 1
+        error = t("login_limited", lang, seconds=seconds)
+        response = login_form(request, error=error, status=429, next_page=next_page)
+        response.headers["Retry-After"] = str(seconds)
         return response
-    form = await request.post()
     secret = form.get("secret")
     if not isinstance(secret, str) or not secret or not await console.accepts(secret):
         console.guard.failed(address)
-        return login_form(request, error=t("login_wrong", lang), status=401)
+        error = t("login_wrong", lang)
+        return login_form(request, error=error, status=401, next_page=next_page)
     session = console.sessions.start(console.tokens.fingerprint())
-    target = form.get("next")
-    response = redirect(safe_next(target if isinstance(target, str) else None))
+    response = redirect(next_page)
     response.set_cookie(
         SESSION_COOKIE,
         session.id,

@@ -225,8 +225,10 @@ async def test_sessions_end_when_idle_or_old(console: Console) -> None:
 
 async def test_the_password_logs_in_too(console: Console) -> None:
     csrf = await console.login_csrf()
-    wrong = await console.client.post("/admin/login", data={"secret": PASSWORD + "!", "csrf": csrf})
+    form = {"secret": PASSWORD + "!", "csrf": csrf, "next": "/admin/settings"}
+    wrong = await console.client.post("/admin/login", data=form)
     assert wrong.status == 401
+    assert 'name="next" value="/admin/settings"' in await wrong.text()  # kept for the retry
     await console.login(PASSWORD)
 
 
