@@ -12,21 +12,29 @@ from pathlib import Path
 
 from nahida.envelope import ChatKey, UserKey
 from nahida.errors import MemoryPermissionError
+from nahida.memory.core import access
 from nahida.memory.core.access import Actor, can_forget, review_scopes
+from nahida.memory.core.kinds import KINDS
 from nahida.memory.core.models import Candidate, CommitMode, Explanation, MemoryItem, WriteResult
 from nahida.memory.core.scopes import Viewer, validate_scope
 from nahida.memory.core.tokenize import run_cpu
 from nahida.memory.history import importer
 from nahida.memory.history.importer import BadLine, ImportReport
 from nahida.memory.store.base import Store, Tx
-from nahida.memory.write import candidates, write
+from nahida.memory.write import candidates, corrections, write
 
 MAX_ITEM_CHARS = 1000  # the default `limits.item_chars`
 TOO_LONG = "too_long"
+SENSITIVITIES = ("public", "private")
 
 
 def _size(candidate: Candidate) -> int:
     return len(candidate.content) + len(candidate.title)
+
+
+def _allowed(allowed: bool, what: str) -> None:
+    if not allowed:
+        raise MemoryPermissionError(f"only a bot admin may {what}")
 
 
 class Items:
@@ -111,6 +119,78 @@ class Items:
             return archived
 
         return await self.store.write(run)
+
+    # an admin's corrections (DESIGN §15): bot admins only (`access.may_correct`), each an
+    # audited event whose actor is the admin's label, as a CLI or MEMORY.md edit is
+
+    async def edit(
+        self, item_id: str, text: str, actor: Actor, reason: str | None = None
+    ) -> WriteResult:
+        """An admin's new words for an active item, as an edited MEMORY.md bullet is taken: a
+        `human_edit` item that supersedes it (`corrections.edited`: the result's `item_id` is
+        the new item, `replaced` the old one, kept and linked). The same words again change
+        nothing (`merged` into the item as it is). Raises MemoryPermissionError, LookupError
+        (no active item), ValueError (no text) and `SecretRefused`; a text over `max_chars` is
+        rejected (`reason="too_long"`), nothing stored."""
+        _allowed(access.may_correct(actor), "correct memory")
+        if not text.strip():
+            raise ValueError("the text is empty: forget the item instead")
+        item = await self.get(item_id)
+        if item is None or item.status != "active":
+            raise LookupError(item_id)
+        if text.strip() == item.content:
+            return WriteResult("merged", item.id, reason="unchanged")
+        note = reason or "edited by hand"
+        candidate = corrections.edited(item, text, actor.label, time.time(), note)
+        return await self.propose(candidate, actor.label)
+
+    async def change(
+        self,
+        item_id: str,
+        actor: Actor,
+        *,
+        kind: str | None = None,
+        scope: str | None = None,
+        sensitivity: str | None = None,
+        reason: str | None = None,
+    ) -> MemoryItem:
+        """Change an item's kind, scope or sensitivity in place (audited as `update`, before and
+        after; the index and who may see it follow). Raises MemoryPermissionError, LookupError,
+        and ValueError for a kind, scope or sensitivity that is none, for nothing to change, or
+        when an active item of the new scope holds the same slot."""
+        _allowed(access.may_correct(actor), "correct memory")
+        fields: dict[str, str] = {}
+        if kind is not None:
+            if kind not in KINDS:
+                raise ValueError(f"kind is one of {', '.join(KINDS)}, not {kind!r}")
+            fields["kind"] = kind
+        if scope is not None:
+            fields["scope"] = validate_scope(scope)
+        if sensitivity is not None:
+            if sensitivity not in SENSITIVITIES:
+                raise ValueError(f"sensitivity is public or private, not {sensitivity!r}")
+            fields["sensitivity"] = sensitivity
+        if not fields:
+            raise ValueError("name a kind, scope or sensitivity to change")
+        return await self.store.write(corrections.change, item_id, fields, actor.label, reason)
+
+    async def restore(self, item_id: str, actor: Actor, reason: str | None = None) -> MemoryItem:
+        """Make an archived (forgotten) or superseded item active again, audited as `restore`.
+        The turns it was learned from stay out of recall, as forgetting left them. Raises
+        MemoryPermissionError, LookupError, and ValueError saying why when it may not return: it
+        is active, an item that replaced it is active, or an active item holds its slot."""
+        _allowed(access.may_correct(actor), "correct memory")
+        item = await self.get(item_id)
+        if item is None:
+            raise LookupError(item_id)
+        size = len(item.title) + len(item.content)
+        index = await run_cpu(write.item_index, item.title, item.content, size=size)
+        indexed = (item.title, item.content, index)
+        restored = await self.store.write(
+            corrections.restore, item_id, indexed, actor.label, reason
+        )
+        self.changed()  # active again: its text may need a vector
+        return restored
 
     async def pending(self, actor: Actor, limit: int = 20) -> list[tuple[str, Candidate, float]]:
         scopes = review_scopes(actor)
