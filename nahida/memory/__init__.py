@@ -50,6 +50,7 @@ from nahida.memory.store.values import (
     StoreCapabilities,
     VectorCounts,
 )
+from nahida.memory.write.purge import Purged
 
 __all__ = [
     "BULK_ARCHIVE",
@@ -90,6 +91,7 @@ __all__ = [
     "ProfileEntry",
     "ProfileExplanation",
     "Proposal",
+    "Purged",
     "Query",
     "SecretRefused",
     "Session",

@@ -21,7 +21,8 @@ from nahida.memory.core.tokenize import run_cpu
 from nahida.memory.history import importer
 from nahida.memory.history.importer import BadLine, ImportReport
 from nahida.memory.store.base import Store, Tx
-from nahida.memory.write import candidates, corrections, write
+from nahida.memory.write import candidates, corrections, purge, write
+from nahida.memory.write.purge import Purged
 
 MAX_ITEM_CHARS = 1000  # the default `limits.item_chars`
 TOO_LONG = "too_long"
@@ -191,6 +192,15 @@ class Items:
         )
         self.changed()  # active again: its text may need a vector
         return restored
+
+    async def purge(self, item_id: str, actor: Actor, reason: str = "purged") -> Purged:
+        """Delete an item for good, in any status: its words leave every place memory keeps
+        them, and its audit trail keeps only who did what when, ending with a `purged` event
+        (`purge.purge`). Cannot be undone: the caller confirms first. `reason` is kept in that
+        event: it should not repeat the words. Raises MemoryPermissionError (bot admins only)
+        and LookupError."""
+        _allowed(access.may_purge(actor), "purge memory")
+        return await self.store.write(purge.purge, item_id, actor.label, reason, time.time())
 
     async def pending(self, actor: Actor, limit: int = 20) -> list[tuple[str, Candidate, float]]:
         scopes = review_scopes(actor)
