@@ -51,6 +51,7 @@ from nahida.memory.store.values import (
     VectorCounts,
 )
 from nahida.memory.write.purge import Purged
+from nahida.memory.write.review import Pending
 
 __all__ = [
     "BULK_ARCHIVE",
@@ -87,6 +88,7 @@ __all__ = [
     "Mode",
     "NewTurn",
     "NoModel",
+    "Pending",
     "ProfileChange",
     "ProfileEntry",
     "ProfileExplanation",

@@ -21,8 +21,9 @@ from nahida.memory.core.tokenize import run_cpu
 from nahida.memory.history import importer
 from nahida.memory.history.importer import BadLine, ImportReport
 from nahida.memory.store.base import Store, Tx
-from nahida.memory.write import candidates, corrections, purge, write
+from nahida.memory.write import candidates, corrections, purge, review, write
 from nahida.memory.write.purge import Purged
+from nahida.memory.write.review import Pending
 
 MAX_ITEM_CHARS = 1000  # the default `limits.item_chars`
 TOO_LONG = "too_long"
@@ -31,6 +32,14 @@ SENSITIVITIES = ("public", "private")
 
 def _size(candidate: Candidate) -> int:
     return len(candidate.content) + len(candidate.title)
+
+
+def _reviewing(actor: Actor) -> list[str] | None:
+    """The scopes whose candidates the actor reviews (every scope: None)."""
+    scopes = review_scopes(actor)
+    if scopes == []:
+        raise MemoryPermissionError("review")
+    return scopes
 
 
 def _allowed(allowed: bool, what: str) -> None:
@@ -203,23 +212,46 @@ class Items:
         return await self.store.write(purge.purge, item_id, actor.label, reason, time.time())
 
     async def pending(self, actor: Actor, limit: int = 20) -> list[tuple[str, Candidate, float]]:
-        scopes = review_scopes(actor)
-        if scopes == []:
-            raise MemoryPermissionError("review")
+        scopes = _reviewing(actor)
         return await self.store.read(lambda tx: tx.candidates.pending(scopes, limit))
 
-    async def review(self, candidate_id: str, accept: bool, actor: Actor) -> WriteResult | None:
-        """Accept or reject a pending candidate the actor may review; None when there is none."""
-        scopes = review_scopes(actor)
-        if scopes == []:
-            raise MemoryPermissionError("review")
+    async def review_queue(self, actor: Actor, limit: int = 20) -> list[Pending]:
+        """`pending`, each with the item it would change as that item is now (`Pending.target`,
+        `Pending.before`: what a page shows a diff against)."""
+        return await self.store.read(review.waiting, _reviewing(actor), limit)
+
+    async def review(
+        self, candidate_id: str, accept: bool, actor: Actor, *, text: str | None = None
+    ) -> WriteResult | None:
+        """Accept or reject a pending candidate the actor may review; None when there is none.
+        `text`: accept it with these words in place of its own, as the reviewer's
+        (`review.edited`; ValueError when rejecting, for an archive or for no text,
+        `SecretRefused` for a secret, rejected `too_long` over `max_chars`). A dream's op on an
+        item is decided the same way: accepted, it updates, supersedes or archives the item."""
+        scopes = _reviewing(actor)
         found = await self.store.read(lambda tx: tx.candidates.get_pending(candidate_id))
         if found is None or (scopes is not None and found.scope not in scopes):
             return None
-        prepared = await run_cpu(write.tokens_of, found, size=_size(found))
+        if text is None:
+            prepared = await run_cpu(write.tokens_of, found, size=_size(found))
+        elif not accept:
+            raise ValueError("only an accepted candidate takes the reviewer's words")
+        else:
+            found = review.edited(found, text, actor.label, time.time())
+            if _size(found) > self.max_chars:
+                return WriteResult("rejected", candidate_id=candidate_id, reason=TOO_LONG)
+            prepared = await run_cpu(write.prepare, found, size=_size(found))
         result = await self.store.write(write.decide, candidate_id, prepared, accept, actor.label)
         self.changed()
         return result
+
+    async def review_many(
+        self, candidate_ids: Sequence[str], accept: bool, actor: Actor
+    ) -> dict[str, WriteResult | None]:
+        """One decision for several candidates, each decided on its own (`review`): what became
+        of each, by id (None: not pending, or not the actor's to review)."""
+        _reviewing(actor)
+        return {c: await self.review(c, accept, actor) for c in dict.fromkeys(candidate_ids)}
 
     async def get(self, item_id: str) -> MemoryItem | None:
         return await self.store.read(lambda tx: tx.items.get(item_id))
