@@ -1,6 +1,7 @@
 """`memory.items`: long-term items, written through the write path (DESIGN §6) and read as a
-viewer may see them; their export and import (one JSON line an item); and the write path's
-builders and checks that callers outside memory need (the runner, the CLI, plugins)."""
+viewer may see them; their review; an admin's corrections (edit, change, restore, purge), each
+checked in `core/access.py`; their export and import (one JSON line an item); and the write
+path's builders and checks that callers outside memory need (the runner, the CLI, plugins)."""
 
 from __future__ import annotations
 

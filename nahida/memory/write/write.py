@@ -379,7 +379,7 @@ def act_on(tx: Tx, prepared: Prepared, actor: str) -> WriteResult:
         update_item(tx, target, actor, "archive", reason, status="archived", evidence=evidence)
         return WriteResult("archived", target.id)
     if candidate.op == "update":
-        # words a person wrote (a reviewer's edit of the op) are theirs, kept from models since
+        # a reviewer's edit of the op makes the words theirs, which no model rewrites later
         source = candidate.source if candidate.source in EXPLICIT_SOURCES else target.source
         changed = update_item(
             tx,
