@@ -286,6 +286,8 @@ MESSAGES: dict[str, dict[Language, str]] = {
     "memory_event_archive": {"zh": "归档", "en": "archived"},
     "memory_event_update": {"zh": "改写", "en": "rewritten"},
     "memory_event_replace": {"zh": "替换", "en": "replaced"},
+    "memory_event_restore": {"zh": "恢复", "en": "restored"},
+    "memory_event_purged": {"zh": "彻底删除", "en": "purged"},
     "memory_review_usage": {
         "zh": "用法：/memory review 查看待审核；/memory review accept|reject <候选编号>",
         "en": "Usage: /memory review to list; /memory review accept|reject <candidate id>",

@@ -3,6 +3,8 @@
     nahida memory remember TEXT (--scope SCOPE | --chat CHAT [--user ID]) [--kind K]
     nahida memory list [--scope SCOPE ... | --chat CHAT [--user ID]] [--kind K] [--status S]
     nahida memory forget ID [--reason TEXT]
+    nahida memory restore ID [--reason TEXT]
+    nahida memory purge ID --yes [--reason TEXT]
     nahida memory why ID
     nahida memory review [accept|reject CANDIDATE_ID]
     nahida memory export [--scope SCOPE ...] [--output FILE]
@@ -205,6 +207,57 @@ def forget(
         echo_json({"forgotten": item.id, "status": item.status})
     else:
         typer.echo(f"archived {item.id}")
+
+
+@memory_app.command()
+def restore(
+    ctx: typer.Context,
+    item_id: Annotated[str, typer.Argument(help="Item id, e.g. m_7f3a2c.")],
+    reason: Annotated[str | None, typer.Option(help="Why (kept in the audit trail).")] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Make a forgotten or superseded item active again (audited; refused, with the reason,
+    while a newer item replaced it or holds its slot)."""
+    with state_of(ctx).memory() as memory:
+        try:
+            item = asyncio.run(memory.items.restore(item_id, Actor.cli(), reason))
+        except LookupError:
+            raise fail(f"no item {item_id}", as_json=as_json) from None
+        except ValueError as exc:
+            raise fail(f"not restored: {exc}", as_json=as_json) from None
+    if as_json:
+        echo_json({"restored": item.id, "status": item.status})
+    else:
+        typer.echo(f"restored {item.id}")
+
+
+@memory_app.command()
+def purge(
+    ctx: typer.Context,
+    item_id: Annotated[str, typer.Argument(help="Item id, e.g. m_7f3a2c.")],
+    yes: Annotated[bool, typer.Option("--yes", help="Confirm: this cannot be undone.")] = False,
+    reason: Annotated[
+        str, typer.Option(help="Why (kept; do not repeat the words).")
+    ] = "purged (cli)",
+    as_json: JsonOption = False,
+) -> None:
+    """Delete an item and its words for good (its audit trail keeps who did what and when)."""
+    if not yes:
+        raise fail(f"purging {item_id} cannot be undone: add --yes", 2, as_json=as_json)
+    with state_of(ctx).memory() as memory:
+        try:
+            done = asyncio.run(memory.items.purge(item_id, Actor.cli(), reason))
+        except LookupError:
+            raise fail(f"no item {item_id}", as_json=as_json) from None
+    if as_json:
+        echo_json(asdict(done))
+        return
+    typer.echo(
+        f"purged {done.item_id}: {done.events} events blanked, {done.candidates} candidates"
+        f" and {done.runs} dream reports cleared, {done.hidden} turns hidden"
+    )
+    if done.earlier:
+        typer.echo(f"earlier versions kept: {' '.join(done.earlier)} (purge them too)")
 
 
 @memory_app.command()

@@ -1,5 +1,5 @@
 """`/memory dream [pause|resume]`: dream this chat's new turns now, or pause and resume its
-dreaming (DESIGN §8), for bot admins and a group's owner/admins.
+dreaming (DESIGN §8), for bot admins and a group's owner/admins (`memory.dreams.may_steer`).
 
 A run may take a minute (model calls), so it goes to the background (`CommandContext.later`): the
 command answers "started" at once and the run's summary comes as a second reply. Without a
@@ -12,7 +12,7 @@ from collections import Counter
 
 from nahida.commands.router import CommandContext
 from nahida.i18n import Language, t
-from nahida.memory import DreamRun, NoModel
+from nahida.memory import Actor, DreamRun, NoModel
 
 
 async def dream(ctx: CommandContext, args: str) -> str:
@@ -20,11 +20,12 @@ async def dream(ctx: CommandContext, args: str) -> str:
     action = args.strip().lower()
     if action not in ("", "pause", "resume"):
         return t("memory_dream_usage", lang)
-    if not ctx.is_chat_admin:
-        return t("memory_dream_denied", lang)
     dreams = ctx.memory.dreams
+    actor = Actor.speaking(ctx.envelope, ctx.is_bot_admin)
+    if not dreams.may_steer(ctx.chat, actor):
+        return t("memory_dream_denied", lang)
     if action:
-        await dreams.pause(ctx.chat, action == "pause")
+        await dreams.pause(ctx.chat, action == "pause", actor=actor)
         return t("memory_dream_paused_now" if action == "pause" else "memory_dream_resumed", lang)
     if not dreams.enabled:
         return t("memory_dream_no_model", lang)
@@ -44,7 +45,8 @@ async def dream(ctx: CommandContext, args: str) -> str:
 async def run_now(ctx: CommandContext) -> str:
     """One run over the chat, as its one-message summary."""
     try:
-        run = await ctx.memory.dreams.run(ctx.chat, "command")
+        actor = Actor.speaking(ctx.envelope, ctx.is_bot_admin)
+        run = await ctx.memory.dreams.run(ctx.chat, "command", actor=actor)
     except NoModel:
         return t("memory_dream_no_model", ctx.language)
     return summary(run, ctx.language)

@@ -50,6 +50,8 @@ from nahida.memory.store.values import (
     StoreCapabilities,
     VectorCounts,
 )
+from nahida.memory.write.purge import Purged
+from nahida.memory.write.review import Pending
 
 __all__ = [
     "BULK_ARCHIVE",
@@ -86,10 +88,12 @@ __all__ = [
     "Mode",
     "NewTurn",
     "NoModel",
+    "Pending",
     "ProfileChange",
     "ProfileEntry",
     "ProfileExplanation",
     "Proposal",
+    "Purged",
     "Query",
     "SecretRefused",
     "Session",

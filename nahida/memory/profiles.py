@@ -29,7 +29,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any, get_args
 
 from nahida.envelope import UserKey
-from nahida.errors import SecretRefused
+from nahida.errors import MemoryPermissionError, SecretRefused
+from nahida.memory.core import access
+from nahida.memory.core.access import Actor
 from nahida.memory.core.models import (
     PROFILE_SECTIONS,
     MemoryEvent,
@@ -49,6 +51,8 @@ MAX_SECTION_ENTRIES = 20
 SIMILAR = 0.5  # token Jaccard at or above which a merge replaces the old bullet
 STATED_ONLY = "基础特征"
 SENSITIVITIES = ("public", "private")
+HAND = "human_edit"  # the source of what people write into a profile by hand
+HAND_EDIT = "edited by hand"
 # Words that turn a statement into its opposite; "don't" is tokenized as "don", "t".
 _NEGATIONS = """
     不 没 没有 不再 别 不要 不会 从不 从来不 并不 不用
@@ -355,6 +359,31 @@ class Profiles:
 
         return await self.store.read(run)
 
+    async def rewrite_section(
+        self,
+        user: UserKey | str,
+        section: str,
+        text: str,
+        *,
+        actor: Actor,
+        sensitivity: str = "private",
+    ) -> ProfileChange:
+        """An admin's text (one bullet a line; empty: none) in place of a section's bullets,
+        public and private, taken as an edit of the person's file is (`rewrite`). Raises
+        MemoryPermissionError (bot admins only), ValueError and `SecretRefused`, as `update`
+        does; nothing is written then."""
+        if not access.may_correct(actor):
+            raise MemoryPermissionError("only a bot admin may correct memory")
+        if sensitivity not in SENSITIVITIES:
+            raise ValueError(f"sensitivity is public or private, not {sensitivity!r}")
+        person = str(UserKey.parse(str(user)))
+        check_section(section)
+        bullets = []
+        if split_bullets(text):
+            bullets = await run_cpu(_prepare, text, section, False, size=len(text))
+        write = _Write(person, section, bullets, "merge", sensitivity, HAND, None, actor.label)
+        return await self.store.write(rewrite, write)
+
 
 @dataclass(frozen=True, slots=True)
 class ProfileExplanation:
@@ -416,4 +445,41 @@ def hand_edit(tx: Tx, user: str, edits: HandEdits, actor: str, where: str) -> di
 
 
 def _hand(user: str, section: str, sensitivity: str, actor: str) -> _Write:
-    return _Write(user, section, [], "append", sensitivity, "human_edit", None, actor)
+    return _Write(user, section, [], "append", sensitivity, HAND, None, actor)
+
+
+def rewrite(tx: Tx, write: _Write) -> ProfileChange:
+    """A section as an admin wrote it: a bullet already there (the same words) stays as it is;
+    one that says nearly the same as, or the opposite of, a bullet not kept (`relation`)
+    replaces it, with its sensitivity; any other is added (`write.sensitivity`); the bullets
+    not kept are archived. Each change is audited as the admin's, the bullets `human_edit`."""
+    now = time.time()
+    changes = _Changes()
+    left = tx.profiles.of_section(write.user, write.section, False)
+    fresh: list[_Bullet] = []
+    for bullet in {b.key: b for b in write.bullets}.values():
+        same = next((a for a in left if normalised(a.entry.text) == bullet.key), None)
+        if same is None:
+            fresh.append(bullet)
+        else:
+            changes.unchanged.append(same.entry.id)
+            left.remove(same)
+    for bullet in fresh:
+        closest = _closest(left, bullet)
+        if closest is None:
+            entry = _add(tx, write, bullet, now)
+            tx.events.add(entry.id, "create", write.actor, None, _snapshot(entry), HAND_EDIT, now)
+            changes.added.append(entry.id)
+            continue
+        old, why = closest
+        entry = _add(tx, replace(write, sensitivity=old.entry.sensitivity), bullet, now)
+        _archive(tx, old.entry, write.actor, f"replaced by {entry.id} ({HAND_EDIT})", now)
+        before, after = _snapshot(old.entry), _snapshot(entry)
+        reason = f"{HAND_EDIT}: replaces {old.entry.id}: {why}"
+        tx.events.add(entry.id, "replace", write.actor, before, after, reason, now)
+        changes.replaced.append((old.entry.id, entry.id))
+        left.remove(old)
+    for old in left:
+        _archive(tx, old.entry, write.actor, f"removed ({HAND_EDIT})", now)
+        changes.archived.append(old.entry.id)
+    return changes.done(write.section)

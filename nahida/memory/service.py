@@ -3,8 +3,8 @@
 The runner, chat commands, CLI, background jobs and plugins all go through it, by its named parts:
 
     memory.sessions   history: turns, sessions, /new, /resume, search, import (`sessions.py`)
-    memory.items      long-term items: propose, remember, forget, review, list, why, export/import
-                      (`items.py`)
+    memory.items      long-term items: propose, remember, forget, review, list, why, export/import,
+                      and an admin's edit, change, restore and purge (`items.py`)
     memory.recall     search as a viewer sees it, and the prompt's memory block
     memory.runs       background job runs and their leases
     memory.embeddings vectors for recall by meaning: upkeep in the background, query vectors

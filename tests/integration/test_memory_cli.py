@@ -397,3 +397,24 @@ def test_cli_remember_reads_like_the_chat_command(cli: Any) -> None:
     assert [(i["kind"], i["content"]) for i in active] == [("preference", "我不喜欢乌龙茶了")]
     long = cli("memory", "remember", "记" * 1001, "--scope", "global")
     assert long.exit_code == 1 and "limits.item_chars" in long.stderr
+
+
+def test_restore_and_purge(cli: Any) -> None:
+    made = cli("memory", "remember", "暗号是紫藤萝瀑布", "--scope", "user:qq:42", "--json")
+    item_id = json.loads(made.stdout)["item_id"]
+    assert cli("memory", "restore", item_id).exit_code == 1  # active already
+    assert "active already" in cli("memory", "restore", item_id).stderr
+    cli("memory", "forget", item_id)
+    assert cli("memory", "restore", item_id, "--reason", "by mistake").stdout == (
+        f"restored {item_id}\n"
+    )
+    assert cli("memory", "restore", "m_000000").exit_code == 1
+
+    refused = cli("memory", "purge", item_id)
+    assert refused.exit_code == 2 and "--yes" in refused.stderr
+    assert cli("memory", "why", item_id).exit_code == 0
+    purged = json.loads(cli("memory", "purge", item_id, "--yes", "--json").stdout)
+    assert (purged["item_id"], purged["events"], purged["candidates"]) == (item_id, 3, 1)
+    assert cli("memory", "why", item_id).exit_code == 1
+    assert "紫藤萝" not in cli("memory", "list", "--status", "all").stdout
+    assert cli("memory", "purge", item_id, "--yes").exit_code == 1

@@ -3,11 +3,13 @@ and behavioural rules.
 
 Reading is governed by `scopes.Viewer`; these rules decide changes. An item may be forgotten by
 its subject or speaker, by a group's owner/admins for that group's items, and by bot admins (the
-CLI acts as one). Pending candidates are reviewed by bot admins, and by a group's owner/admins
-for that group. A behavioural rule for everyone in a group is set by its owner/admins and by bot
-admins only (`may_set_chat_rules`, the one check every path that stores a rule asks: a chat
-message, `/memory remember`, the model's tools, a plugin); anyone else's is a rule for answering
-them (docs/permissions.md).
+CLI and the console act as one). Pending candidates are reviewed by bot admins, and by a group's
+owner/admins for that group; a chat's dreaming is steered by the same people. Correcting memory
+by hand (an item's words, kind, scope or sensitivity, restoring it, a profile section) is for bot
+admins, and so is a purge, which nothing else may do. A behavioural rule for everyone in a
+group is set by its owner/admins and by bot admins only (`may_set_chat_rules`, the one check
+every path that stores a rule asks: a chat message, `/memory remember`, the model's tools, a
+plugin); anyone else's is a rule for answering them (docs/permissions.md).
 """
 
 from __future__ import annotations
@@ -73,3 +75,22 @@ def review_scopes(actor: Actor) -> list[str] | None:
     if actor.chat is not None and actor.is_chat_admin:
         return [chat_scope(actor.chat)]
     return []
+
+
+def may_correct(actor: Actor) -> bool:
+    """Whether `actor` may correct memory by hand: edit an item's words, change its kind, scope
+    or sensitivity, restore it, rewrite a profile section. Bot admins only."""
+    return actor.is_bot_admin
+
+
+def may_purge(actor: Actor) -> bool:
+    """Whether `actor` may purge an item, which cannot be undone: bot admins only."""
+    return actor.is_bot_admin
+
+
+def may_steer_dreaming(actor: Actor, chat: ChatKey) -> bool:
+    """Whether `actor` may pause, resume or run the dreaming of `chat`: bot admins, and a
+    group's owner/admins for that group."""
+    if actor.is_bot_admin:
+        return True
+    return chat.is_group and actor.chat == chat and actor.is_chat_admin

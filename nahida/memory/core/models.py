@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -345,6 +345,13 @@ class Proposal:
         values = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
         values["evidence"] = tuple(data.get("evidence", ()))
         return cls(**values)
+
+    def carries(self, item_id: str, texts: Collection[str]) -> bool:
+        """Whether it carried the words of a purged item (`texts`: what the item said): it made
+        or changed the item, or it made none and proposed a change to it or said one of them."""
+        if self.item_id == item_id:
+            return True
+        return self.item_id is None and (self.item == item_id or self.content in texts)
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,7 +29,9 @@ from pathlib import Path
 import structlog
 
 from nahida.envelope import ChatKey
-from nahida.errors import ProviderError
+from nahida.errors import MemoryPermissionError, ProviderError
+from nahida.memory.core import access
+from nahida.memory.core.access import Actor
 from nahida.memory.core.models import (
     CommitMode,
     DreamOutcome,
@@ -146,9 +148,26 @@ class Dreaming:
         least = settings.min_new_turns if min_turns is None else min_turns
         return await self.store.read(lambda tx: tx.dreams.due(least, count))
 
-    async def pause(self, chat: str, paused: bool = True) -> None:
+    def may_steer(self, chat: str, actor: Actor) -> bool:
+        """Whether `actor` may pause, resume or run the chat's dreaming (`access`)."""
+        return access.may_steer_dreaming(actor, ChatKey.parse(chat))
+
+    def _steered(self, chat: str, actor: Actor | None, what: str) -> None:
+        """Check who asks (None: the bot itself, its jobs), and log it when someone did."""
+        if actor is None:
+            return
+        if not self.may_steer(chat, actor):
+            raise MemoryPermissionError(f"{actor.label} may not steer dreaming in {chat}")
+        log.info("dreaming_steered", chat=chat, what=what, actor=actor.label)
+
+    async def pause(self, chat: str, paused: bool = True, *, actor: Actor | None = None) -> None:
+        """Pause (or resume) the chat's dreaming; `actor`: who asks (MemoryPermissionError)."""
+        self._steered(chat, actor, "pause" if paused else "resume")
         now = time.time()
         await self.store.write(lambda tx: tx.dreams.pause(chat, paused, now))
+
+    async def resume(self, chat: str, *, actor: Actor | None = None) -> None:
+        await self.pause(chat, False, actor=actor)
 
     async def paused(self, chat: str) -> bool:
         _, paused = await self.store.read(lambda tx: tx.dreams.cursor(chat))
@@ -163,15 +182,22 @@ class Dreaming:
     # -- a run -------------------------------------------------------------------------------
 
     async def run(
-        self, chat: str, trigger: str = "cli", stopping: Callable[[], bool] = _never
+        self,
+        chat: str,
+        trigger: str = "cli",
+        stopping: Callable[[], bool] = _never,
+        *,
+        actor: Actor | None = None,
     ) -> DreamRun | None:
         """Dream the chat's new turns now. None when the chat is being dreamed already (here or
         by another process); a run with outcome `skipped` and no id (not recorded) when dreaming
-        is paused there or nothing is new.
-        Raises NoModel without a model, ValueError for a chat key that does not parse."""
+        is paused there or nothing is new. `actor`: who asks (None: the bot's own schedule).
+        Raises NoModel without a model, ValueError for a chat key that does not parse,
+        MemoryPermissionError for an actor who may not."""
+        key = ChatKey.parse(chat)
+        self._steered(str(key), actor, "run")
         if not self.enabled:
             raise NoModel("no model is configured (models.dream, else models.chat)")
-        key = ChatKey.parse(chat)
         chat = str(key)
         if chat in self._running or not await self._lease(chat):
             return None

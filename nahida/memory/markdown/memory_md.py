@@ -23,7 +23,7 @@ from nahida.memory.core.scopes import GLOBAL, Visibility
 from nahida.memory.markdown.block import Bullet, Changes, flat
 from nahida.memory.markdown.block import render as render_block
 from nahida.memory.store.base import Tx
-from nahida.memory.write import candidates, write
+from nahida.memory.write import candidates, corrections, write
 
 PATH = "MEMORY.md"
 BEGIN = "<!-- nahida:memory:begin -->"
@@ -102,7 +102,7 @@ class MemoryFile:
         for old_id, new in edits.edited:
             old = tx.items.get(old_id)
             if old is not None and old.status == "active":
-                superseding = _superseding(new.candidate, old)  # keeps its title (a task's date)
+                superseding = corrections.superseding(new.candidate, old)  # keeps its title
                 index = write.item_index(superseding.title, superseding.content)
                 new = replace(new, candidate=superseding, index=index)
             # else changed in the database meanwhile: the edit is kept as a memory of its own
@@ -124,10 +124,6 @@ class MemoryFile:
             result = write.propose(tx, new, "auto_safe", ACTOR)
             counts["merged" if result.outcome == "merged" else "added"] += 1
         return counts
-
-
-def _superseding(candidate: Candidate, old: MemoryItem) -> Candidate:
-    return replace(candidate, op="supersede", target=old.id, slot=old.slot, title=old.title)
 
 
 def _edit(bullet: Bullet, now: float) -> Candidate:

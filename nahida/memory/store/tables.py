@@ -239,9 +239,14 @@ class ItemRows(Protocol):
         """Active items the visibility allows whose title or content contains every needle
         literally, latest first (`search.terms` unused)."""
 
+    def purge(self, item_id: str) -> bool:
+        """Delete an item for good: its row, its index entry (the index rebuilt, so that none of
+        its words stay in it) and its vector when no other row has the same text; an item that
+        superseded it stops naming it. False when there is none."""
+
 
 class EventRows(Protocol):
-    """The append-only audit trail: rows are never changed or deleted."""
+    """The append-only audit trail: rows are never deleted, and changed only by `purge`."""
 
     def add(
         self,
@@ -255,6 +260,11 @@ class EventRows(Protocol):
     ) -> None: ...
 
     def of_item(self, item_id: str) -> list[MemoryEvent]: ...
+
+    def purge(self, item_id: str) -> int:
+        """Blank the before, after and reason of the item's events but its `purged` ones (their
+        action, actor and time stay): the one change the trail allows, and only once a `purged`
+        event of the item is recorded (ValueError before). Returns how many held text."""
 
 
 class CandidateRows(Protocol):
@@ -292,6 +302,12 @@ class CandidateRows(Protocol):
     def decided(self, after: tuple[float, str], before: float, limit: int) -> list[CandidateNote]:
         """Candidates decided after they were proposed (a review), by (decided_at, id) after
         `after`, decided before `before`, oldest decision first."""
+
+    def purge(self, item_id: str, texts: Collection[str]) -> int:
+        """Delete the candidates that carried a purged item's words: those that made it, merged
+        into it or changed it (`item_id`), those that proposed a change to it (`target`) and
+        made no item, and those that made no item whose content or title is one of `texts`.
+        Returns how many."""
 
 
 class JobRows(Protocol):
@@ -426,6 +442,12 @@ class DreamRows(Protocol):
         """Finished runs not yet in DREAMS.md, oldest first."""
 
     def mark_written(self, run_ids: list[str]) -> None: ...
+
+    def purge(self, item_id: str, texts: Collection[str]) -> int:
+        """Blank the content and reason of the proposals in run reports that carried a purged
+        item's words: those that made or changed it (`item_id`), those that proposed a change to
+        it (`item`) and made no item, and those that made no item whose content is one of
+        `texts`. Returns how many runs changed."""
 
 
 class MarkdownRows(Protocol):

@@ -379,6 +379,8 @@ def act_on(tx: Tx, prepared: Prepared, actor: str) -> WriteResult:
         update_item(tx, target, actor, "archive", reason, status="archived", evidence=evidence)
         return WriteResult("archived", target.id)
     if candidate.op == "update":
+        # a reviewer's edit of the op makes the words theirs, which no model rewrites later
+        source = candidate.source if candidate.source in EXPLICIT_SOURCES else target.source
         changed = update_item(
             tx,
             target,
@@ -391,6 +393,7 @@ def act_on(tx: Tx, prepared: Prepared, actor: str) -> WriteResult:
             kind=candidate.kind,
             confidence=max(target.confidence, candidate.confidence),
             evidence=evidence,
+            source=source,
         )
         return WriteResult("updated", changed.id)
     if candidate.op != "supersede":

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from nahida.memory.core.models import Candidate, MemoryEvent, MemoryItem
@@ -163,6 +163,29 @@ class ItemTable:
         found.sort(key=lambda r: r.item.created_at, reverse=True)
         return [ItemMatch(r.item, 1.0, r.body or "") for r in found[: search.limit]]
 
+    def purge(self, item_id: str) -> bool:
+        data = self.data
+        row = data.items.pop(item_id, None)
+        if row is None:
+            return False
+        for other in list(data.items.values()):
+            if other.item.supersedes == item_id:
+                unlinked = dataclasses.replace(other.item, supersedes=None)
+                data.items[other.item.id] = dataclasses.replace(other, item=unlinked)
+        if row.embed_hash and not _named(data, row.embed_hash):
+            for key in [k for k in data.vectors if k[1] == row.embed_hash]:
+                del data.vectors[key]
+        return True
+
+
+def _named(data: Data, embed_hash: str) -> bool:
+    """Whether any row's text has this hash."""
+    return (
+        any(r.embed_hash == embed_hash for r in data.turns.values())
+        or any(r.embed_hash == embed_hash for r in data.items.values())
+        or any(r.embed_hash == embed_hash for r in data.episodes.values())
+    )
+
 
 class EventTable:
     """Append-only: events are added, never changed or deleted."""
@@ -187,6 +210,18 @@ class EventTable:
 
     def of_item(self, item_id: str) -> list[MemoryEvent]:
         return [e for e in self.data.events if e.item_id == item_id]
+
+    def purge(self, item_id: str) -> int:
+        events = self.data.events
+        if not any(e.item_id == item_id and e.action == "purged" for e in events):
+            raise ValueError(f"{item_id} has no purged event: its trail keeps its text")
+        blanked = 0
+        for n, e in enumerate(events):
+            held = (e.before, e.after, e.reason) != (None, None, None)
+            if e.item_id == item_id and e.action != "purged" and held:
+                events[n] = dataclasses.replace(e, before=None, after=None, reason=None)
+                blanked += 1
+        return blanked
 
 
 class CandidateTable:
@@ -268,6 +303,22 @@ class CandidateTable:
         ]
         found.sort(key=lambda r: (r.decided_at or 0.0, r.id))
         return [_note(r) for r in found[:limit]]
+
+    def purge(self, item_id: str, texts: Collection[str]) -> int:
+        said = {t for t in texts if t}
+
+        def carried(row: CandidateRow) -> bool:
+            if row.item_id == item_id:
+                return True
+            c = row.candidate
+            return row.item_id is None and (
+                c.target == item_id or c.content in said or c.title in said
+            )
+
+        gone = [r.id for r in self.data.candidates.values() if carried(r)]
+        for candidate_id in gone:
+            del self.data.candidates[candidate_id]
+        return len(gone)
 
 
 def _note(row: CandidateRow) -> CandidateNote:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Collection
 
 from nahida.memory.core.models import DreamRun, JobRun, Turn
 from nahida.memory.store.reference.data import Cursor, Data, DreamRow
@@ -146,3 +147,18 @@ class DreamTable:
             row = self.data.dreams.get(run_id)
             if row is not None:
                 self.data.dreams[run_id] = dataclasses.replace(row, written=True)
+
+    def purge(self, item_id: str, texts: Collection[str]) -> int:
+        said = {t for t in texts if t}
+        changed = 0
+        for row in self._by_seq():
+            report = row.run.report
+            kept = tuple(
+                dataclasses.replace(p, content="", reason="") if p.carries(item_id, said) else p
+                for p in report
+            )
+            if kept != report:
+                run = dataclasses.replace(row.run, report=kept)
+                self.data.dreams[run.id] = dataclasses.replace(row, run=run)
+                changed += 1
+        return changed

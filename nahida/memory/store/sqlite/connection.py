@@ -171,6 +171,8 @@ def _prepare(conn: Connection, target: str, *, vec: bool, trace: bool) -> None:
     conn.execute("PRAGMA busy_timeout = 5000")
     conn.execute("PRAGMA cache_size = -32000")  # 32 MB page cache
     conn.execute("PRAGMA temp_store = MEMORY")
+    # deleted content is overwritten with zeros, so that a purged memory's words leave the file
+    conn.execute("PRAGMA secure_delete = ON")
     if target != ":memory:":
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
+from dataclasses import replace
 from typing import Any
 
 from nahida.memory.core.models import DreamRun, Proposal, Turn
@@ -183,3 +185,27 @@ class DreamTable:
         self.conn.executemany(
             "UPDATE dream_runs SET written = 1 WHERE id = ?", [(i,) for i in run_ids]
         )
+
+    def purge(self, item_id: str, texts: Collection[str]) -> int:
+        said = [t for t in texts if t]
+        # as a report holds them: JSON strings, without their quotes
+        needles = [item_id, *(json.dumps(t, ensure_ascii=False)[1:-1] for t in said)]
+        found = self.conn.execute(
+            "SELECT seq, report FROM dream_runs WHERE "
+            + " OR ".join("instr(report, ?) > 0" for _ in needles),
+            needles,
+        ).fetchall()
+        changed = 0
+        for seq, report in found:
+            proposals = [Proposal.from_json(p) for p in json.loads(report)]
+            kept = [
+                replace(p, content="", reason="") if p.carries(item_id, said) else p
+                for p in proposals
+            ]
+            if kept != proposals:
+                self.conn.execute(
+                    "UPDATE dream_runs SET report = ? WHERE seq = ?",
+                    (json.dumps([p.to_json() for p in kept], ensure_ascii=False), seq),
+                )
+                changed += 1
+        return changed

@@ -230,6 +230,12 @@ class Compaction:
     def _size(self, rows: int) -> None:
         self._rows, self._sized = (rows if rows <= self.MAX_ROWS else None), True
 
+    def rebuild(self, conn: Connection) -> None:
+        """Rebuild the index now, whatever its size: a purge leaves none of a deleted row's
+        tokens in it."""
+        conn.execute(f"INSERT INTO {self.table} ({self.table}) VALUES ('rebuild')")
+        self._writes = self._searches = 0
+
     def _compact(self, conn: Connection) -> None:
         table = self.table
         rows = self._count(conn)

@@ -6,7 +6,7 @@ Only active items have an FTS row; its `scopes` column carries the item's visibi
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import fields
 from typing import Any
 
@@ -207,6 +207,33 @@ class ItemTable:
         )
         return [ItemMatch(rows.item(r), 1.0, r["body"]) for r in found]
 
+    def purge(self, item_id: str) -> bool:
+        conn = self.conn
+        row = conn.execute(
+            "SELECT rowid, embed_hash FROM memory_items WHERE id = ?", (item_id,)
+        ).fetchone()
+        if row is None:
+            return False
+        conn.execute("DELETE FROM memory_items_fts WHERE rowid = ?", (row[0],))
+        conn.execute("UPDATE memory_items SET supersedes = NULL WHERE supersedes = ?", (item_id,))
+        conn.execute("DELETE FROM memory_items WHERE id = ?", (item_id,))
+        if row[1]:
+            conn.execute(_UNNAMED_VECTOR, (row[1],) * 4)
+        # a deleted row's tokens stay in the index's segments until they are written anew
+        self._compaction.rebuild(conn)
+        if conn.execute(_STAT4).fetchone() is not None:
+            conn.execute("ANALYZE memory_items")  # its samples may hold the item's slot
+        return True
+
+
+_UNNAMED_VECTOR = (
+    "DELETE FROM embeddings WHERE hash = ?"
+    " AND NOT EXISTS (SELECT 1 FROM memory_items WHERE embed_hash = ?)"
+    " AND NOT EXISTS (SELECT 1 FROM turns WHERE embed_hash = ?)"
+    " AND NOT EXISTS (SELECT 1 FROM episodes WHERE embed_hash = ?)"
+)
+_STAT4 = "SELECT 1 FROM sqlite_master WHERE name = 'sqlite_stat4'"
+
 
 class EventTable:
     def __init__(self, conn: Connection) -> None:
@@ -233,6 +260,24 @@ class EventTable:
             "SELECT * FROM memory_events WHERE item_id = ? ORDER BY id", (item_id,)
         )
         return [rows.event(r) for r in found]
+
+    def purge(self, item_id: str) -> int:
+        conn = self.conn
+        if (
+            conn.execute(
+                "SELECT 1 FROM memory_events WHERE item_id = ? AND action = 'purged'", (item_id,)
+            ).fetchone()
+            is None
+        ):
+            raise ValueError(f"{item_id} has no purged event: its trail keeps its text")
+        return int(
+            conn.execute(
+                "UPDATE memory_events SET before = NULL, after = NULL, reason = NULL"
+                " WHERE item_id = ? AND action != 'purged'"
+                " AND (before IS NOT NULL OR after IS NOT NULL OR reason IS NOT NULL)",
+                (item_id,),
+            ).rowcount
+        )
 
 
 class CandidateTable:
@@ -338,6 +383,18 @@ class CandidateTable:
             (*after, before),
         )
         return [_note(r) for r in found]
+
+    def purge(self, item_id: str, texts: Collection[str]) -> int:
+        said = [t for t in texts if t]
+        marks = ", ".join("?" * len(said)) or "NULL"
+        return int(
+            self.conn.execute(
+                "DELETE FROM memory_candidates WHERE item_id = ?"
+                " OR (item_id IS NULL AND (target = ?"
+                f" OR content IN ({marks}) OR title IN ({marks})))",
+                (item_id, item_id, *said, *said),
+            ).rowcount
+        )
 
 
 def _note(row: Any) -> CandidateNote:

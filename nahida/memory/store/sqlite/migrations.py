@@ -31,6 +31,7 @@ from nahida.memory.store.sqlite.schema import (
     MARKDOWN,
     MEMORY_TABLES,
     PROFILES,
+    PURGEABLE_EVENTS,
     SESSIONS_AND_TURNS,
     WORKING_MEMORY,
 )
@@ -101,6 +102,7 @@ MIGRATIONS: list[Migration] = [
     Migration("0014_daily_notes", _sql(DAILY_NOTES)),
     Migration("0015_deliveries", _sql(DELIVERIES)),
     Migration("0016_answered_commands", _sql(ANSWERED_COMMANDS)),
+    Migration("0017_purgeable_events", _sql(PURGEABLE_EVENTS)),
 ]
 
 

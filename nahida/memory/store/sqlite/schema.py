@@ -346,3 +346,23 @@ CREATE TABLE answered_commands (
 );
 CREATE INDEX answered_commands_by_age ON answered_commands (answered_at)
 """
+
+# A purge (docs/memory.md) takes a memory's words out of its audit trail: the one change the
+# trail allows. An event's text (before, after, reason) may be blanked, nothing else changed,
+# and only once the trail records the item's purge; every other change, and any delete, aborts.
+PURGEABLE_EVENTS = """
+DROP TRIGGER memory_events_append_only_update;
+CREATE TRIGGER memory_events_append_only_update BEFORE UPDATE ON memory_events
+WHEN NOT (
+    NEW.id IS OLD.id AND NEW.item_id IS OLD.item_id AND NEW.action IS OLD.action
+    AND NEW.actor IS OLD.actor AND NEW.time IS OLD.time
+    AND NEW.before IS NULL AND NEW.after IS NULL AND NEW.reason IS NULL
+    AND OLD.action != 'purged'
+    AND EXISTS (
+        SELECT 1 FROM memory_events p WHERE p.item_id = OLD.item_id AND p.action = 'purged'
+    )
+)
+BEGIN
+    SELECT RAISE(ABORT, 'memory_events is append-only: only a purge blanks an event''s text');
+END
+"""
