@@ -32,14 +32,16 @@ from nahida.memory.store.tables import (
     ItemRows,
     JobRows,
     MarkdownRows,
+    PeopleRows,
     ProfileRows,
+    RecallRows,
     SessionRows,
     StateRows,
     SummaryRows,
     TurnRows,
-    VectorRows,
 )
 from nahida.memory.store.values import StoreCapabilities
+from nahida.memory.store.vectors import VectorRows
 
 T = TypeVar("T")
 
@@ -75,6 +77,10 @@ class Tx(Protocol):
     def state(self) -> StateRows: ...
     @property
     def commands(self) -> CommandRows: ...
+    @property
+    def recalls(self) -> RecallRows: ...
+    @property
+    def people(self) -> PeopleRows: ...
 
 
 Unit = Callable[..., T]  # unit(tx, *args) -> T

@@ -1,13 +1,14 @@
 """The tables a store's `Tx` holds, in the domain's words, and the values they pass.
 
 Each is a protocol a backend implements (`memory/store/sqlite/` for SQLite); `base` gathers them
-into a `Tx` and declares the `Store` that runs units of work over them.
+into a `Tx` and declares the `Store` that runs units of work over them. The vectors' table is in
+`vectors`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from nahida.memory.core.models import (
     Candidate,
@@ -25,68 +26,30 @@ from nahida.memory.core.models import (
 from nahida.memory.core.scopes import Visibility
 from nahida.memory.store.values import (
     CandidateNote,
+    ChatActivity,
     CommandMessage,
     Delivery,
+    DreamTally,
     DueChat,
-    Embedded,
     EpisodeMatch,
     Fate,
     FileState,
+    HistoryTotals,
+    ItemFilter,
     ItemMatch,
     KnownMessage,
+    NameUse,
+    RecallRecord,
+    RecallTally,
     SectionEntry,
+    Seen,
+    Slice,
+    Span,
+    SpanCount,
+    Tally,
     TextSearch,
     TurnMatch,
-    Unembedded,
-    VectorCounts,
-    VectorSearch,
-    VectorSpace,
 )
-
-if TYPE_CHECKING:
-    from nahida.memory.store.values import Vector
-
-
-class VectorRows(Protocol):
-    """Embeddings by text (a cache: one vector per space and text hash) and vector search.
-
-    A backend without a vector extension computes the same answers with numpy."""
-
-    def unhashed(self, kind: Embedded, limit: int) -> list[Unembedded]:
-        """Searchable rows (active items; unhidden user/assistant turns; episodes) not looked at
-        yet."""
-
-    def missing(
-        self, kind: Embedded, space: VectorSpace, after: int, limit: int
-    ) -> list[Unembedded]:
-        """Searchable rows after `after` whose text was looked at but has no vector in `space`."""
-
-    def known(self, space: VectorSpace, hashes: Sequence[str]) -> set[str]:
-        """The hashes that have a vector in `space`."""
-
-    def put(self, space: VectorSpace, vectors: Sequence[tuple[str, Vector]], at: float) -> int:
-        """Store vectors by text hash (an existing one is kept); returns how many are new."""
-
-    def link(self, kind: Embedded, hashes: Sequence[tuple[int, str]]) -> None:
-        """Name each row's text by hash (`''`: not worth a vector)."""
-
-    def counts(self, space: VectorSpace | None) -> VectorCounts: ...
-
-    def clear(self) -> int:
-        """Delete every vector and forget every row's hash (a rebuild); returns the vectors."""
-
-    def sweep(self) -> int:
-        """Delete vectors no row names any more (deleted sessions, changed items, rewritten
-        episodes)."""
-
-    def items(self, visibility: Visibility, search: VectorSearch) -> list[ItemMatch]:
-        """Active items the visibility allows, nearest first."""
-
-    def turns(self, chats: Sequence[str] | None, search: VectorSearch) -> list[TurnMatch]:
-        """Unhidden user/assistant turns of these chats (every chat: None), nearest first."""
-
-    def episodes(self, chats: Sequence[str] | None, search: VectorSearch) -> list[EpisodeMatch]:
-        """Episodes of these chats (every chat: None), nearest first (`time`: `ended_at`)."""
 
 
 class SessionRows(Protocol):
@@ -119,6 +82,15 @@ class SessionRows(Protocol):
         """Point the chat at a session; its last activity becomes `at` unless it was later."""
 
     def clear_current(self, chat: str) -> None: ...
+
+    def totals(self) -> HistoryTotals:
+        """Chats with a session, sessions, and turns (each session's count, summed)."""
+
+    def chats(self, offset: int, limit: int) -> Slice[ChatActivity]:
+        """Chats with a session, the latest active first (then by chat)."""
+
+    def page(self, chat: str, offset: int, limit: int) -> Slice[Session]:
+        """The chat's sessions, newest first (by last turn), as `latest` orders them."""
 
 
 class TurnRows(Protocol):
@@ -193,6 +165,17 @@ class TurnRows(Protocol):
         """(id, turn) for the user/assistant turn just before and after each of `ids` in its
         session, not said after `at`."""
 
+    def page(self, session_id: str, offset: int, limit: int) -> Slice[Turn]:
+        """The session's turns in order, every role, hidden ones too (a transcript)."""
+
+    def around(self, turn_id: int, before: int, after: int) -> list[Turn]:
+        """The turn, with up to `before` and `after` user/assistant turns on either side in its
+        session (hidden ones too), in order; [] for a turn not stored."""
+
+    def of_messages(self, messages: Sequence[tuple[str, str]]) -> list[Turn]:
+        """The turns that are these (chat, message id) messages, in order (every turn with the
+        id: implementations reuse ids)."""
+
 
 class ItemRows(Protocol):
     def get(self, item_id: str) -> MemoryItem | None: ...
@@ -226,18 +209,28 @@ class ItemRows(Protocol):
     def exported(self, scopes: Sequence[str] | None) -> list[MemoryItem]:
         """Every item of these scopes (all: None), any status, oldest first."""
 
-    def search(self, visibility: Visibility, search: TextSearch) -> list[ItemMatch]:
-        """Active items the visibility allows, best first."""
+    def search(self, visibility: Visibility | None, search: TextSearch) -> list[ItemMatch]:
+        """Active items the visibility allows (every scope: None, an admin's), best first."""
 
     def any_active(self, visibility: Visibility, kind: str | None = None) -> bool:
         """Whether the visibility allows any active item (of `kind`): whether an item search
         or listing could find one."""
 
     def containing(
-        self, visibility: Visibility, needles: Sequence[str], search: TextSearch
+        self, visibility: Visibility | None, needles: Sequence[str], search: TextSearch
     ) -> list[ItemMatch]:
-        """Active items the visibility allows whose title or content contains every needle
-        literally, latest first (`search.terms` unused)."""
+        """Active items the visibility allows (every scope: None) whose title or content
+        contains every needle literally, latest first (`search.terms` unused)."""
+
+    def tally(self) -> list[Tally]:
+        """Every item counted by scope family, kind and status (counts of 0 left out)."""
+
+    def added(self, spans: Sequence[Span]) -> list[SpanCount]:
+        """Items created in each span, by source (`key`; counts of 0 left out)."""
+
+    def page(self, where: ItemFilter, offset: int, limit: int) -> Slice[MemoryItem]:
+        """The items `where` holds (`ItemFilter.holds`), most recently changed first (then by
+        id), as `listed` orders them."""
 
 
 class EventRows(Protocol):
@@ -292,6 +285,9 @@ class CandidateRows(Protocol):
     def decided(self, after: tuple[float, str], before: float, limit: int) -> list[CandidateNote]:
         """Candidates decided after they were proposed (a review), by (decided_at, id) after
         `after`, decided before `before`, oldest decision first."""
+
+    def pending_count(self) -> int:
+        """How many candidates wait for review, in every scope."""
 
 
 class JobRows(Protocol):
@@ -390,6 +386,9 @@ class EpisodeRows(Protocol):
         """Episodes of these chats (every chat: None), best first; `time` is `ended_at` (without
         terms: the latest ended)."""
 
+    def of_chats(self, chats: Sequence[str], offset: int, limit: int) -> Slice[Episode]:
+        """The episodes of these chats, the latest ended first, as `of_chat` orders them."""
+
 
 class DreamRows(Protocol):
     """Dream runs and per-chat cursors (DESIGN §8)."""
@@ -427,6 +426,13 @@ class DreamRows(Protocol):
 
     def mark_written(self, run_ids: list[str]) -> None: ...
 
+    def page(self, chat: str | None, offset: int, limit: int) -> Slice[DreamRun]:
+        """Runs newest first (of one chat, or of all), as `latest`, each without its `report`
+        (`get` has it)."""
+
+    def tally(self, spans: Sequence[Span]) -> list[DreamTally]:
+        """Runs started in each span and the sums of their counts (spans without one left out)."""
+
 
 class MarkdownRows(Protocol):
     """The Markdown projection's record of its files (DESIGN §9)."""
@@ -455,3 +461,31 @@ class CommandRows(Protocol):
 
     def add(self, command: CommandMessage, at: float) -> None:
         """Record it answered (records older than a month go)."""
+
+
+class RecallRows(Protocol):
+    """What each answered user turn's prompt was given from memory (`RecallRecord`), one row
+    per turn, gone with the turn."""
+
+    def add(self, record: RecallRecord) -> None:
+        """Record the turn's recall (replacing one it had)."""
+
+    def of_turns(self, turn_ids: Sequence[int]) -> dict[int, RecallRecord]:
+        """The recalls of those of these turns that have one, by turn."""
+
+    def tally(self, spans: Sequence[Span]) -> list[RecallTally]:
+        """Recalls recorded in each span and the hits they hold (spans without one left out)."""
+
+
+class PeopleRows(Protocol):
+    """People: the speakers of stored user turns (by `speaker`) and the users with an active
+    profile bullet, derived from those tables as they are."""
+
+    def count(self) -> int: ...
+
+    def page(self, offset: int, limit: int) -> Slice[Seen]:
+        """People, the latest seen first (then by user; those who never spoke last)."""
+
+    def names(self, users: Sequence[str]) -> list[NameUse]:
+        """The (name, chat) pairs these people spoke under in user turns, by user, then the
+        latest used first (then by chat and name)."""

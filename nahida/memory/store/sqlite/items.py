@@ -15,7 +15,16 @@ from nahida.memory.core.scopes import Visibility
 from nahida.memory.store.sqlite import fts, rows
 from nahida.memory.store.sqlite.connection import Connection
 from nahida.memory.store.sqlite.fts import like_escape
-from nahida.memory.store.values import CandidateNote, ItemMatch, TextSearch
+from nahida.memory.store.values import (
+    CandidateNote,
+    ItemFilter,
+    ItemMatch,
+    Slice,
+    Span,
+    SpanCount,
+    Tally,
+    TextSearch,
+)
 
 _COLUMNS = tuple(f.name for f in fields(MemoryItem))
 _INSERT = (
@@ -174,8 +183,11 @@ class ItemTable:
             )
         return [rows.item(r) for r in found]
 
-    def search(self, visibility: Visibility, search: TextSearch) -> list[ItemMatch]:
-        expression = fts.scoped_match(search.terms, fts.visibility_keys(visibility))
+    def search(self, visibility: Visibility | None, search: TextSearch) -> list[ItemMatch]:
+        if visibility is None:  # every scope: the words alone (`chats_match` of every chat)
+            expression = fts.chats_match(search.terms, None)
+        else:
+            expression = fts.scoped_match(search.terms, fts.visibility_keys(visibility))
         if expression:  # a MATCH: its cost grows with the segments (`fts.Compaction`)
             self._compaction.searched()
         found = fts.ranked(self.conn, *_MATCH_FROM, expression, search)
@@ -189,9 +201,9 @@ class ItemTable:
         return self.conn.execute(f"{sql} LIMIT 1", params).fetchone() is not None
 
     def containing(
-        self, visibility: Visibility, needles: Sequence[str], search: TextSearch
+        self, visibility: Visibility | None, needles: Sequence[str], search: TextSearch
     ) -> list[ItemMatch]:
-        where, params = visibility_sql(visibility)
+        where, params = visibility_sql(visibility) if visibility is not None else ("1", [])
         sql = (
             "SELECT m.*, f.body AS body FROM memory_items m"
             " JOIN memory_items_fts f ON f.rowid = m.rowid"
@@ -206,6 +218,81 @@ class ItemTable:
             f"{sql} ORDER BY m.created_at DESC LIMIT {int(search.limit)}", values
         )
         return [ItemMatch(rows.item(r), 1.0, r["body"]) for r in found]
+
+    def tally(self) -> list[Tally]:
+        # counted by scope first, in the order of the (scope, status, kind) index: the outer
+        # grouping then sorts a row per scope, kind and status, not one per item
+        found = self.conn.execute(
+            "SELECT CASE WHEN instr(scope, ':') = 0 THEN scope"
+            " ELSE substr(scope, 1, instr(scope, ':') - 1) END AS family, kind, status, sum(n)"
+            " FROM (SELECT scope, status, kind, count(*) AS n FROM memory_items"
+            " GROUP BY scope, status, kind) GROUP BY family, kind, status"
+        )
+        return [Tally(*row) for row in found]
+
+    def added(self, spans: Sequence[Span]) -> list[SpanCount]:
+        found = self.conn.execute(
+            "SELECT s.key, m.source, count(*) FROM json_each(?) s CROSS JOIN memory_items m"
+            " ON m.created_at >= json_extract(s.value, '$[0]')"
+            " AND m.created_at < json_extract(s.value, '$[1]')"
+            " GROUP BY s.key, m.source",
+            (rows.dump([list(span) for span in spans]),),
+        )
+        return [SpanCount(*row) for row in found]
+
+    def page(self, where: ItemFilter, offset: int, limit: int) -> Slice[MemoryItem]:
+        sql, params = filter_sql(where)
+        found = self.conn.execute(
+            f"SELECT * FROM memory_items WHERE {sql} ORDER BY updated_at DESC, id"
+            f" LIMIT {int(limit)} OFFSET {int(offset)}",
+            params,
+        )
+        (total,) = self.conn.execute(
+            f"SELECT count(*) FROM memory_items WHERE {sql}", params
+        ).fetchone()
+        return Slice([rows.item(r) for r in found], int(total))
+
+
+def filter_sql(where: ItemFilter) -> tuple[str, list[Any]]:
+    """A `memory_items` WHERE clause that holds what `where.holds` holds."""
+    parts: list[str] = []
+    params: list[Any] = []
+
+    def among(column: str, values: Sequence[str]) -> None:
+        parts.append(f"{column} IN ({', '.join('?' * len(values))})" if values else "0")
+        params.extend(values)
+
+    if where.scopes is not None:
+        among("scope", where.scopes)
+    if where.family is not None:  # the scope itself, or one starting `<family>:`
+        if ":" in where.family:
+            parts.append("0")
+        else:
+            parts.append("(scope = ? OR (scope >= ? AND scope < ?))")
+            params += [where.family, f"{where.family}:", f"{where.family};"]
+    for column in ("kind", "status"):
+        value = getattr(where, column)
+        if value is not None:
+            parts.append(f"{column} = ?")
+            params.append(value)
+    if where.sources is not None or where.source_prefixes:
+        named = list(where.sources or ())
+        either = [f"source IN ({', '.join('?' * len(named))})"] if named else []
+        either += ["substr(source, 1, ?) = ?"] * len(where.source_prefixes)
+        parts.append(f"({' OR '.join(either)})" if either else "0")
+        params += named
+        for prefix in where.source_prefixes:
+            params += [len(prefix), prefix]
+    if where.person is not None:
+        parts.append("(scope = ? OR subject_user = ?)")
+        params += [f"user:{where.person}", where.person]
+    if where.created is not None:
+        parts.append("created_at >= ? AND created_at < ?")
+        params += list(where.created)
+    if where.ids is not None:
+        parts.append("id IN (SELECT value FROM json_each(?))")
+        params.append(rows.dump(list(where.ids)))
+    return " AND ".join(parts) or "1", params
 
 
 class EventTable:
@@ -292,6 +379,10 @@ class CandidateTable:
             params.extend(scopes)
         found = self.conn.execute(f"{sql} ORDER BY created_at, id LIMIT {int(limit)}", params)
         return [(r["id"], rows.candidate(r), r["created_at"]) for r in found]
+
+    def pending_count(self) -> int:
+        sql = "SELECT count(*) FROM memory_candidates WHERE status = 'pending'"
+        return int(self.conn.execute(sql).fetchone()[0])
 
     def get_pending(self, candidate_id: str) -> Candidate | None:
         row = self.conn.execute(

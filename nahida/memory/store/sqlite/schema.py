@@ -346,3 +346,66 @@ CREATE TABLE answered_commands (
 );
 CREATE INDEX answered_commands_by_age ON answered_commands (answered_at)
 """
+
+# The admin console (`memory.admin`). `turn_recalls`: what each answered user turn's prompt was
+# given from memory (`RecallRecord`: the ids of the hits injected, by kind), written with the
+# reply, gone with the turn. `speakers`: per person, chat and name ('' for none) the user turns
+# spoken so, kept by triggers on `turns`, so that people are listed without reading every turn
+# (a deleted turn that was the first or last of its row has that time looked up again, among the
+# chat's turns by time). The indexes serve the console's series and listings by time, an item's
+# supersede chain and the items about a person.
+CONSOLE = """
+CREATE TABLE turn_recalls (
+    turn_id   INTEGER PRIMARY KEY REFERENCES turns (id) ON DELETE CASCADE,
+    chat      TEXT NOT NULL,
+    time      REAL NOT NULL,
+    hits      INTEGER NOT NULL,
+    items     TEXT NOT NULL DEFAULT '[]',
+    turns     TEXT NOT NULL DEFAULT '[]',
+    episodes  TEXT NOT NULL DEFAULT '[]'
+);
+CREATE INDEX turn_recalls_by_time ON turn_recalls (time, hits);
+CREATE TABLE speakers (
+    user        TEXT NOT NULL,
+    chat        TEXT NOT NULL,
+    name        TEXT NOT NULL,
+    turns       INTEGER NOT NULL,
+    first_seen  REAL NOT NULL,
+    last_seen   REAL NOT NULL,
+    PRIMARY KEY (user, chat, name)
+) WITHOUT ROWID;
+INSERT INTO speakers (user, chat, name, turns, first_seen, last_seen)
+    SELECT speaker, chat, coalesce(speaker_name, ''), count(*), min(time), max(time) FROM turns
+    WHERE role = 'user' AND speaker IS NOT NULL
+    GROUP BY speaker, chat, coalesce(speaker_name, '');
+CREATE TRIGGER speakers_add AFTER INSERT ON turns
+WHEN new.role = 'user' AND new.speaker IS NOT NULL
+BEGIN
+    INSERT INTO speakers (user, chat, name, turns, first_seen, last_seen)
+    VALUES (new.speaker, new.chat, coalesce(new.speaker_name, ''), 1, new.time, new.time)
+    ON CONFLICT (user, chat, name) DO UPDATE SET turns = turns + 1,
+        first_seen = min(first_seen, excluded.first_seen),
+        last_seen = max(last_seen, excluded.last_seen);
+END;
+CREATE TRIGGER speakers_drop AFTER DELETE ON turns
+WHEN old.role = 'user' AND old.speaker IS NOT NULL
+BEGIN
+    DELETE FROM speakers WHERE user = old.speaker AND chat = old.chat
+        AND name = coalesce(old.speaker_name, '') AND turns <= 1;
+    UPDATE speakers SET turns = turns - 1,
+        first_seen = CASE WHEN first_seen < old.time THEN first_seen ELSE (
+            SELECT min(t.time) FROM turns t WHERE t.chat = old.chat AND t.role = 'user'
+            AND t.speaker = old.speaker
+            AND coalesce(t.speaker_name, '') = coalesce(old.speaker_name, '')) END,
+        last_seen = CASE WHEN last_seen > old.time THEN last_seen ELSE (
+            SELECT max(t.time) FROM turns t WHERE t.chat = old.chat AND t.role = 'user'
+            AND t.speaker = old.speaker
+            AND coalesce(t.speaker_name, '') = coalesce(old.speaker_name, '')) END
+    WHERE user = old.speaker AND chat = old.chat AND name = coalesce(old.speaker_name, '');
+END;
+CREATE INDEX memory_items_by_updated ON memory_items (updated_at);
+CREATE INDEX memory_items_by_created ON memory_items (created_at, source);
+CREATE INDEX memory_items_by_supersedes ON memory_items (supersedes) WHERE supersedes IS NOT NULL;
+CREATE INDEX memory_items_by_subject ON memory_items (subject_user) WHERE subject_user IS NOT NULL;
+CREATE INDEX dream_runs_by_start ON dream_runs (started_at)
+"""
