@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from nahida.memory.core.models import Candidate, DreamRun, Episode, MemoryItem, NewTurn, Proposal
+from nahida.memory.core.scopes import Visibility
 from nahida.memory.core.tokenize import index_text, query_terms, tokenize
 from nahida.memory.store.base import Store, Tx
 from nahida.memory.store.values import (
@@ -123,7 +124,7 @@ FILTERED = (
     memory("g1", kind="procedure", source="human_edit", created_at=T0 - DAY),
     memory("c1", f"chat:{GROUP}", source="plugin:notes", subject_user="qq:u2"),
     memory("c2", f"chat:{DM}", status="archived", source="user_explicit"),
-    memory("u1", "user:qq:u1", source="llm_dream", created_at=T0 + DAY),
+    memory("u1", "user:qq:u1", source="llm_dream", created_at=T0 + DAY, sensitivity="public"),
     memory("u2", "user:qq:u2", source="dream_v2"),
     memory("x1", "chatty", source="import"),  # a scope of no family but its own name
 )
@@ -150,6 +151,9 @@ FILTERED = (
         (ItemFilter(ids=("u1", "g1", "nope")), ["g1", "u1"]),
         (ItemFilter(ids=()), []),
         (ItemFilter(family="user", source_prefixes=("dream",), created=(T0, T0 + 1)), ["u2"]),
+        (ItemFilter(visibility=Visibility(("global", f"chat:{DM}"))), ["c2", "g1"]),
+        (ItemFilter(visibility=Visibility((), ("user:qq:u1", "user:qq:u2"))), ["u1"]),
+        (ItemFilter(visibility=Visibility(("user:qq:u2",), ("user:qq:u1",))), ["u1", "u2"]),
     ],
 )
 def test_page_holds_what_the_filter_holds(
@@ -219,6 +223,12 @@ def test_chats_are_the_latest_active_first_with_their_sessions_and_turns(store: 
     ]
     assert chats.total == 3
     assert store.read_sync(lambda tx: tx.sessions.chats(1, 1)) == ([chats.rows[1]], 3)
+    assert store.read_sync(lambda tx: tx.sessions.activity(DM)) == chats.rows[1]
+    store.write_sync(lambda tx: tx.sessions.create("s5", "qq:group:7", "empty", T0))
+    assert store.read_sync(lambda tx: tx.sessions.activity("qq:group:7")) == (
+        ChatActivity("qq:group:7", 1, 0, T0)
+    )
+    assert store.read_sync(lambda tx: tx.sessions.activity("qq:group:8")) is None
 
 
 def test_a_chats_sessions_come_a_page_at_a_time_newest_first(store: Store) -> None:

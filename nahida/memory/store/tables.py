@@ -89,6 +89,9 @@ class SessionRows(Protocol):
     def chats(self, offset: int, limit: int) -> Slice[ChatActivity]:
         """Chats with a session, the latest active first (then by chat)."""
 
+    def activity(self, chat: str) -> ChatActivity | None:
+        """The chat as `chats` shows it; None for a chat without a session."""
+
     def page(self, chat: str, offset: int, limit: int) -> Slice[Session]:
         """The chat's sessions, newest first (by last turn), as `latest` orders them."""
 

@@ -14,7 +14,7 @@ from nahida.memory.core.models import (
     MemoryItem,
     ProfileEntry,
 )
-from nahida.memory.core.scopes import scope_family
+from nahida.memory.core.scopes import Visibility, scope_family
 
 if TYPE_CHECKING:  # numpy loads only where vectors are used (not for `nahida --help`)
     import numpy as np
@@ -251,7 +251,8 @@ class ItemFilter:
 
     `family`: the scope's family (`global`, `chat`, `user`); `sources`/`source_prefixes`: a
     source named, or starting so (either matches); `person`: items of the person's `user:`
-    scope or about them (`subject_user`); `created`: created in [start, end); `ids`: only these.
+    scope or about them (`subject_user`); `created`: created in [start, end); `ids`: only these;
+    `visibility`: only what it allows (any status).
     """
 
     scopes: tuple[str, ...] | None = None
@@ -263,6 +264,7 @@ class ItemFilter:
     person: str | None = None
     created: Span | None = None
     ids: tuple[str, ...] | None = None
+    visibility: Visibility | None = None
 
     def holds(self, item: MemoryItem) -> bool:
         """Whether the item is one the filter keeps (what every backend's query means)."""
@@ -284,6 +286,7 @@ class ItemFilter:
             )
             and (self.created is None or self.created[0] <= item.created_at < self.created[1])
             and (self.ids is None or item.id in self.ids)
+            and (self.visibility is None or self.visibility.sees(item.scope, item.sensitivity))
         )
 
 

@@ -101,7 +101,7 @@ class SessionTable:
         chats = {r.chat for r in rows}
         return HistoryTotals(len(chats), len(rows), sum(r.turn_count for r in rows))
 
-    def chats(self, offset: int, limit: int) -> Slice[ChatActivity]:
+    def _activity(self) -> list[ChatActivity]:
         by_chat: dict[str, list[SessionRow]] = {}
         for row in self.data.sessions.values():
             by_chat.setdefault(row.chat, []).append(row)
@@ -114,8 +114,14 @@ class SessionTable:
             )
             for chat, rows in by_chat.items()
         ]
-        found.sort(key=lambda c: (-c.last_active, c.chat))
+        return sorted(found, key=lambda c: (-c.last_active, c.chat))
+
+    def chats(self, offset: int, limit: int) -> Slice[ChatActivity]:
+        found = self._activity()
         return Slice(found[offset : offset + limit], len(found))
+
+    def activity(self, chat: str) -> ChatActivity | None:
+        return next((c for c in self._activity() if c.chat == chat), None)
 
     def page(self, chat: str, offset: int, limit: int) -> Slice[Session]:
         found = self.latest(chat, len(self.data.sessions))

@@ -161,6 +161,13 @@ class SessionTable:
         (total,) = self.conn.execute("SELECT count(DISTINCT chat) FROM sessions").fetchone()
         return Slice(activity, int(total))
 
+    def activity(self, chat: str) -> ChatActivity | None:
+        row = self.conn.execute(
+            "SELECT chat, count(*), sum(turn_count), max(updated_at) FROM sessions WHERE chat = ?",
+            (chat,),
+        ).fetchone()
+        return ChatActivity(*row) if row[1] else None
+
     def page(self, chat: str, offset: int, limit: int) -> Slice[Session]:
         found = self.conn.execute(
             "SELECT * FROM sessions WHERE chat = ? ORDER BY updated_at DESC, id DESC"

@@ -292,6 +292,10 @@ def filter_sql(where: ItemFilter) -> tuple[str, list[Any]]:
     if where.ids is not None:
         parts.append("id IN (SELECT value FROM json_each(?))")
         params.append(rows.dump(list(where.ids)))
+    if where.visibility is not None:
+        seen, values = visibility_sql(where.visibility)
+        parts.append(seen)
+        params += values
     return " AND ".join(parts) or "1", params
 
 
