@@ -40,6 +40,14 @@ def speak(
     return store.write_sync(run)
 
 
+def fold(store: Store, limit: int = 1000) -> int:
+    """Take every turn stored since the last fold into people; how many turns that was."""
+    folded = 0
+    while (taken := store.write_sync(lambda tx: tx.people.fold(limit))) > 0:
+        folded += taken
+    return folded
+
+
 def names(store: Store, *users: str) -> list[NameUse]:
     return store.read_sync(lambda tx: tx.people.names(users))
 
@@ -70,6 +78,8 @@ def test_people_are_speakers_latest_seen_first_then_those_with_only_a_profile(
     profile(store, "p1", "qq:u4")
     profile(store, "p2", "qq:u1")  # a speaker too: once
     profile(store, "p3", "qq:u5", status="archived")  # no active bullet: nobody
+    assert people(store) == ([Seen("qq:u1", None, 0), Seen("qq:u4", None, 0)], 2)  # no fold yet
+    assert fold(store) == 6
     expected = [
         Seen("qq:u1", T0 + 9, 2),
         Seen("qq:u2", T0 + 5, 1),
@@ -92,6 +102,7 @@ def test_names_are_each_name_a_person_spoke_under_in_each_chat(store: Store) -> 
         ("qq:u2", "Bob", T0),
     )
     speak(store, "s2", DM, ("qq:u1", None, T0 + 1), ("qq:u1", "", T0 + 4))  # no name, twice
+    fold(store)
     assert names(store, "qq:u1", "qq:u2", "qq:u7") == [
         NameUse("qq:u1", None, DM, 2, T0 + 1, T0 + 4),
         NameUse("qq:u1", "Ally", GROUP, 1, T0 + 3, T0 + 3),
@@ -105,6 +116,7 @@ def test_deleting_a_session_takes_its_turns_out_of_people(store: Store) -> None:
     speak(store, "s1", GROUP, ("qq:u1", "Alice", T0), ("qq:u2", "Bob", T0 + 1))
     speak(store, "s2", GROUP, ("qq:u1", "Alice", T0 + 5), ("qq:u1", "Alice", T0 + 7))
     speak(store, "s3", GROUP, ("qq:u1", "Alice", T0 + 9))
+    fold(store)
     store.write_sync(lambda tx: tx.sessions.delete("s3"))  # the latest: last seen goes back
     assert names(store, "qq:u1") == [NameUse("qq:u1", "Alice", GROUP, 3, T0, T0 + 7)]
     store.write_sync(lambda tx: tx.sessions.delete("s1"))  # the first: first seen moves on
@@ -118,10 +130,51 @@ def test_deleting_a_session_takes_its_turns_out_of_people(store: Store) -> None:
 def test_people_outlive_reopening_the_store(backend: Factory, tmp_path: Path) -> None:
     store = backend(tmp_path)
     speak(store, "s1", GROUP, ("qq:u1", "Alice", T0))
+    fold(store)
+    speak(store, "s1", GROUP, ("qq:u1", "Alice", T0 + 1))  # not folded yet
     store.close()
     again = backend(tmp_path)
     assert names(again, "qq:u1") == [NameUse("qq:u1", "Alice", GROUP, 1, T0, T0)]
+    assert fold(again) == 1
+    assert names(again, "qq:u1") == [NameUse("qq:u1", "Alice", GROUP, 2, T0, T0 + 1)]
     again.close()
+
+
+def test_a_fold_takes_in_the_turns_stored_since_the_last_a_few_at_a_time(store: Store) -> None:
+    assert store.write_sync(lambda tx: tx.people.fold(10)) == 0
+    speak(store, "s1", GROUP, *[("qq:u1", "Alice", T0 + n) for n in range(3)])
+    speak(store, "s1", GROUP, ("qq:u9", None, T0 + 3), role="assistant")  # taken, not a person
+    speak(store, "s2", DM, ("qq:u1", None, T0 + 4))
+    assert names(store, "qq:u1") == [] and people(store) == ([], 0)  # not folded yet
+    assert store.write_sync(lambda tx: tx.people.fold(2)) == 2
+    assert names(store, "qq:u1") == [NameUse("qq:u1", "Alice", GROUP, 2, T0, T0 + 1)]
+    assert store.write_sync(lambda tx: tx.people.fold(2)) == 2
+    assert store.write_sync(lambda tx: tx.people.fold(2)) == 1
+    assert store.write_sync(lambda tx: tx.people.fold(2)) == 0
+    assert names(store, "qq:u1") == [
+        NameUse("qq:u1", None, DM, 1, T0 + 4, T0 + 4),
+        NameUse("qq:u1", "Alice", GROUP, 3, T0, T0 + 2),
+    ]
+
+
+def test_turns_deleted_before_a_fold_never_count_and_new_ones_after_a_delete_do(
+    store: Store,
+) -> None:
+    speak(store, "s1", GROUP, ("qq:u1", "Alice", T0))
+    fold(store)
+    speak(store, "s2", GROUP, ("qq:u1", "Alice", T0 + 5), ("qq:u2", "Bob", T0 + 6))
+    store.write_sync(lambda tx: tx.sessions.delete("s2"))  # never folded: nothing to take out
+    assert names(store, "qq:u1", "qq:u2") == [NameUse("qq:u1", "Alice", GROUP, 1, T0, T0)]
+    assert fold(store) == 0
+    speak(store, "s3", GROUP, ("qq:u1", "Ally", T0 + 7))
+    fold(store)
+    store.write_sync(lambda tx: tx.sessions.delete("s3"))  # the latest turns, folded
+    speak(store, "s4", GROUP, ("qq:u2", "Bob", T0 + 8), ("qq:u2", "Bob", T0 + 9))
+    assert fold(store) == 2  # turns stored after a delete are new, whatever their ids
+    assert names(store, "qq:u1", "qq:u2") == [
+        NameUse("qq:u1", "Alice", GROUP, 1, T0, T0),
+        NameUse("qq:u2", "Bob", GROUP, 2, T0 + 8, T0 + 9),
+    ]
 
 
 # recalls ---------------------------------------------------------------------------------------

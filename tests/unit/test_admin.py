@@ -154,7 +154,7 @@ async def test_a_series_counts_each_day_in_the_bots_zone(memory: MemoryService) 
     assert (day.recalls, day.recall_hits, day.dream_runs) == (1, 3, 0)
     assert (today.added["dreamed"], today.added["edited"], today.recalls) == (1, 1, 0)
     assert [j.id for j in series.jobs] == [job]
-    assert series.backlog.pending >= 1  # nothing is embedded without an embedder
+    assert (await memory.admin.backlog()).pending >= 1  # nothing is embedded without an embedder
     assert json.loads(json.dumps(series.to_json()))["days"][1]["day"] == "2026-05-09"
     with pytest.raises(ValueError):
         await memory.admin.series(0)
@@ -232,6 +232,7 @@ async def test_a_text_filter_uses_the_lexical_search_as_an_admin_or_a_viewer(
     narrowed = await memory.admin.items(text="乌龙茶", scope="user")
     assert [r.id for r in narrowed.rows] == [tea]
     assert (await memory.admin.items(text="咖啡")).total == 0
+    assert (await memory.admin.items(text="茶")).total == 2  # one character: found literally
     assert (await memory.admin.items(text="   ")).total == 3  # no words: no text filter
 
 

@@ -126,6 +126,8 @@ async def test_a_persons_page_has_their_profile_rules_items_and_episodes(
     more = await memory.admin.episodes(person="qq:u1", offset=1, limit=1)
     assert [e.id for e in more.rows] == [f"e_{in_group}"] and more.total == 2
     assert (await memory.admin.episodes(chat="qq:group:2")).total == 1
+    with pytest.raises(ValueError):
+        await memory.admin.episodes()
     assert json.loads(json.dumps(page.to_json()))["profile"][0]["text"] == "住在杭州"
     assert await memory.admin.person("qq:nobody") is None
     only_profile = ProfileEntry("p_2", "qq:u9", "基础特征", "喜欢爬山")

@@ -1,10 +1,11 @@
 """`memory.admin`: the read models of the admin console and of the CLI's `--json` output.
 
 An admin sees every scope: counts (`overview`), the last days (`series`), listings a page at a
-time (`items`, `people`, `chats`, `episodes`, `dreams`) and the page of one item, person, chat,
-session (`transcript`) or dream run. Each answer is one read of the store (`reads`); listings
-take `offset`/`limit` and tell the total. Changes go through the other parts (`items.forget`,
-`items.review`, …), audited with the admin as actor.
+time (`items`, `people`, `chats`, `sessions`, `episodes`, `dreams`) and the page of one item,
+person, chat, session (`transcript`) or dream run. Each answer is one read of the store
+(`reads`); what shows people first takes the turns stored since into them (`PeopleRows.fold`,
+a few units of work). Listings take `offset`/`limit` and tell the total. Changes go through the
+other parts (`items.forget`, `items.review`, …), audited with the admin as actor.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import date, datetime, timedelta, tzinfo
 from datetime import time as clock_time
-from typing import cast
+from typing import cast, get_args
 
 from nahida.memory.admin import reads
 from nahida.memory.admin.views import (
@@ -30,18 +31,19 @@ from nahida.memory.admin.views import (
     Transcript,
 )
 from nahida.memory.core.kinds import KINDS
-from nahida.memory.core.models import DreamRun, Episode, Session
+from nahida.memory.core.models import DreamRun, Episode, Session, Status
 from nahida.memory.core.scopes import GLOBAL, Viewer, validate_scope
 from nahida.memory.core.sources import SOURCE_FAMILIES, SourceFamily, Sources
 from nahida.memory.core.tokenize import query_terms, run_cpu, tokenize
 from nahida.memory.embedding import Embeddings
 from nahida.memory.store.base import Store, Tx
-from nahida.memory.store.values import ItemFilter, RecallRecord, Span
+from nahida.memory.store.values import ItemFilter, RecallRecord, Span, VectorCounts
 
 MAX_LIMIT = 500  # rows of one page
+FOLD = 20_000  # turns taken into people by one unit of work (the bot's own work goes on between)
 MAX_DAYS = 366
-FAMILIES = (GLOBAL, "chat", "user")
-STATUSES = ("active", "archived", "superseded", "rejected")
+SCOPE_FAMILIES = (GLOBAL, "chat", "user")
+STATUSES: tuple[str, ...] = get_args(Status)
 
 
 def _paging(offset: int, limit: int) -> tuple[int, int]:
@@ -85,7 +87,7 @@ def item_filter(
         raise ValueError(f"a kind is one of {', '.join(KINDS)}: {kind!r}")
     if status is not None and status not in STATUSES:
         raise ValueError(f"a status is one of {', '.join(STATUSES)}: {status!r}")
-    if scope in FAMILIES:
+    if scope in SCOPE_FAMILIES:
         where = replace(where, family=scope)
     elif scope is not None:
         where = replace(where, scopes=(validate_scope(scope),))
@@ -100,7 +102,8 @@ def item_filter(
 
 
 class Admin:
-    """`memory.admin`: what an admin sees of memory, read only (module docstring)."""
+    """`memory.admin`: what an admin sees of memory (module docstring); it changes nothing but
+    how far people have taken in the turns stored."""
 
     def __init__(self, store: Store, tz: tzinfo | None, embeddings: Embeddings) -> None:
         self.store = store
@@ -110,16 +113,27 @@ class Admin:
     async def overview(self) -> Overview:
         """Items by kind, scope family and status; people, chats, sessions, turns; pending
         reviews. Every count is exact (turns: each session's count, summed)."""
+        await self._take_in_people()
         return await self.store.read(reads.overview)
 
+    async def _take_in_people(self) -> None:
+        """Fold the turns stored since people were last read into people (`PeopleRows.fold`)."""
+        while await self.store.write(lambda tx: tx.people.fold(FOLD)) == FOLD:
+            pass
+
     async def series(self, days: int = 30, *, now: float | None = None) -> Series:
-        """The last `days` days (today included) in the bot's zone, oldest first; the embedding
-        backlog now; the latest run of each background job."""
+        """The last `days` days (today included) in the bot's zone, oldest first, and the latest
+        run of each background job."""
         if not 1 <= days <= MAX_DAYS:
             raise ValueError(f"a series covers 1 to {MAX_DAYS} days, not {days}")
         today = datetime.fromtimestamp(time.time() if now is None else now, self.tz).date()
         spans = day_spans(today, days, self.tz)
-        return await self.store.read(reads.series, spans, self.embeddings.space())
+        return await self.store.read(reads.series, spans)
+
+    async def backlog(self) -> VectorCounts:
+        """The embedding backlog now (`vectors.counts` in the embedder's space): apart from
+        `series`, since it reads every searchable row."""
+        return await self.embeddings.counts()
 
     async def items(
         self,
@@ -173,11 +187,13 @@ class Admin:
     async def people(self, *, offset: int = 0, limit: int = 50) -> Page[Person]:
         """People (speakers of user turns, users with a profile), the latest seen first."""
         offset, limit = _paging(offset, limit)
+        await self._take_in_people()
         return await self.store.read(reads.people, offset, limit)
 
     async def person(self, user: str) -> PersonPage | None:
         """A person's page; None for a user never seen and without a profile. Their items and
         episodes go on with `items(person=…)` and `episodes(person=…)`."""
+        await self._take_in_people()
         return await self.store.read(reads.person_page, user)
 
     async def episodes(
@@ -188,8 +204,13 @@ class Admin:
         offset: int = 0,
         limit: int = 50,
     ) -> Page[Episode]:
-        """The episodes of a chat, or of the chats a person spoke in, the latest ended first."""
+        """The episodes of a chat, or of the chats a person spoke in (or both), the latest ended
+        first; ValueError when neither is named."""
         offset, limit = _paging(offset, limit)
+        if person is None and chat is None:
+            raise ValueError("the episodes of a chat or of a person's chats")
+        if person is not None:
+            await self._take_in_people()
 
         def run(tx: Tx) -> Page[Episode]:
             chats = [chat] if chat is not None else []

@@ -36,7 +36,6 @@ from nahida.memory.store.values import (
     Slice,
     Span,
     TextSearch,
-    VectorSpace,
 )
 
 T = TypeVar("T")
@@ -80,7 +79,7 @@ def overview(tx: Tx) -> Overview:
     )
 
 
-def series(tx: Tx, days: Sequence[tuple[date, Span]], space: VectorSpace | None) -> Series:
+def series(tx: Tx, days: Sequence[tuple[date, Span]]) -> Series:
     spans = [span for _, span in days]
     added: list[Counter[str]] = [Counter() for _ in days]
     for count in tx.items.added(spans):
@@ -103,7 +102,7 @@ def series(tx: Tx, days: Sequence[tuple[date, Span]], space: VectorSpace | None)
                 rejected=dream.rejected if dream else 0,
             )
         )
-    return Series(tuple(found), tx.vectors.counts(space), tuple(tx.jobs.latest(None, 100)))
+    return Series(tuple(found), tuple(tx.jobs.latest(None, 100)))
 
 
 # items -----------------------------------------------------------------------------------------

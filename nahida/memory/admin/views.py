@@ -28,7 +28,7 @@ from nahida.memory.core.models import (
 from nahida.memory.core.safety import redact
 from nahida.memory.core.scopes import Audience
 from nahida.memory.core.sources import source_family
-from nahida.memory.store.values import NameUse, RecallRecord, VectorCounts
+from nahida.memory.store.values import NameUse, RecallRecord
 
 T = TypeVar("T")
 
@@ -205,18 +205,13 @@ class Day:
 
 @dataclass(frozen=True, slots=True)
 class Series:
-    """The last days, oldest first; the embedding backlog now; the latest run of each job."""
+    """The last days, oldest first, and the latest run of each background job."""
 
     days: tuple[Day, ...]
-    backlog: VectorCounts
     jobs: tuple[JobRun, ...]
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "days": [d.to_json() for d in self.days],
-            "backlog": asdict(self.backlog),
-            "jobs": [job_json(j) for j in self.jobs],
-        }
+        return {"days": [d.to_json() for d in self.days], "jobs": [job_json(j) for j in self.jobs]}
 
 
 @dataclass(frozen=True, slots=True)

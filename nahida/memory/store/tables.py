@@ -481,8 +481,13 @@ class RecallRows(Protocol):
 
 
 class PeopleRows(Protocol):
-    """People: the speakers of stored user turns (by `speaker`) and the users with an active
-    profile bullet, derived from those tables as they are."""
+    """People: the speakers of stored user turns (by `speaker`) up to the last `fold`, and the
+    users with an active profile bullet. A turn is taken in by a fold, not when it is stored (so
+    storing one costs nothing more); a deleted turn leaves at once."""
+
+    def fold(self, limit: int) -> int:
+        """Take in up to `limit` turns stored since the last fold, the oldest first; returns how
+        many (fewer than `limit`: none is left)."""
 
     def count(self) -> int: ...
 

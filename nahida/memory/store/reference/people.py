@@ -29,15 +29,27 @@ class RecallTable:
         return found
 
 
+FOLDED = "people_folded"  # the counter holding the last turn a fold took in
+
+
 class PeopleTable:
     def __init__(self, data: Data) -> None:
         self.data = data
 
+    def fold(self, limit: int) -> int:
+        through = self.data.counters.get(FOLDED, 0)
+        taken = [i for i in self.data.turns if i > through][: max(0, limit)]
+        if taken:
+            self.data.counters[FOLDED] = taken[-1]
+        return len(taken)
+
     def _spoken(self) -> dict[tuple[str, str | None, str], list[TurnRow]]:
-        """The user turns by (speaker, name, chat); an empty name is no name."""
+        """The user turns taken in by a fold, by (speaker, name, chat); an empty name is no
+        name (turn ids are never handed out twice here)."""
+        through = self.data.counters.get(FOLDED, 0)
         spoken: dict[tuple[str, str | None, str], list[TurnRow]] = {}
         for t in self.data.turns.values():
-            if t.role == "user" and t.speaker is not None:
+            if t.id <= through and t.role == "user" and t.speaker is not None:
                 spoken.setdefault((t.speaker, t.speaker_name or None, t.chat), []).append(t)
         return spoken
 

@@ -350,10 +350,15 @@ CREATE INDEX answered_commands_by_age ON answered_commands (answered_at)
 # The admin console (`memory.admin`). `turn_recalls`: what each answered user turn's prompt was
 # given from memory (`RecallRecord`: the ids of the hits injected, by kind), written with the
 # reply, gone with the turn. `speakers`: per person, chat and name ('' for none) the user turns
-# spoken so, kept by triggers on `turns`, so that people are listed without reading every turn
-# (a deleted turn that was the first or last of its row has that time looked up again, among the
-# chat's turns by time). The indexes serve the console's series and listings by time, an item's
-# supersede chain and the items about a person.
+# spoken so, up to the turn `speakers_folded.through`: the console folds newer turns in when it
+# reads people (`PeopleTable.fold`), so that storing a turn (observed group talk too) pays
+# nothing for it, as a trigger or an index on every turn would. A deleted turn that was folded
+# is taken out again (the first or last time of its row looked up among the chat's turns by
+# time), and the cursor moves back below ids SQLite may hand out again. `memory_items_listed`
+# holds every column a listing filters on, in the listing's order, so a page is read from it
+# alone until it is full; `sessions_by_chat` gains the turn count, so chats are counted from it
+# alone. The other indexes serve the series by time, an item's supersede chain and the items
+# about a person.
 CONSOLE = """
 CREATE TABLE turn_recalls (
     turn_id   INTEGER PRIMARY KEY REFERENCES turns (id) ON DELETE CASCADE,
@@ -373,37 +378,36 @@ CREATE TABLE speakers (
     first_seen  REAL NOT NULL,
     last_seen   REAL NOT NULL,
     PRIMARY KEY (user, chat, name)
-) WITHOUT ROWID;
+);
+CREATE TABLE speakers_folded (through INTEGER NOT NULL);
 INSERT INTO speakers (user, chat, name, turns, first_seen, last_seen)
     SELECT speaker, chat, coalesce(speaker_name, ''), count(*), min(time), max(time) FROM turns
     WHERE role = 'user' AND speaker IS NOT NULL
     GROUP BY speaker, chat, coalesce(speaker_name, '');
-CREATE TRIGGER speakers_add AFTER INSERT ON turns
-WHEN new.role = 'user' AND new.speaker IS NOT NULL
-BEGIN
-    INSERT INTO speakers (user, chat, name, turns, first_seen, last_seen)
-    VALUES (new.speaker, new.chat, coalesce(new.speaker_name, ''), 1, new.time, new.time)
-    ON CONFLICT (user, chat, name) DO UPDATE SET turns = turns + 1,
-        first_seen = min(first_seen, excluded.first_seen),
-        last_seen = max(last_seen, excluded.last_seen);
-END;
+INSERT INTO speakers_folded (through) SELECT coalesce(max(id), 0) FROM turns;
 CREATE TRIGGER speakers_drop AFTER DELETE ON turns
-WHEN old.role = 'user' AND old.speaker IS NOT NULL
+WHEN old.id <= (SELECT through FROM speakers_folded)
 BEGIN
-    DELETE FROM speakers WHERE user = old.speaker AND chat = old.chat
+    DELETE FROM speakers WHERE old.role = 'user' AND user = old.speaker AND chat = old.chat
         AND name = coalesce(old.speaker_name, '') AND turns <= 1;
     UPDATE speakers SET turns = turns - 1,
         first_seen = CASE WHEN first_seen < old.time THEN first_seen ELSE (
             SELECT min(t.time) FROM turns t WHERE t.chat = old.chat AND t.role = 'user'
-            AND t.speaker = old.speaker
+            AND t.speaker = old.speaker AND t.id <= (SELECT through FROM speakers_folded)
             AND coalesce(t.speaker_name, '') = coalesce(old.speaker_name, '')) END,
         last_seen = CASE WHEN last_seen > old.time THEN last_seen ELSE (
             SELECT max(t.time) FROM turns t WHERE t.chat = old.chat AND t.role = 'user'
-            AND t.speaker = old.speaker
+            AND t.speaker = old.speaker AND t.id <= (SELECT through FROM speakers_folded)
             AND coalesce(t.speaker_name, '') = coalesce(old.speaker_name, '')) END
-    WHERE user = old.speaker AND chat = old.chat AND name = coalesce(old.speaker_name, '');
+    WHERE old.role = 'user' AND user = old.speaker AND chat = old.chat
+        AND name = coalesce(old.speaker_name, '');
+    UPDATE speakers_folded SET through = (SELECT coalesce(max(id), 0) FROM turns)
+    WHERE through > (SELECT coalesce(max(id), 0) FROM turns);
 END;
-CREATE INDEX memory_items_by_updated ON memory_items (updated_at);
+CREATE INDEX memory_items_listed ON memory_items
+    (updated_at, id, scope, kind, status, source, created_at, subject_user, sensitivity);
+DROP INDEX sessions_by_chat;
+CREATE INDEX sessions_by_chat ON sessions (chat, updated_at, turn_count);
 CREATE INDEX memory_items_by_created ON memory_items (created_at, source);
 CREATE INDEX memory_items_by_supersedes ON memory_items (supersedes) WHERE supersedes IS NOT NULL;
 CREATE INDEX memory_items_by_subject ON memory_items (subject_user) WHERE subject_user IS NOT NULL;
