@@ -354,11 +354,11 @@ CREATE INDEX answered_commands_by_age ON answered_commands (answered_at)
 # reads people (`PeopleTable.fold`), so that storing a turn (observed group talk too) pays
 # nothing for it, as a trigger or an index on every turn would. A deleted turn that was folded
 # is taken out again (the first or last time of its row looked up among the chat's turns by
-# time), and the cursor moves back below ids SQLite may hand out again. `memory_items_listed`
-# holds every column a listing filters on, in the listing's order, so a page is read from it
-# alone until it is full; `sessions_by_chat` gains the turn count, so chats are counted from it
-# alone. The other indexes serve the series by time, an item's supersede chain and the items
-# about a person.
+# time), and the cursor moves back below ids SQLite may hand out again; people are listed from
+# `speakers_by_user` alone. `memory_items_listed` holds every column a listing filters on, in
+# the listing's order, so a page is read from it alone until it is full; `sessions_by_chat`
+# gains the turn count, so chats are counted from it alone. The other indexes serve the series
+# by time, an item's supersede chain and the items about a person.
 CONSOLE = """
 CREATE TABLE turn_recalls (
     turn_id   INTEGER PRIMARY KEY REFERENCES turns (id) ON DELETE CASCADE,
@@ -379,6 +379,7 @@ CREATE TABLE speakers (
     last_seen   REAL NOT NULL,
     PRIMARY KEY (user, chat, name)
 );
+CREATE INDEX speakers_by_user ON speakers (user, last_seen, turns);
 CREATE TABLE speakers_folded (through INTEGER NOT NULL);
 INSERT INTO speakers (user, chat, name, turns, first_seen, last_seen)
     SELECT speaker, chat, coalesce(speaker_name, ''), count(*), min(time), max(time) FROM turns
