@@ -9,7 +9,7 @@ already (turns, items, profile bullets, dream reports).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from datetime import date
 from typing import Any, Generic, TypeVar
 
@@ -409,7 +409,7 @@ class Transcript:
 
     session: Session
     episode: Episode | None
-    turns: Page[TranscriptTurn] = field(default_factory=lambda: Page((), 0, 0, 0))
+    turns: Page[TranscriptTurn]
 
     def to_json(self) -> dict[str, Any]:
         return {
