@@ -9,6 +9,21 @@ value types' own (`Viewer.parse`, `Turn.spoken`). The backends live under `store
 """
 
 from nahida.errors import MemoryPermissionError, SecretRefused, UnsafePath
+from nahida.memory.admin import (
+    ChatPage,
+    ChatSummary,
+    Day,
+    ItemPage,
+    ListedItem,
+    Overview,
+    Page,
+    Person,
+    PersonPage,
+    Provenance,
+    Series,
+    Transcript,
+    TranscriptTurn,
+)
 from nahida.memory.core.access import Actor
 from nahida.memory.core.kinds import KINDS
 from nahida.memory.core.models import (
@@ -30,7 +45,8 @@ from nahida.memory.core.models import (
     Turn,
     WriteResult,
 )
-from nahida.memory.core.scopes import GLOBAL, Viewer
+from nahida.memory.core.scopes import GLOBAL, Audience, Viewer
+from nahida.memory.core.sources import SOURCE_FAMILIES, SourceFamily
 from nahida.memory.dream import DreamSettings
 from nahida.memory.dream.run import NoModel
 from nahida.memory.embedding import EmbeddingSettings, EmbedReport
@@ -47,6 +63,8 @@ from nahida.memory.store.values import (
     CommandMessage,
     Delivery,
     Fate,
+    NameUse,
+    RecallRecord,
     StoreCapabilities,
     VectorCounts,
 )
@@ -61,13 +79,18 @@ __all__ = [
     "KINDS",
     "MODES",
     "PROFILE_SECTIONS",
+    "SOURCE_FAMILIES",
     "TOO_LONG",
     "TUNING",
     "Actor",
+    "Audience",
     "BadLine",
     "Candidate",
+    "ChatPage",
+    "ChatSummary",
     "CommandMessage",
     "CommitMode",
+    "Day",
     "Delivery",
     "DreamRun",
     "DreamSettings",
@@ -80,26 +103,39 @@ __all__ = [
     "FileReport",
     "Hit",
     "ImportReport",
+    "ItemPage",
     "JobRun",
+    "ListedItem",
     "MemoryEvent",
     "MemoryItem",
     "MemoryPermissionError",
     "MemoryService",
     "Mode",
+    "NameUse",
     "NewTurn",
     "NoModel",
+    "Overview",
+    "Page",
     "Pending",
+    "Person",
+    "PersonPage",
     "ProfileChange",
     "ProfileEntry",
     "ProfileExplanation",
     "Proposal",
+    "Provenance",
     "Purged",
     "Query",
+    "RecallRecord",
     "SecretRefused",
+    "Series",
     "Session",
+    "SourceFamily",
     "Store",
     "StoreCapabilities",
     "SyncReport",
+    "Transcript",
+    "TranscriptTurn",
     "Tuning",
     "Turn",
     "UnsafePath",

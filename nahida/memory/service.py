@@ -16,6 +16,8 @@ The runner, chat commands, CLI, background jobs and plugins all go through it, b
     memory.markdown   MEMORY.md and profile files, synced both ways (`markdown/sync.py`)
     memory.daily      the daily notes, workspace/memory/YYYY-MM-DD.md (`markdown/daily.py`), or
                       None (disabled, or no workspace)
+    memory.admin      what the console and the CLI's `--json` show: counts, series, listings,
+                      the pages of an item, person, chat, session, dream run (`admin/`)
 
 Each part prepares what needs CPU (jieba tokens, the safety filter) before it calls the store,
 and the store runs the unit of work in one transaction on its own thread.
@@ -31,6 +33,7 @@ from typing import Any, TypeVar
 
 from nahida.clock import SYSTEM, Clock
 from nahida.memory import startup
+from nahida.memory.admin import Admin
 from nahida.memory.context_units import pin, pinned_unit
 from nahida.memory.core.models import (
     INJECTED_CONFIDENCE,
@@ -45,6 +48,7 @@ from nahida.memory.embedding import Embeddings, EmbeddingSettings
 from nahida.memory.history import importer
 from nahida.memory.history.episodes import Episodes
 from nahida.memory.history.importer import ImportReport
+from nahida.memory.history.recalls import PendingRecalls
 from nahida.memory.history.sessions import Sessions
 from nahida.memory.history.working import WorkingMemory, WorkingSettings
 from nahida.memory.items import MAX_ITEM_CHARS, Items
@@ -76,9 +80,12 @@ class Recall:
         mode: Mode = "hybrid",
         reranker: Reranker | None = None,
         episodes: Episodes | None = None,
+        recalls: PendingRecalls | None = None,
     ) -> None:
         self.store = store
         self.episodes = episodes  # to leave episodes out of searches in chats without any
+        # what a prompt for a user turn was given, until its reply records it (`Sessions`)
+        self.recalls = PendingRecalls() if recalls is None else recalls
         self.budget_tokens = budget_tokens
         self.tz = tz  # where "昨天" is when a query names no zone
         self.embeddings = embeddings
@@ -135,14 +142,18 @@ class Recall:
         *,
         limit: int,
         mode: Mode | None = None,
+        turn: int | None = None,
     ) -> tuple[str | None, T]:
-        """`block`, and the read unit `also` in the same read."""
+        """`block`, and the read unit `also` in the same read; for the prompt of the user turn
+        `turn`, the hits kept wait to be recorded with its reply (`PendingRecalls`)."""
         fields: dict[str, Any] = {"limit": limit, "exclude_turns": exclude_turns}
         if mode is not None:
             fields["mode"] = mode
         hits, extra = await self.search_with(self.query(text, viewer, **fields), also)
         trusted = [h for h in hits if h.item is None or h.item.confidence >= INJECTED_CONFIDENCE]
         block, kept = pack(trusted, self.budget_tokens)
+        if turn is not None:
+            self.recalls.note(turn, kept)
         used = [h.item.id for h in kept if h.item is not None]
         if used:
             now = time.time()
@@ -187,6 +198,7 @@ class MemoryService:
     ) -> None:
         self.store = store
         self.tz = tz  # the bot's zone (`bot.timezone`); None: the system's
+        recalls = PendingRecalls()  # from the prompt (`recall`) to the reply (`sessions`)
         settings = embedding or EmbeddingSettings()
         self.embeddings = Embeddings(
             store,
@@ -206,6 +218,7 @@ class MemoryService:
             tz=tz,
             changed=self.embeddings.nudge,
             slack=work.batch_turns if model is not None else 0,
+            recalls=recalls,
         )
         self.items = Items(store, mode, item_chars, tz, changed=self.embeddings.nudge)
         self.episodes = Episodes(store, changed=self.embeddings.nudge)
@@ -217,6 +230,7 @@ class MemoryService:
             mode=search_mode if embedder is not None else "lexical",
             reranker=reranker,
             episodes=self.episodes,
+            recalls=recalls,
         )
         self.runs = Runs(store)
         self.profiles = Profiles(store)
@@ -248,6 +262,7 @@ class MemoryService:
             else None
         )
         self.daily = DailyNotes(store, workspace, tz) if workspace and daily_notes else None
+        self.admin = Admin(store, tz, self.embeddings)
 
     async def context(
         self,
@@ -258,14 +273,17 @@ class MemoryService:
         limit: int,
         mode: Mode | None = None,
         profile_tokens: int = 400,
+        turn: int | None = None,
     ) -> tuple[str | None, Pinned]:
         """A prompt's memory from one read: the recalled block (`Recall.block`) and the pinned
-        profile card and rules; a message with nothing to search gets the pinned part only."""
+        profile card and rules; a message with nothing to search gets the pinned part only.
+        For the prompt of the user turn `turn`, what the block holds is recorded with the
+        reply (`sessions.record_reply`)."""
         unit = pinned_unit(viewer)
         if not text.strip():
             return None, pin(await self.store.read(unit), profile_tokens)
         block, raw = await self.recall.block_with(
-            text, viewer, exclude_turns, unit, limit=limit, mode=mode
+            text, viewer, exclude_turns, unit, limit=limit, mode=mode, turn=turn
         )
         return block, pin(raw, profile_tokens)
 

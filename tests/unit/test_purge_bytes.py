@@ -193,7 +193,7 @@ def test_the_migration_brings_an_older_trail_under_the_new_trigger(tmp_path: Pat
     store = SqliteStore(path)
     try:
         applied = [r[0] for r in sql(store, "SELECT name FROM schema_migrations")]
-        assert applied[-1] == "0017_purgeable_events"
+        assert "0017_purgeable_events" in applied[16:]
         with pytest.raises(ValueError):
             store.write_sync(lambda tx: tx.events.purge("m_1"))
 

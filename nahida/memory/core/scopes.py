@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any, Literal
 
 from nahida.envelope import ChatKey, UserKey
 
@@ -28,6 +29,11 @@ def chat_scope(chat: ChatKey | str) -> str:
 
 def user_scope(user: UserKey | str) -> str:
     return f"user:{user}"
+
+
+def scope_family(scope: str) -> str:
+    """`global`, `chat` or `user`: the kind of a scope, without what it names."""
+    return scope if scope == GLOBAL else scope.partition(":")[0]
 
 
 def validate_scope(scope: str) -> str:
@@ -114,3 +120,51 @@ def user_key(chat: ChatKey, user: str) -> UserKey:
     if ":" in text and UserKey.parse(text).platform != chat.platform:
         raise ValueError(f"user {text!r} is not on {chat.platform!r}, the platform of {chat}")
     return UserKey(chat.platform, text)
+
+
+Reach = Literal["everyone", "group", "private", "person", "nobody"]
+
+
+@dataclass(frozen=True, slots=True)
+class Audience:
+    """Who sees an item of a scope and sensitivity in chats, by the table above (the CLI and the
+    admin page see everything): `whom` names the group or the person."""
+
+    reach: Reach
+    whom: str | None = None
+
+    @classmethod
+    def of(cls, scope: str, sensitivity: str) -> Audience:
+        """A global item is seen everywhere; a chat's in that chat (a private chat's: by its
+        person); a person's in their private chat, and when public also in a group while they
+        speak there. A scope that does not parse is seen by no chat."""
+        if scope == GLOBAL:
+            return cls("everyone")
+        family, _, rest = scope.partition(":")
+        try:
+            if family == "chat":
+                chat = ChatKey.parse(rest)
+                person = chat.person
+                return cls("group", str(chat)) if person is None else cls("private", str(person))
+            if family == "user":
+                reach: Reach = "person" if sensitivity == "public" else "private"
+                return cls(reach, str(UserKey.parse(rest)))
+        except ValueError:
+            pass
+        return cls("nobody")
+
+    @property
+    def text(self) -> str:
+        """In a few words, for a listing: "everyone", "only qq:42 in private", …"""
+        if self.reach == "everyone":
+            return "everyone"
+        if self.reach == "group":
+            return f"this group ({self.whom})"
+        if self.reach == "private":
+            return f"only {self.whom} in private"
+        if self.reach == "person":
+            return f"{self.whom} and groups they're in (public)"
+        return "no chat (admins only)"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"reach": self.reach, "whom": self.whom, "text": self.text}

@@ -24,8 +24,16 @@ from typing import TypeVar
 from nahida.memory.core.models import CommitMode, NewTurn, Session, Turn, session_title
 from nahida.memory.core.safety import redact
 from nahida.memory.core.tokenize import index_text, query_terms, run_cpu, tokenize
+from nahida.memory.history.recalls import PendingRecalls
 from nahida.memory.store.base import Store, Tx
-from nahida.memory.store.values import CommandMessage, Delivery, Fate, KnownMessage, TextSearch
+from nahida.memory.store.values import (
+    CommandMessage,
+    Delivery,
+    Fate,
+    KnownMessage,
+    RecallRecord,
+    TextSearch,
+)
 
 T = TypeVar("T")
 
@@ -171,14 +179,22 @@ def record_with_window(
     return kept, shown, summary, again
 
 
-def record_reply(tx: Tx, question: Turn, reply: NewTurn, tokens: str | None) -> int:
+def record_reply(
+    tx: Tx,
+    question: Turn,
+    reply: NewTurn,
+    tokens: str | None,
+    recalled: RecallRecord | None = None,
+) -> int:
     """Store the bot's reply to `question` in its session (never deduplicated: the reply's id
-    is the implementation's, and may be one a member's message had) and settle the question's
-    fate: delivered, or undelivered when `reply.error` says why (the reply keeps its error).
-    Returns the reply's id."""
+    is the implementation's, and may be one a member's message had), settle the question's
+    fate — delivered, or undelivered when `reply.error` says why (the reply keeps its error) —
+    and record what its prompt was given from memory, if anything. Returns the reply's id."""
     reply_id = tx.turns.add(question.session_id, reply, tokens if reply.indexed else None)
     fate: Fate = "delivered" if reply.error is None else "undelivered"
     tx.turns.set_fate(question.id, fate, reply.error)
+    if recalled is not None:
+        tx.recalls.add(recalled)
     return reply_id
 
 
@@ -243,8 +259,11 @@ class Sessions:
         tz: tzinfo | None = None,
         changed: Callable[[], None] = lambda: None,
         slack: int = 0,
+        recalls: PendingRecalls | None = None,
     ) -> None:
         self.store = store
+        # what each prompt was given from memory, recorded with the reply (`record_reply`)
+        self.recalls = PendingRecalls() if recalls is None else recalls
         self.idle_split = idle_split
         self.slack = slack  # turns beyond the hot window a prompt may show (not yet summarised)
         self.mode = mode  # for what extraction finds in imported turns
@@ -266,9 +285,11 @@ class Sessions:
         return Recorded(turn.stored(turn_id, session_id), shown, summary, ended, again)
 
     async def record_reply(self, question: Turn, reply: NewTurn) -> int:
-        """Store the bot's reply to a user turn and settle its fate (`record_reply`)."""
+        """Store the bot's reply to a user turn, settle its fate and record what its prompt was
+        given from memory (`record_reply`)."""
         reply, tokens = await run_cpu(stored_form, reply, size=len(reply.content))
-        stored = await self.store.write(record_reply, question, reply, tokens)
+        recalled = self.recalls.take(question.id, question.chat, reply.time)
+        stored = await self.store.write(record_reply, question, reply, tokens, recalled)
         self.changed()
         return stored
 
@@ -310,6 +331,7 @@ class Sessions:
 
     async def mark_error(self, turn_id: int, error: str) -> None:
         """Record why a turn got no proper answer (e.g. the provider failed)."""
+        self.recalls.drop(turn_id)  # no answer: nothing to record
         await self.store.write(lambda tx: tx.turns.mark_error(turn_id, error))
 
     async def current(self, chat: str) -> str | None:

@@ -23,23 +23,27 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol, TypeVar
 
+from nahida.memory.store.derived import (
+    DreamRows,
+    EpisodeRows,
+    PeopleRows,
+    ProfileRows,
+    RecallRows,
+    SummaryRows,
+)
 from nahida.memory.store.tables import (
     CandidateRows,
     CommandRows,
-    DreamRows,
-    EpisodeRows,
     EventRows,
     ItemRows,
     JobRows,
     MarkdownRows,
-    ProfileRows,
     SessionRows,
     StateRows,
-    SummaryRows,
     TurnRows,
-    VectorRows,
 )
 from nahida.memory.store.values import StoreCapabilities
+from nahida.memory.store.vectors import VectorRows
 
 T = TypeVar("T")
 
@@ -75,6 +79,10 @@ class Tx(Protocol):
     def state(self) -> StateRows: ...
     @property
     def commands(self) -> CommandRows: ...
+    @property
+    def recalls(self) -> RecallRows: ...
+    @property
+    def people(self) -> PeopleRows: ...
 
 
 Unit = Callable[..., T]  # unit(tx, *args) -> T

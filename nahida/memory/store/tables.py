@@ -1,92 +1,44 @@
 """The tables a store's `Tx` holds, in the domain's words, and the values they pass.
 
 Each is a protocol a backend implements (`memory/store/sqlite/` for SQLite); `base` gathers them
-into a `Tx` and declares the `Store` that runs units of work over them.
+into a `Tx` and declares the `Store` that runs units of work over them. The vectors' table is in
+`vectors`; the tables of what memory derives from history (summaries, profiles, episodes,
+dreams, recorded recalls, people) are in `derived`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from nahida.memory.core.models import (
     Candidate,
-    DreamRun,
-    Episode,
     JobRun,
     MemoryEvent,
     MemoryItem,
     NewTurn,
-    ProfileEntry,
     Session,
     Turn,
-    WarmSummary,
 )
 from nahida.memory.core.scopes import Visibility
 from nahida.memory.store.values import (
     CandidateNote,
+    ChatActivity,
     CommandMessage,
     Delivery,
-    DueChat,
-    Embedded,
-    EpisodeMatch,
     Fate,
     FileState,
+    HistoryTotals,
+    ItemFilter,
     ItemMatch,
     KnownMessage,
-    SectionEntry,
+    Slice,
+    Span,
+    SpanCount,
+    Tally,
     TextSearch,
     TurnMatch,
-    Unembedded,
-    VectorCounts,
-    VectorSearch,
-    VectorSpace,
 )
-
-if TYPE_CHECKING:
-    from nahida.memory.store.values import Vector
-
-
-class VectorRows(Protocol):
-    """Embeddings by text (a cache: one vector per space and text hash) and vector search.
-
-    A backend without a vector extension computes the same answers with numpy."""
-
-    def unhashed(self, kind: Embedded, limit: int) -> list[Unembedded]:
-        """Searchable rows (active items; unhidden user/assistant turns; episodes) not looked at
-        yet."""
-
-    def missing(
-        self, kind: Embedded, space: VectorSpace, after: int, limit: int
-    ) -> list[Unembedded]:
-        """Searchable rows after `after` whose text was looked at but has no vector in `space`."""
-
-    def known(self, space: VectorSpace, hashes: Sequence[str]) -> set[str]:
-        """The hashes that have a vector in `space`."""
-
-    def put(self, space: VectorSpace, vectors: Sequence[tuple[str, Vector]], at: float) -> int:
-        """Store vectors by text hash (an existing one is kept); returns how many are new."""
-
-    def link(self, kind: Embedded, hashes: Sequence[tuple[int, str]]) -> None:
-        """Name each row's text by hash (`''`: not worth a vector)."""
-
-    def counts(self, space: VectorSpace | None) -> VectorCounts: ...
-
-    def clear(self) -> int:
-        """Delete every vector and forget every row's hash (a rebuild); returns the vectors."""
-
-    def sweep(self) -> int:
-        """Delete vectors no row names any more (deleted sessions, changed items, rewritten
-        episodes)."""
-
-    def items(self, visibility: Visibility, search: VectorSearch) -> list[ItemMatch]:
-        """Active items the visibility allows, nearest first."""
-
-    def turns(self, chats: Sequence[str] | None, search: VectorSearch) -> list[TurnMatch]:
-        """Unhidden user/assistant turns of these chats (every chat: None), nearest first."""
-
-    def episodes(self, chats: Sequence[str] | None, search: VectorSearch) -> list[EpisodeMatch]:
-        """Episodes of these chats (every chat: None), nearest first (`time`: `ended_at`)."""
 
 
 class SessionRows(Protocol):
@@ -119,6 +71,18 @@ class SessionRows(Protocol):
         """Point the chat at a session; its last activity becomes `at` unless it was later."""
 
     def clear_current(self, chat: str) -> None: ...
+
+    def totals(self) -> HistoryTotals:
+        """Chats with a session, sessions, and turns (each session's count, summed)."""
+
+    def chats(self, offset: int, limit: int) -> Slice[ChatActivity]:
+        """Chats with a session, the latest active first (then by chat)."""
+
+    def activity(self, chat: str) -> ChatActivity | None:
+        """The chat as `chats` shows it; None for a chat without a session."""
+
+    def page(self, chat: str, offset: int, limit: int) -> Slice[Session]:
+        """The chat's sessions, newest first (by last turn), as `latest` orders them."""
 
 
 class TurnRows(Protocol):
@@ -193,6 +157,17 @@ class TurnRows(Protocol):
         """(id, turn) for the user/assistant turn just before and after each of `ids` in its
         session, not said after `at`."""
 
+    def page(self, session_id: str, offset: int, limit: int) -> Slice[Turn]:
+        """The session's turns in order, every role, hidden ones too (a transcript)."""
+
+    def around(self, turn_id: int, before: int, after: int) -> list[Turn]:
+        """The turn, with up to `before` and `after` user/assistant turns on either side in its
+        session (hidden ones too), in order; [] for a turn not stored."""
+
+    def of_messages(self, messages: Sequence[tuple[str, str]]) -> list[Turn]:
+        """The turns that are these (chat, message id) messages, in order (every turn with the
+        id: implementations reuse ids)."""
+
 
 class ItemRows(Protocol):
     def get(self, item_id: str) -> MemoryItem | None: ...
@@ -226,18 +201,28 @@ class ItemRows(Protocol):
     def exported(self, scopes: Sequence[str] | None) -> list[MemoryItem]:
         """Every item of these scopes (all: None), any status, oldest first."""
 
-    def search(self, visibility: Visibility, search: TextSearch) -> list[ItemMatch]:
-        """Active items the visibility allows, best first."""
+    def search(self, visibility: Visibility | None, search: TextSearch) -> list[ItemMatch]:
+        """Active items the visibility allows (every scope: None, an admin's), best first."""
 
     def any_active(self, visibility: Visibility, kind: str | None = None) -> bool:
         """Whether the visibility allows any active item (of `kind`): whether an item search
         or listing could find one."""
 
     def containing(
-        self, visibility: Visibility, needles: Sequence[str], search: TextSearch
+        self, visibility: Visibility | None, needles: Sequence[str], search: TextSearch
     ) -> list[ItemMatch]:
-        """Active items the visibility allows whose title or content contains every needle
-        literally, latest first (`search.terms` unused)."""
+        """Active items the visibility allows (every scope: None) whose title or content
+        contains every needle literally, latest first (`search.terms` unused)."""
+
+    def tally(self) -> list[Tally]:
+        """Every item counted by scope family, kind and status (counts of 0 left out)."""
+
+    def added(self, spans: Sequence[Span]) -> list[SpanCount]:
+        """Items created in each span, by source (`key`; counts of 0 left out)."""
+
+    def page(self, where: ItemFilter, offset: int, limit: int) -> Slice[MemoryItem]:
+        """The items `where` holds (`ItemFilter.holds`), most recently changed first (then by
+        id), as `listed` orders them."""
 
     def purge(self, item_id: str) -> bool:
         """Delete an item for good: its row, its index entry (the index rebuilt, so that none of
@@ -309,6 +294,9 @@ class CandidateRows(Protocol):
         made no item, and those that made no item whose content or title is one of `texts`.
         Returns how many."""
 
+    def pending_count(self) -> int:
+        """How many candidates wait for review, in every scope."""
+
 
 class JobRows(Protocol):
     def lease(self, job: str, holder: str, until: float, now: float) -> bool:
@@ -326,128 +314,6 @@ class JobRows(Protocol):
 
     def latest(self, job: str | None, limit: int) -> list[JobRun]:
         """Runs newest first: of one job, or the latest run of each job when `job` is None."""
-
-
-class SummaryRows(Protocol):
-    """Warm summaries of sessions (working memory, DESIGN §7)."""
-
-    def get(self, session_id: str) -> WarmSummary | None: ...
-
-    def put(self, summary: WarmSummary) -> None:
-        """Write the session's summary (insert or replace)."""
-
-    def failed(self, session_id: str, chat: str, error: str, at: float) -> int:
-        """Count a failed compaction of the session; returns the failures in a row."""
-
-    def drop_told(self, item_id: str) -> int:
-        """Delete the summaries of the sessions with turns hidden because of the forgotten item
-        (they would tell it again); the next compaction summarises what is left."""
-
-    def failing(self, limit: int) -> list[WarmSummary]:
-        """Summaries whose last compaction failed, most failures first."""
-
-    def updated(self, after: tuple[float, str], before: float, limit: int) -> list[WarmSummary]:
-        """Written summaries (not empty, the last compaction did not fail) by (updated_at,
-        session_id) after `after`, updated before `before`, oldest first."""
-
-
-class ProfileRows(Protocol):
-    """Profile bullets (the Ethan layer 3), one row each; archived, never deleted."""
-
-    def add(self, entry: ProfileEntry, tokens: str) -> bool:
-        """Store a bullet with its tokens; False (nothing written) when the id is taken."""
-
-    def get(self, entry_id: str) -> ProfileEntry | None:
-        """A bullet of any status."""
-
-    def set_status(self, entry_id: str, status: str, at: float) -> bool:
-        """Change a bullet's status (`updated_at` becomes `at`); False when there is none."""
-
-    def of_user(self, user: str, public_only: bool) -> list[ProfileEntry]:
-        """The person's active bullets (only the public ones: `public_only`), oldest first."""
-
-    def of_section(self, user: str, section: str, public_only: bool) -> list[SectionEntry]:
-        """The active bullets of one section of the person's profile, oldest first."""
-
-    def users(self) -> list[str]:
-        """The people with at least one active bullet, in order."""
-
-
-class EpisodeRows(Protocol):
-    """Episodes of finished sessions (the Ethan layer 4), one per session. An episode is seen
-    only in its own chat, like the session's turns; its index text is computed before the call
-    (`tokenize.index_text` of its keywords and summary)."""
-
-    def put(self, episode: Episode, tokens: str) -> Episode:
-        """Store the session's episode, or rewrite the one it had (keeping that one's id and
-        creation time; a new text is looked at again for a vector). Returns what is stored."""
-
-    def get(self, episode_id: str) -> Episode | None: ...
-
-    def chats(self) -> list[str]:
-        """The chats that have an episode."""
-
-    def created(
-        self, after: tuple[float, int], before: float, limit: int
-    ) -> list[tuple[int, Episode]]:
-        """(seq, episode) by (created_at, seq) after `after`, created before `before`, oldest
-        first (a rewritten episode keeps its creation: it is not new again)."""
-
-    def drop_told(self, item_id: str) -> int:
-        """Delete the episodes of the sessions with turns hidden because of the forgotten item
-        (they would tell it again)."""
-
-    def of_session(self, session_id: str) -> Episode | None: ...
-
-    def of_chat(self, chat: str, limit: int) -> list[Episode]:
-        """The chat's episodes, the latest ended first."""
-
-    def search(self, chats: Sequence[str] | None, search: TextSearch) -> list[EpisodeMatch]:
-        """Episodes of these chats (every chat: None), best first; `time` is `ended_at` (without
-        terms: the latest ended)."""
-
-
-class DreamRows(Protocol):
-    """Dream runs and per-chat cursors (DESIGN §8)."""
-
-    def cursor(self, chat: str) -> tuple[int, bool]:
-        """(the last turn dreamed, paused); (0, False) for a chat never dreamed."""
-
-    def advance(self, chat: str, through: int, at: float) -> None:
-        """Move the chat's cursor forward to `through` (never back)."""
-
-    def pause(self, chat: str, paused: bool, at: float) -> None: ...
-
-    def due(self, min_turns: int, limit: int) -> list[DueChat]:
-        """Chats not paused with at least `min_turns` new turns, dreamed longest ago first."""
-
-    def turns(self, chat: str, after: int, limit: int) -> list[Turn]:
-        """The chat's user and assistant turns after `after`, oldest first, without turns a
-        forgotten item was learned from."""
-
-    def start(self, run: DreamRun) -> None: ...
-
-    def save(self, run: DreamRun) -> None:
-        """Store the run's counts, report and outcome."""
-
-    def get(self, run_id: str) -> DreamRun | None: ...
-
-    def latest(self, chat: str | None, limit: int) -> list[DreamRun]:
-        """Newest first (of one chat, or of all)."""
-
-    def abandoned(self, chat: str, before: float, at: float) -> int:
-        """Mark the chat's runs still running since before `before` interrupted."""
-
-    def unwritten(self, limit: int) -> list[DreamRun]:
-        """Finished runs not yet in DREAMS.md, oldest first."""
-
-    def mark_written(self, run_ids: list[str]) -> None: ...
-
-    def purge(self, item_id: str, texts: Collection[str]) -> int:
-        """Blank the content and reason of the proposals in run reports that carried a purged
-        item's words: those that made or changed it (`item_id`), those that proposed a change to
-        it (`item`) and made no item, and those that made no item whose content is one of
-        `texts`. Returns how many runs changed."""
 
 
 class MarkdownRows(Protocol):

@@ -2,21 +2,27 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Generic, Literal, NamedTuple, TypeVar
 
+from nahida.clock import iso
 from nahida.memory.core.models import (
     Candidate,
     Episode,
+    Hit,
     MemoryItem,
     ProfileEntry,
 )
+from nahida.memory.core.scopes import Visibility, scope_family
 
 if TYPE_CHECKING:  # numpy loads only where vectors are used (not for `nahida --help`)
     import numpy as np
     import numpy.typing as npt
 
     Vector = npt.NDArray[np.float32]  # one L2-normalised float32 row
+
+R = TypeVar("R")
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,3 +190,177 @@ class CommandMessage:
     chat: str
     message_id: str
     time: float
+
+
+# the read models of the admin console (`memory.admin`) ------------------------------------------
+
+Span = tuple[float, float]  # [start, end) in epoch seconds: one day of a series
+
+
+class Slice(NamedTuple, Generic[R]):
+    """One page of a listing, and how many rows the whole listing holds."""
+
+    rows: list[R]
+    total: int
+
+
+class Tally(NamedTuple):
+    """Items counted by scope family (`global`, `chat`, `user`), kind and status."""
+
+    family: str
+    kind: str
+    status: str
+    total: int
+
+
+class HistoryTotals(NamedTuple):
+    chats: int  # with at least one session
+    sessions: int
+    turns: int
+
+
+class SpanCount(NamedTuple):
+    """Rows counted in one span of a series by `key` (`span`: the span's place among those
+    asked for)."""
+
+    span: int
+    key: str
+    total: int
+
+
+class RecallTally(NamedTuple):
+    span: int
+    recalls: int  # user turns answered with memory
+    hits: int  # lines of memory they were given
+
+
+class DreamTally(NamedTuple):
+    """Dream runs started in one span, with the sums of their counts."""
+
+    span: int
+    runs: int
+    proposals: int
+    applied: int
+    pending: int
+    rejected: int
+
+
+@dataclass(frozen=True, slots=True)
+class ItemFilter:
+    """Which items a listing holds; every field that is not None narrows it.
+
+    `family`: the scope's family (`global`, `chat`, `user`); `sources`/`source_prefixes`: a
+    source named, or starting so (either matches); `person`: items of the person's `user:`
+    scope or about them (`subject_user`); `created`: created in [start, end); `ids`: only these;
+    `visibility`: only what it allows (any status).
+    """
+
+    scopes: tuple[str, ...] | None = None
+    family: str | None = None
+    kind: str | None = None
+    status: str | None = None
+    sources: tuple[str, ...] | None = None
+    source_prefixes: tuple[str, ...] = ()
+    person: str | None = None
+    created: Span | None = None
+    ids: tuple[str, ...] | None = None
+    visibility: Visibility | None = None
+
+    def holds(self, item: MemoryItem) -> bool:
+        """Whether the item is one the filter keeps (what every backend's query means)."""
+        sourced = self.sources is None and not self.source_prefixes
+        return (
+            (self.scopes is None or item.scope in self.scopes)
+            and (self.family is None or scope_family(item.scope) == self.family)
+            and self.kind in (None, item.kind)
+            and self.status in (None, item.status)
+            and (
+                sourced
+                or item.source in (self.sources or ())
+                or item.source.startswith(self.source_prefixes)
+            )
+            and (
+                self.person is None
+                or item.scope == f"user:{self.person}"
+                or item.subject_user == self.person
+            )
+            and (self.created is None or self.created[0] <= item.created_at < self.created[1])
+            and (self.ids is None or item.id in self.ids)
+            and (self.visibility is None or self.visibility.sees(item.scope, item.sensitivity))
+        )
+
+
+class ChatActivity(NamedTuple):
+    """A chat with history: its sessions and turns, and its latest turn's time."""
+
+    chat: str
+    sessions: int
+    turns: int
+    last_active: float
+
+
+class Seen(NamedTuple):
+    """A person: a user who spoke in a stored turn, or has an active profile bullet."""
+
+    user: str
+    last_seen: float | None  # their latest turn (None: never spoke in a stored turn)
+    turns: int
+
+
+class NameUse(NamedTuple):
+    """A name a person spoke under in a chat (None: no name), how often and when."""
+
+    user: str
+    name: str | None
+    chat: str
+    turns: int
+    first_seen: float
+    last_seen: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "chat": self.chat,
+            "turns": self.turns,
+            "first_seen": iso(self.first_seen),
+            "last_seen": iso(self.last_seen),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class RecallRecord:
+    """What a user turn's prompt was given from memory: the ids of the hits injected, each
+    kind best first. `time` is when the answer was stored with it."""
+
+    turn_id: int
+    chat: str
+    time: float
+    items: tuple[str, ...] = ()
+    turns: tuple[int, ...] = ()
+    episodes: tuple[str, ...] = ()
+
+    @property
+    def hits(self) -> int:
+        return len(self.items) + len(self.turns) + len(self.episodes)
+
+    @classmethod
+    def of(cls, turn_id: int, chat: str, time: float, hits: Sequence[Hit]) -> RecallRecord:
+        """The record of the hits a prompt kept (`pack`); a turn hit's id is `t_<turn id>`."""
+        return cls(
+            turn_id,
+            chat,
+            time,
+            tuple(h.id for h in hits if h.kind == "item"),
+            tuple(int(h.id.removeprefix("t_")) for h in hits if h.kind == "turn"),
+            tuple(h.id for h in hits if h.kind == "episode"),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "turn_id": self.turn_id,
+            "chat": self.chat,
+            "time": iso(self.time),
+            "items": list(self.items),
+            "turns": list(self.turns),
+            "episodes": list(self.episodes),
+        }

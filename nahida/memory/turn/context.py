@@ -93,6 +93,7 @@ class MemoryInjection:
             limit=limit,
             mode=mode,
             profile_tokens=self.profile_tokens,
+            turn=turn.turn.id,
         )
         log.debug(
             "memory_injected",

@@ -26,7 +26,13 @@ from nahida.memory.core.models import (
     moment,
 )
 from nahida.memory.store.reference.text import Indexed, tokens
-from nahida.memory.store.values import CommandMessage, FileState, TurnMatch, VectorSpace
+from nahida.memory.store.values import (
+    CommandMessage,
+    FileState,
+    RecallRecord,
+    TurnMatch,
+    VectorSpace,
+)
 
 if TYPE_CHECKING:
     from nahida.memory.store.values import Vector
@@ -197,6 +203,7 @@ class Data:
     files: dict[str, FileState] = field(default_factory=dict)
     state: dict[str, str] = field(default_factory=dict)
     commands: dict[CommandMessage, float] = field(default_factory=dict)  # answered at
+    recalls: dict[int, RecallRecord] = field(default_factory=dict)  # by turn
     counters: dict[str, int] = field(default_factory=dict)
 
     def copy(self) -> Data:

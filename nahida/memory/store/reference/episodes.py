@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from nahida.memory.core.models import Episode, WarmSummary
 from nahida.memory.store.reference import text
 from nahida.memory.store.reference.data import Data, EpisodeRow
-from nahida.memory.store.values import EpisodeMatch, TextSearch
+from nahida.memory.store.values import EpisodeMatch, Slice, TextSearch
 
 
 def told_sessions(data: Data, item_id: str) -> set[str]:
@@ -65,6 +65,11 @@ class EpisodeTable:
         found = [r for r in self.data.episodes.values() if r.episode.chat == chat]
         found.sort(key=lambda r: (r.episode.ended_at, r.seq), reverse=True)
         return [r.episode for r in found[:limit]]
+
+    def of_chats(self, chats: Sequence[str], offset: int, limit: int) -> Slice[Episode]:
+        found = [r for r in self.data.episodes.values() if r.episode.chat in chats]
+        found.sort(key=lambda r: (r.episode.ended_at, r.seq), reverse=True)
+        return Slice([r.episode for r in found[offset : offset + limit]], len(found))
 
     def search(self, chats: Sequence[str] | None, search: TextSearch) -> list[EpisodeMatch]:
         rows = sorted(self.data.indexed_episodes(), key=lambda r: r.row.seq)

@@ -10,10 +10,13 @@ from nahida.memory.store.reference import text
 from nahida.memory.store.reference.data import ROLES, Data, SessionRow, TurnRow, check
 from nahida.memory.store.values import (
     FATES,
+    ChatActivity,
     CommandMessage,
     Delivery,
     Fate,
+    HistoryTotals,
     KnownMessage,
+    Slice,
     TextSearch,
     TurnMatch,
 )
@@ -30,6 +33,7 @@ def forget_sessions(data: Data, session_ids: Collection[str]) -> None:
         data.summaries.pop(session_id, None)
     for turn_id in [t.id for t in data.turns.values() if t.session_id in gone]:
         del data.turns[turn_id]
+        data.recalls.pop(turn_id, None)
     for chat, (current, active) in list(data.chats.items()):
         if current in gone:
             data.chats[chat] = (None, active)
@@ -91,6 +95,37 @@ class SessionTable:
         row = self.data.sessions.get(session_id)
         if row is not None:
             self.data.sessions[session_id] = dataclasses.replace(row, title=title)
+
+    def totals(self) -> HistoryTotals:
+        rows = self.data.sessions.values()
+        chats = {r.chat for r in rows}
+        return HistoryTotals(len(chats), len(rows), sum(r.turn_count for r in rows))
+
+    def _activity(self) -> list[ChatActivity]:
+        by_chat: dict[str, list[SessionRow]] = {}
+        for row in self.data.sessions.values():
+            by_chat.setdefault(row.chat, []).append(row)
+        found = [
+            ChatActivity(
+                chat,
+                len(rows),
+                sum(r.turn_count for r in rows),
+                max(r.updated_at for r in rows),
+            )
+            for chat, rows in by_chat.items()
+        ]
+        return sorted(found, key=lambda c: (-c.last_active, c.chat))
+
+    def chats(self, offset: int, limit: int) -> Slice[ChatActivity]:
+        found = self._activity()
+        return Slice(found[offset : offset + limit], len(found))
+
+    def activity(self, chat: str) -> ChatActivity | None:
+        return next((c for c in self._activity() if c.chat == chat), None)
+
+    def page(self, chat: str, offset: int, limit: int) -> Slice[Session]:
+        found = self.latest(chat, len(self.data.sessions))
+        return Slice(found[offset : offset + limit], len(found))
 
 
 class TurnTable:
@@ -273,6 +308,27 @@ class TurnTable:
             after = [t for t in spoken if t.id > turn_id][:1]
             found += [(turn_id, t.match(0.0)) for t in before + after if at is None or t.time <= at]
         return found
+
+    def page(self, session_id: str, offset: int, limit: int) -> Slice[Turn]:
+        found = self._session(session_id)
+        return Slice([t.turn() for t in found[offset : offset + limit]], len(found))
+
+    def around(self, turn_id: int, before: int, after: int) -> list[Turn]:
+        row = self.data.turns.get(turn_id)
+        if row is None:
+            return []
+        spoken = [t for t in self._session(row.session_id) if t.role in ("user", "assistant")]
+        earlier = [t for t in spoken if t.id < turn_id][-before:] if before > 0 else []
+        later = [t for t in spoken if t.id > turn_id][: max(0, after)]
+        return [t.turn() for t in [*earlier, row, *later]]
+
+    def of_messages(self, messages: Sequence[tuple[str, str]]) -> list[Turn]:
+        wanted = set(messages)
+        return [
+            t.turn()
+            for t in self.data.turns.values()
+            if t.message_id is not None and (t.chat, t.message_id) in wanted
+        ]
 
 
 def _fate(delivery: str | None) -> Fate:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
 from collections.abc import Collection, Sequence
 from typing import Any
 
 from nahida.memory.core.models import Candidate, MemoryEvent, MemoryItem
-from nahida.memory.core.scopes import Visibility
+from nahida.memory.core.scopes import Visibility, scope_family
 from nahida.memory.store.reference import text
 from nahida.memory.store.reference.data import (
     CANDIDATE_STATUSES,
@@ -18,7 +19,16 @@ from nahida.memory.store.reference.data import (
     ItemRow,
     check,
 )
-from nahida.memory.store.values import CandidateNote, ItemMatch, TextSearch
+from nahida.memory.store.values import (
+    CandidateNote,
+    ItemFilter,
+    ItemMatch,
+    Slice,
+    Span,
+    SpanCount,
+    Tally,
+    TextSearch,
+)
 
 _INDEXED = ("title", "content", "scope", "sensitivity", "status")
 
@@ -130,7 +140,7 @@ class ItemTable:
         ]
         return sorted(found, key=lambda i: (i.created_at, i.id))
 
-    def search(self, visibility: Visibility, search: TextSearch) -> list[ItemMatch]:
+    def search(self, visibility: Visibility | None, search: TextSearch) -> list[ItemMatch]:
         found = text.ranked(
             search.terms,
             self.data.indexed_items(),
@@ -147,7 +157,7 @@ class ItemTable:
         )
 
     def containing(
-        self, visibility: Visibility, needles: Sequence[str], search: TextSearch
+        self, visibility: Visibility | None, needles: Sequence[str], search: TextSearch
     ) -> list[ItemMatch]:
         found = [
             r
@@ -176,6 +186,28 @@ class ItemTable:
             for key in [k for k in data.vectors if k[1] == row.embed_hash]:
                 del data.vectors[key]
         return True
+
+    def tally(self) -> list[Tally]:
+        counted = Counter(
+            (scope_family(r.item.scope), r.item.kind, r.item.status)
+            for r in self.data.items.values()
+        )
+        return [Tally(*key, total) for key, total in sorted(counted.items())]
+
+    def added(self, spans: Sequence[Span]) -> list[SpanCount]:
+        counted = Counter(
+            (n, r.item.source)
+            for n, (start, end) in enumerate(spans)
+            for r in self.data.items.values()
+            if start <= r.item.created_at < end
+        )
+        return [SpanCount(*key, total) for key, total in sorted(counted.items())]
+
+    def page(self, where: ItemFilter, offset: int, limit: int) -> Slice[MemoryItem]:
+        found = [r.item for r in self.data.items.values() if where.holds(r.item)]
+        found.sort(key=lambda i: i.id)
+        found.sort(key=lambda i: i.updated_at, reverse=True)
+        return Slice(found[offset : offset + limit], len(found))
 
 
 def _named(data: Data, embed_hash: str) -> bool:
@@ -256,6 +288,9 @@ class CandidateTable:
         ]
         found.sort(key=lambda r: (r.created_at, r.id))
         return [(r.id, r.candidate, r.created_at) for r in found[:limit]]
+
+    def pending_count(self) -> int:
+        return sum(r.status == "pending" for r in self.data.candidates.values())
 
     def get_pending(self, candidate_id: str) -> Candidate | None:
         row = self.data.candidates.get(candidate_id)

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 
 from nahida.memory.core.models import DreamRun, JobRun, Turn
 from nahida.memory.store.reference.data import Cursor, Data, DreamRow
-from nahida.memory.store.values import DueChat
+from nahida.memory.store.values import DreamTally, DueChat, Slice, Span
 
 
 class JobTable:
@@ -162,3 +162,20 @@ class DreamTable:
                 self.data.dreams[run.id] = dataclasses.replace(row, run=run)
                 changed += 1
         return changed
+
+    def page(self, chat: str | None, offset: int, limit: int) -> Slice[DreamRun]:
+        found = self.latest(chat, len(self.data.dreams))
+        shown = [dataclasses.replace(run, report=()) for run in found[offset : offset + limit]]
+        return Slice(shown, len(found))
+
+    def tally(self, spans: Sequence[Span]) -> list[DreamTally]:
+        found = []
+        for n, (start, end) in enumerate(spans):
+            runs = [r.run for r in self.data.dreams.values() if start <= r.run.started_at < end]
+            if runs:
+                sums = [sum(getattr(r, k) for r in runs) for k in _SUMMED]
+                found.append(DreamTally(n, len(runs), *sums))
+        return found
+
+
+_SUMMED = ("proposals", "applied", "pending", "rejected")  # `DreamTally`'s sums, in its order

@@ -21,6 +21,7 @@ from nahida.memory.store.reference.history import CommandTable, SessionTable, Tu
 from nahida.memory.store.reference.items import CandidateTable, EventTable, ItemTable
 from nahida.memory.store.reference.jobs import DreamTable, JobTable
 from nahida.memory.store.reference.markdown import MarkdownTable, StateTable
+from nahida.memory.store.reference.people import PeopleTable, RecallTable
 from nahida.memory.store.reference.profiles import ProfileTable
 from nahida.memory.store.reference.vectors import VectorTable
 from nahida.memory.store.values import StoreCapabilities
@@ -54,6 +55,8 @@ class ReferenceTx:
         self.markdown = MarkdownTable(data)
         self.state = StateTable(data)
         self.commands = CommandTable(data)
+        self.recalls = RecallTable(data)
+        self.people = PeopleTable(data)
 
 
 class Shelf:

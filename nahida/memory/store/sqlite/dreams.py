@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import replace
 from typing import Any
 
 from nahida.memory.core.models import DreamRun, Proposal, Turn
 from nahida.memory.store.sqlite import rows
 from nahida.memory.store.sqlite.connection import Connection
-from nahida.memory.store.values import DueChat
+from nahida.memory.store.values import DreamTally, DueChat, Slice, Span
 
 _COUNTS = (
     "turns",
@@ -21,6 +21,13 @@ _COUNTS = (
     "applied",
     "pending",
     "rejected",
+)
+
+
+# every column but the report, which only one run's page shows (a listing would parse hundreds)
+_LISTED = (
+    "id, chat, trigger, holder, from_turn, through_turn, model, outcome, error, '[]' AS report,"
+    " fates, started_at, finished_at, " + ", ".join(_COUNTS)
 )
 
 
@@ -209,3 +216,24 @@ class DreamTable:
                 )
                 changed += 1
         return changed
+
+    def page(self, chat: str | None, offset: int, limit: int) -> Slice[DreamRun]:
+        where, params = ("WHERE chat = ?", (chat,)) if chat is not None else ("", ())
+        found = self.conn.execute(
+            f"SELECT {_LISTED} FROM dream_runs {where} ORDER BY seq DESC"
+            f" LIMIT {int(limit)} OFFSET {int(offset)}",
+            params,
+        )
+        runs = [_run(r) for r in found]
+        (total,) = self.conn.execute(f"SELECT count(*) FROM dream_runs {where}", params).fetchone()
+        return Slice(runs, int(total))
+
+    def tally(self, spans: Sequence[Span]) -> list[DreamTally]:
+        found = self.conn.execute(
+            "SELECT s.key, count(*), sum(d.proposals), sum(d.applied), sum(d.pending),"
+            " sum(d.rejected) FROM json_each(?) s CROSS JOIN dream_runs d"
+            " ON d.started_at >= json_extract(s.value, '$[0]')"
+            " AND d.started_at < json_extract(s.value, '$[1]') GROUP BY s.key ORDER BY s.key",
+            (rows.dump([list(span) for span in spans]),),
+        )
+        return [DreamTally(*row) for row in found]

@@ -16,7 +16,7 @@ from nahida.memory.core.models import Episode
 from nahida.memory.core.scopes import chat_scope
 from nahida.memory.store.sqlite import fts
 from nahida.memory.store.sqlite.connection import Connection
-from nahida.memory.store.values import EpisodeMatch, TextSearch
+from nahida.memory.store.values import EpisodeMatch, Slice, TextSearch
 
 _COLUMNS = "id, session_id, chat, summary, keywords, started_at, ended_at, turn_count, created_at"
 _MATCH_FROM = "episodes_fts", "e.*", "episodes e ON e.seq = f.rowid", "e.ended_at"
@@ -124,6 +124,21 @@ class EpisodeTable:
             (chat,),
         )
         return [episode_of(r) for r in found]
+
+    def of_chats(self, chats: Sequence[str], offset: int, limit: int) -> Slice[Episode]:
+        if not chats:
+            return Slice([], 0)
+        among = f"chat IN ({', '.join('?' * len(chats))})"
+        found = self.conn.execute(
+            f"SELECT * FROM episodes WHERE {among} ORDER BY ended_at DESC, seq DESC"
+            f" LIMIT {int(limit)} OFFSET {int(offset)}",
+            tuple(chats),
+        )
+        episodes = [episode_of(r) for r in found]
+        (total,) = self.conn.execute(
+            f"SELECT count(*) FROM episodes WHERE {among}", tuple(chats)
+        ).fetchone()
+        return Slice(episodes, int(total))
 
     def search(self, chats: Sequence[str] | None, search: TextSearch) -> list[EpisodeMatch]:
         expression = fts.chats_match(search.terms, chats)

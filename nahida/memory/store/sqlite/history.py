@@ -12,7 +12,17 @@ from nahida.memory.store.sqlite import fts, rows
 from nahida.memory.store.sqlite.connection import Connection
 from nahida.memory.store.sqlite.episodes import forget_sql
 from nahida.memory.store.sqlite.fts import like_escape
-from nahida.memory.store.values import FATES, Delivery, Fate, KnownMessage, TextSearch, TurnMatch
+from nahida.memory.store.values import (
+    FATES,
+    ChatActivity,
+    Delivery,
+    Fate,
+    HistoryTotals,
+    KnownMessage,
+    Slice,
+    TextSearch,
+    TurnMatch,
+)
 
 _MATCH_FROM = "turns_fts", rows.TURN_MATCH_COLUMNS, "turns t ON t.id = f.rowid", "t.time"
 
@@ -135,6 +145,40 @@ class SessionTable:
 
     def clear_current(self, chat: str) -> None:
         self.conn.execute("UPDATE chats SET current_session = NULL WHERE chat = ?", (chat,))
+
+    def totals(self) -> HistoryTotals:
+        row = self.conn.execute(
+            "SELECT count(DISTINCT chat), count(*), coalesce(sum(turn_count), 0) FROM sessions"
+        ).fetchone()
+        return HistoryTotals(int(row[0]), int(row[1]), int(row[2]))
+
+    def chats(self, offset: int, limit: int) -> Slice[ChatActivity]:
+        found = self.conn.execute(
+            "SELECT chat, count(*), sum(turn_count), max(updated_at) AS active FROM sessions"
+            f" GROUP BY chat ORDER BY active DESC, chat LIMIT {int(limit)} OFFSET {int(offset)}"
+        )
+        activity = [ChatActivity(*row) for row in found]
+        (total,) = self.conn.execute("SELECT count(DISTINCT chat) FROM sessions").fetchone()
+        return Slice(activity, int(total))
+
+    def activity(self, chat: str) -> ChatActivity | None:
+        row = self.conn.execute(
+            "SELECT chat, count(*), sum(turn_count), max(updated_at) FROM sessions WHERE chat = ?",
+            (chat,),
+        ).fetchone()
+        return ChatActivity(*row) if row[1] else None
+
+    def page(self, chat: str, offset: int, limit: int) -> Slice[Session]:
+        found = self.conn.execute(
+            "SELECT * FROM sessions WHERE chat = ? ORDER BY updated_at DESC, id DESC"
+            f" LIMIT {int(limit)} OFFSET {int(offset)}",
+            (chat,),
+        )
+        sessions = [rows.session(r) for r in found]
+        (total,) = self.conn.execute(
+            "SELECT count(*) FROM sessions WHERE chat = ?", (chat,)
+        ).fetchone()
+        return Slice(sessions, int(total))
 
 
 class TurnTable:
@@ -394,3 +438,41 @@ class TurnTable:
         cursor = self.conn.cursor()
         cursor.row_factory = _neighbour
         return cursor.execute(sql, params).fetchall()
+
+    def page(self, session_id: str, offset: int, limit: int) -> Slice[Turn]:
+        found = self.conn.execute(
+            _SELECT_TURNS + " WHERE session_id = ?"
+            f" ORDER BY id LIMIT {int(limit)} OFFSET {int(offset)}",
+            (session_id,),
+        )
+        turns = [rows.turn(r) for r in found]
+        (total,) = self.conn.execute(
+            "SELECT count(*) FROM turns WHERE session_id = ?", (session_id,)
+        ).fetchone()
+        return Slice(turns, int(total))
+
+    def around(self, turn_id: int, before: int, after: int) -> list[Turn]:
+        row = self.conn.execute(_SELECT_TURNS + " WHERE id = ?", (turn_id,)).fetchone()
+        if row is None:
+            return []
+        spoken = " AND role IN ('user', 'assistant')"
+        earlier = self.conn.execute(
+            _SELECT_TURNS + f" WHERE session_id = ? AND id < ?{spoken}"
+            f" ORDER BY id DESC LIMIT {max(0, int(before))}",
+            (row["session_id"], turn_id),
+        ).fetchall()
+        later = self.conn.execute(
+            _SELECT_TURNS + f" WHERE session_id = ? AND id > ?{spoken}"
+            f" ORDER BY id LIMIT {max(0, int(after))}",
+            (row["session_id"], turn_id),
+        ).fetchall()
+        return [rows.turn(r) for r in [*reversed(earlier), row, *later]]
+
+    def of_messages(self, messages: Sequence[tuple[str, str]]) -> list[Turn]:
+        found: dict[int, Turn] = {}
+        for chat, message_id in dict.fromkeys(messages):
+            for r in self.conn.execute(
+                _SELECT_TURNS + " WHERE chat = ? AND message_id = ?", (chat, message_id)
+            ):
+                found[int(r["id"])] = rows.turn(r)
+        return [found[turn_id] for turn_id in sorted(found)]

@@ -15,7 +15,17 @@ from nahida.memory.core.scopes import Visibility
 from nahida.memory.store.sqlite import fts, rows
 from nahida.memory.store.sqlite.connection import Connection
 from nahida.memory.store.sqlite.fts import like_escape
-from nahida.memory.store.values import CandidateNote, ItemMatch, TextSearch
+from nahida.memory.store.sqlite.where import filter_sql, visibility_sql
+from nahida.memory.store.values import (
+    CandidateNote,
+    ItemFilter,
+    ItemMatch,
+    Slice,
+    Span,
+    SpanCount,
+    Tally,
+    TextSearch,
+)
 
 _COLUMNS = tuple(f.name for f in fields(MemoryItem))
 _INSERT = (
@@ -36,26 +46,6 @@ def _values(item: MemoryItem) -> list[Any]:
         dump_evidence(item.evidence) if name == "evidence" else getattr(item, name)
         for name in _COLUMNS
     ]
-
-
-def visibility_sql(visibility: Visibility) -> tuple[str, list[str]]:
-    """A `memory_items` WHERE clause equivalent to the visibility's FTS keys: a scope seen in
-    full, or a public item of a scope seen public-only. Written as one `scope IN` range (then
-    the sensitivity) so that an index on (scope, …) answers it without an OR of two scans."""
-    public_only = [s for s in visibility.public_only if s not in visibility.full]
-    scopes = [*visibility.full, *public_only]
-    if not scopes:
-        return "0", []
-    where = f"scope IN ({', '.join('?' * len(scopes))})"
-    if not public_only:
-        return where, scopes
-    if not visibility.full:
-        return f"({where} AND sensitivity = 'public')", scopes
-    full = ", ".join("?" * len(visibility.full))
-    return (
-        f"({where} AND (scope IN ({full}) OR sensitivity = 'public'))",
-        [*scopes, *visibility.full],
-    )
 
 
 class ItemTable:
@@ -174,8 +164,11 @@ class ItemTable:
             )
         return [rows.item(r) for r in found]
 
-    def search(self, visibility: Visibility, search: TextSearch) -> list[ItemMatch]:
-        expression = fts.scoped_match(search.terms, fts.visibility_keys(visibility))
+    def search(self, visibility: Visibility | None, search: TextSearch) -> list[ItemMatch]:
+        if visibility is None:  # every scope: the words alone (`chats_match` of every chat)
+            expression = fts.chats_match(search.terms, None)
+        else:
+            expression = fts.scoped_match(search.terms, fts.visibility_keys(visibility))
         if expression:  # a MATCH: its cost grows with the segments (`fts.Compaction`)
             self._compaction.searched()
         found = fts.ranked(self.conn, *_MATCH_FROM, expression, search)
@@ -189,9 +182,9 @@ class ItemTable:
         return self.conn.execute(f"{sql} LIMIT 1", params).fetchone() is not None
 
     def containing(
-        self, visibility: Visibility, needles: Sequence[str], search: TextSearch
+        self, visibility: Visibility | None, needles: Sequence[str], search: TextSearch
     ) -> list[ItemMatch]:
-        where, params = visibility_sql(visibility)
+        where, params = visibility_sql(visibility) if visibility is not None else ("1", [])
         sql = (
             "SELECT m.*, f.body AS body FROM memory_items m"
             " JOIN memory_items_fts f ON f.rowid = m.rowid"
@@ -224,6 +217,45 @@ class ItemTable:
         if conn.execute(_STAT4).fetchone() is not None:
             conn.execute("ANALYZE memory_items")  # its samples may hold the item's slot
         return True
+
+    def tally(self) -> list[Tally]:
+        # counted by scope first, in the order of the (scope, status, kind) index: the outer
+        # grouping then sorts a row per scope, kind and status, not one per item
+        found = self.conn.execute(
+            "SELECT CASE WHEN instr(scope, ':') = 0 THEN scope"
+            " ELSE substr(scope, 1, instr(scope, ':') - 1) END AS family, kind, status, sum(n)"
+            " FROM (SELECT scope, status, kind, count(*) AS n FROM memory_items"
+            " GROUP BY scope, status, kind) GROUP BY family, kind, status"
+        )
+        return [Tally(*row) for row in found]
+
+    def added(self, spans: Sequence[Span]) -> list[SpanCount]:
+        found = self.conn.execute(
+            "SELECT s.key, m.source, count(*) FROM json_each(?) s CROSS JOIN memory_items m"
+            " ON m.created_at >= json_extract(s.value, '$[0]')"
+            " AND m.created_at < json_extract(s.value, '$[1]')"
+            " GROUP BY s.key, m.source",
+            (rows.dump([list(span) for span in spans]),),
+        )
+        return [SpanCount(*row) for row in found]
+
+    def page(self, where: ItemFilter, offset: int, limit: int) -> Slice[MemoryItem]:
+        sql, params = filter_sql(where)
+        order = "ORDER BY updated_at DESC, id"
+        # the page's rows found first, then read, and without a filter on a few scopes, ids or a
+        # person found in the listing's index alone (every column filtered on, in the listing's
+        # order), so a page costs at most one pass over that index whatever the planner guesses
+        selective = where.scopes is not None or where.ids is not None or where.person is not None
+        hint = "" if selective else " INDEXED BY memory_items_listed"
+        found = self.conn.execute(
+            f"SELECT * FROM memory_items WHERE rowid IN (SELECT rowid FROM memory_items{hint}"
+            f" WHERE {sql} {order} LIMIT {int(limit)} OFFSET {int(offset)}) {order}",
+            params,
+        )
+        (total,) = self.conn.execute(
+            f"SELECT count(*) FROM memory_items WHERE {sql}", params
+        ).fetchone()
+        return Slice([rows.item(r) for r in found], int(total))
 
 
 _UNNAMED_VECTOR = (
@@ -337,6 +369,10 @@ class CandidateTable:
             params.extend(scopes)
         found = self.conn.execute(f"{sql} ORDER BY created_at, id LIMIT {int(limit)}", params)
         return [(r["id"], rows.candidate(r), r["created_at"]) for r in found]
+
+    def pending_count(self) -> int:
+        sql = "SELECT count(*) FROM memory_candidates WHERE status = 'pending'"
+        return int(self.conn.execute(sql).fetchone()[0])
 
     def get_pending(self, candidate_id: str) -> Candidate | None:
         row = self.conn.execute(

@@ -21,6 +21,7 @@ from nahida.memory.store.sqlite.connection import (
 from nahida.memory.store.sqlite.schema import (
     ANSWERED_COMMANDS,
     CANDIDATE_VALIDITY,
+    CONSOLE,
     DAILY_NOTES,
     DELIVERIES,
     DREAMS,
@@ -103,6 +104,7 @@ MIGRATIONS: list[Migration] = [
     Migration("0015_deliveries", _sql(DELIVERIES)),
     Migration("0016_answered_commands", _sql(ANSWERED_COMMANDS)),
     Migration("0017_purgeable_events", _sql(PURGEABLE_EVENTS)),
+    Migration("0018_console", _sql(CONSOLE)),
 ]
 
 

@@ -366,3 +366,71 @@ BEGIN
     SELECT RAISE(ABORT, 'memory_events is append-only: only a purge blanks an event''s text');
 END
 """
+
+# The admin console (`memory.admin`). `turn_recalls`: what each answered user turn's prompt was
+# given from memory (`RecallRecord`: the ids of the hits injected, by kind), written with the
+# reply, gone with the turn. `speakers`: per person, chat and name ('' for none) the user turns
+# spoken so, up to the turn `speakers_folded.through`: the console folds newer turns in when it
+# reads people (`PeopleTable.fold`), so that storing a turn (observed group talk too) pays
+# nothing for it, as a trigger or an index on every turn would. A deleted turn that was folded
+# is taken out again (the first or last time of its row looked up among the chat's turns by
+# time), and the cursor moves back below ids SQLite may hand out again; people are listed from
+# `speakers_by_user` alone. `memory_items_listed` holds every column a listing filters on, in
+# the listing's order, so a page is read from it alone until it is full; `sessions_by_chat`
+# gains the turn count, so chats are counted from it alone. The other indexes serve the series
+# by time, an item's supersede chain and the items about a person.
+CONSOLE = """
+CREATE TABLE turn_recalls (
+    turn_id   INTEGER PRIMARY KEY REFERENCES turns (id) ON DELETE CASCADE,
+    chat      TEXT NOT NULL,
+    time      REAL NOT NULL,
+    hits      INTEGER NOT NULL,
+    items     TEXT NOT NULL DEFAULT '[]',
+    turns     TEXT NOT NULL DEFAULT '[]',
+    episodes  TEXT NOT NULL DEFAULT '[]'
+);
+CREATE INDEX turn_recalls_by_time ON turn_recalls (time, hits);
+CREATE TABLE speakers (
+    user        TEXT NOT NULL,
+    chat        TEXT NOT NULL,
+    name        TEXT NOT NULL,
+    turns       INTEGER NOT NULL,
+    first_seen  REAL NOT NULL,
+    last_seen   REAL NOT NULL,
+    PRIMARY KEY (user, chat, name)
+);
+CREATE INDEX speakers_by_user ON speakers (user, last_seen, turns);
+CREATE TABLE speakers_folded (through INTEGER NOT NULL);
+INSERT INTO speakers (user, chat, name, turns, first_seen, last_seen)
+    SELECT speaker, chat, coalesce(speaker_name, ''), count(*), min(time), max(time) FROM turns
+    WHERE role = 'user' AND speaker IS NOT NULL
+    GROUP BY speaker, chat, coalesce(speaker_name, '');
+INSERT INTO speakers_folded (through) SELECT coalesce(max(id), 0) FROM turns;
+CREATE TRIGGER speakers_drop AFTER DELETE ON turns
+WHEN old.id <= (SELECT through FROM speakers_folded)
+BEGIN
+    DELETE FROM speakers WHERE old.role = 'user' AND user = old.speaker AND chat = old.chat
+        AND name = coalesce(old.speaker_name, '') AND turns <= 1;
+    UPDATE speakers SET turns = turns - 1,
+        first_seen = CASE WHEN first_seen < old.time THEN first_seen ELSE (
+            SELECT min(t.time) FROM turns t WHERE t.chat = old.chat AND t.role = 'user'
+            AND t.speaker = old.speaker AND t.id <= (SELECT through FROM speakers_folded)
+            AND coalesce(t.speaker_name, '') = coalesce(old.speaker_name, '')) END,
+        last_seen = CASE WHEN last_seen > old.time THEN last_seen ELSE (
+            SELECT max(t.time) FROM turns t WHERE t.chat = old.chat AND t.role = 'user'
+            AND t.speaker = old.speaker AND t.id <= (SELECT through FROM speakers_folded)
+            AND coalesce(t.speaker_name, '') = coalesce(old.speaker_name, '')) END
+    WHERE old.role = 'user' AND user = old.speaker AND chat = old.chat
+        AND name = coalesce(old.speaker_name, '');
+    UPDATE speakers_folded SET through = (SELECT coalesce(max(id), 0) FROM turns)
+    WHERE through > (SELECT coalesce(max(id), 0) FROM turns);
+END;
+CREATE INDEX memory_items_listed ON memory_items
+    (updated_at, id, scope, kind, status, source, created_at, subject_user, sensitivity);
+DROP INDEX sessions_by_chat;
+CREATE INDEX sessions_by_chat ON sessions (chat, updated_at, turn_count);
+CREATE INDEX memory_items_by_created ON memory_items (created_at, source);
+CREATE INDEX memory_items_by_supersedes ON memory_items (supersedes) WHERE supersedes IS NOT NULL;
+CREATE INDEX memory_items_by_subject ON memory_items (subject_user) WHERE subject_user IS NOT NULL;
+CREATE INDEX dream_runs_by_start ON dream_runs (started_at)
+"""

@@ -15,7 +15,9 @@ from nahida.memory.store.sqlite.history import SessionTable, TurnTable
 from nahida.memory.store.sqlite.items import CandidateTable, EventTable, ItemTable
 from nahida.memory.store.sqlite.jobs import JobTable
 from nahida.memory.store.sqlite.markdown import MarkdownTable, StateTable
+from nahida.memory.store.sqlite.people import PeopleTable
 from nahida.memory.store.sqlite.profiles import ProfileTable
+from nahida.memory.store.sqlite.recalls import RecallTable
 from nahida.memory.store.sqlite.vectors import VectorTable
 from nahida.memory.store.sqlite.working import SummaryTable
 from nahida.memory.store.values import StoreCapabilities
@@ -41,6 +43,8 @@ class SqliteTx:
         self.markdown = MarkdownTable(conn)
         self.state = StateTable(conn)
         self.commands = CommandTable(conn)
+        self.recalls = RecallTable(conn)
+        self.people = PeopleTable(conn)
 
 
 def _store_capabilities(conn: Connection) -> StoreCapabilities:

@@ -19,7 +19,7 @@ from nahida.memory.core.scopes import Visibility
 from nahida.memory.store.sqlite import fts, rows
 from nahida.memory.store.sqlite.connection import Connection
 from nahida.memory.store.sqlite.episodes import episode_of
-from nahida.memory.store.sqlite.items import visibility_sql
+from nahida.memory.store.sqlite.where import visibility_sql
 from nahida.memory.store.values import (
     Embedded,
     EpisodeMatch,

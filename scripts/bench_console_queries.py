@@ -1,0 +1,411 @@
+"""The admin console's read models (`memory.admin`) at 100,000 items and 1,000,000 turns.
+
+Fills a SQLite store through its own tables, in large units of work (no write path, no jieba:
+each text is drawn from jieba's dictionary as words, and its index text is those words), with a
+bot's worth of history: 1,000 chats (600 groups, 400 private), sessions of 20 turns over the last
+90 days, 2,000 people speaking under a name or two, every other turn the bot's; 100,000 items
+over 1,000 scopes with their `create` events, one in twenty superseded by a newer one; a
+recorded recall for a third of the answered turns; 3,000 dream runs with their reports; pending
+candidates, profile bullets, episodes and job runs. Then each read model is called 20 times
+(after two calls to warm up) and the table gives p50 and p95 of the calls, through the facade as
+the console calls it (one read of the store each).
+
+    .venv/bin/python scripts/bench_console_queries.py                 # the full fill, a few minutes
+    .venv/bin/python scripts/bench_console_queries.py --turns 100000 --items 10000   # a quick look
+    .venv/bin/python scripts/bench_console_queries.py --dir /tmp/console --keep      # fill once
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import replace
+from datetime import datetime, timedelta
+from itertools import accumulate
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import jieba  # noqa: E402
+
+from nahida.memory import (  # noqa: E402
+    KINDS,
+    Candidate,
+    DreamRun,
+    Episode,
+    Evidence,
+    MemoryItem,
+    MemoryService,
+    NewTurn,
+    ProfileEntry,
+    Proposal,
+    RecallRecord,
+)
+from nahida.memory.store.base import Tx  # noqa: E402
+from nahida.memory.store.sqlite import SqliteStore  # noqa: E402
+
+DAY = 86_400.0
+SPREAD_DAYS = 90
+GROUPS = 600
+PRIVATES = 400
+PEOPLE = 2_000
+SESSION_TURNS = 20
+SOURCES = (
+    ("rule_extract", 40),
+    ("agent_proactive", 15),
+    ("user_explicit", 15),
+    ("llm_dream", 15),
+    ("compress", 5),
+    ("human_edit", 5),
+    ("import", 4),
+    ("plugin:notes", 1),
+)
+TZ = ZoneInfo("Asia/Shanghai")
+
+
+class Words:
+    """Dictionary words (Chinese, 1–4 characters) and a few English ones, frequent ones often."""
+
+    def __init__(self, rng: random.Random, size: int = 20_000) -> None:
+        entries = []
+        with (Path(jieba.__file__).parent / "dict.txt").open(encoding="utf-8") as handle:
+            for line in handle:
+                word, freq, *_ = line.split()
+                if 1 < len(word) <= 4 and all("\u4e00" <= c <= "\u9fff" for c in word):
+                    entries.append((int(freq), word))
+        entries.sort(reverse=True)
+        self.words = [w for _, w in entries[:size]] + ["tea", "meeting", "python", "travel"]
+        self.cumulative = list(accumulate(1.0 / (n + 10) for n in range(len(self.words))))
+        self.rng = rng
+
+    def pick(self, low: int, high: int) -> list[str]:
+        count = self.rng.randint(low, high)
+        return self.rng.choices(self.words, cum_weights=self.cumulative, k=count)
+
+
+class Fill:
+    """The bot's data, written in units of `batch` rows."""
+
+    def __init__(self, store: SqliteStore, rng: random.Random, now: float, batch: int) -> None:
+        self.store = store
+        self.rng = rng
+        self.now = now
+        self.batch = batch
+        self.words = Words(rng)
+        self.chats = [f"bench:group:g{n}" for n in range(GROUPS)]
+        self.chats += [f"bench:private:p{n}" for n in range(PRIVATES)]
+        self.members = {
+            chat: rng.sample(range(PEOPLE), rng.randint(5, 60)) for chat in self.chats[:GROUPS]
+        }
+        self.user_turns: list[tuple[int, str, float]] = []  # (turn id, chat, time)
+        self.sessions: list[tuple[str, str, float, float]] = []  # (id, chat, start, end)
+
+    def person(self, chat: str) -> int:
+        if chat in self.members:
+            return self.rng.choice(self.members[chat])
+        return int(chat.rsplit("p", 1)[1])  # a private chat's key names its person
+
+    def turns(self, total: int, progress: Callable[[str], None]) -> None:
+        sessions = total // SESSION_TURNS
+        start = self.now - SPREAD_DAYS * DAY
+        plan = sorted(
+            start + self.rng.random() * (SPREAD_DAYS * DAY - 3600) for _ in range(sessions)
+        )
+        pending: list[tuple[str, str, float]] = []
+        for n, began in enumerate(plan):
+            pending.append((f"s_{n:07d}", self.rng.choice(self.chats), began))
+            if len(pending) * SESSION_TURNS >= self.batch or n == len(plan) - 1:
+                self.store.write_sync(self._sessions, pending)
+                pending = []
+                progress(f"turns {len(self.sessions) * SESSION_TURNS:,}")
+
+    def _sessions(self, tx: Tx, sessions: list[tuple[str, str, float]]) -> None:
+        for session_id, chat, began in sessions:
+            tx.sessions.create(session_id, chat, "bench", began)
+            at = began
+            for k in range(SESSION_TURNS):
+                at += self.rng.uniform(5, 120)
+                words = self.words.pick(4, 16)
+                if k % 2 == 0:
+                    user = self.person(chat)
+                    name = f"name{user}" if self.rng.random() < 0.9 else f"nick{user}"
+                    turn = NewTurn(chat, "user", "".join(words), at, f"bench:u{user}", name)
+                else:
+                    turn = NewTurn(chat, "assistant", "".join(words), at)
+                turn_id = tx.turns.add(session_id, turn, " ".join(words))
+                if k % 2 == 0:
+                    self.user_turns.append((turn_id, chat, at))
+            self.sessions.append((session_id, chat, began, at))
+
+    def items(self, total: int, progress: Callable[[str], None]) -> None:
+        scopes = ["global"] + [f"chat:{c}" for c in self.chats[:600]]
+        scopes += [f"user:bench:u{n}" for n in range(399)]
+        sources = [s for s, _ in SOURCES]
+        weights = [w for _, w in SOURCES]
+        made = 0
+        while made < total:
+            count = min(self.batch, total - made)
+            rows = []
+            for n in range(made, made + count):
+                words = self.words.pick(6, 20)
+                created = self.now - self.rng.random() * SPREAD_DAYS * DAY
+                scope = self.rng.choice(scopes)
+                turn_id, chat, at = self.rng.choice(self.user_turns)
+                subject = scope[len("user:") :] if scope.startswith("user:") else None
+                item = MemoryItem(
+                    id=f"m_{n:07x}",
+                    scope=scope,
+                    kind=self.rng.choice(KINDS),
+                    content="".join(words),
+                    status="active" if self.rng.random() < 0.85 else "archived",
+                    confidence=round(self.rng.uniform(0.3, 1.0), 2),
+                    sensitivity="public" if self.rng.random() < 0.5 else "private",
+                    source=self.rng.choices(sources, weights)[0],
+                    subject_user=subject,
+                    evidence=(Evidence(chat=chat, turn_id=turn_id, time=at),),
+                    created_at=created,
+                    updated_at=created + self.rng.random() * DAY,
+                )
+                rows.append((item, " ".join(words)))
+            self.store.write_sync(self._items, rows)
+            made += count
+            progress(f"items {made:,}")
+
+    @staticmethod
+    def _items(tx: Tx, rows: list[tuple[MemoryItem, str]]) -> None:
+        for n, (item, tokens) in enumerate(rows):
+            if n % 20 == 19:  # a newer value for the one before: a supersede chain of two
+                old, _ = rows[n - 1]
+                item = replace(item, supersedes=old.id, scope=old.scope, status="active")
+                tx.items.change(
+                    old, replace(old, status="superseded", valid_until=item.created_at), None
+                )
+            tx.items.add(item, tokens)
+            tx.events.add(item.id, "create", "bench", None, item.to_json(), None, item.created_at)
+
+    def the_rest(self, progress: Callable[[str], None]) -> None:
+        answered = [t for n, t in enumerate(self.user_turns) if n % 3 == 0]
+        for start in range(0, len(answered), self.batch):
+            self.store.write_sync(self._recalls, answered[start : start + self.batch])
+        progress("recalls")
+        self.store.write_sync(self._dreams, 3_000)
+        self.store.write_sync(self._others)
+        for start in range(0, len(self.sessions), self.batch):
+            self.store.write_sync(self._episodes, self.sessions[start : start + self.batch : 5])
+        progress("dreams, candidates, profiles, episodes, jobs")
+
+    def _recalls(self, tx: Tx, turns: list[tuple[int, str, float]]) -> None:
+        for turn_id, chat, at in turns:
+            items = tuple(
+                f"m_{self.rng.randrange(100_000):07x}" for _ in range(self.rng.randint(1, 8))
+            )
+            tx.recalls.add(RecallRecord(turn_id, chat, at + 2, items, (turn_id - 4,)))
+
+    def _dreams(self, tx: Tx, runs: int) -> None:
+        for n in range(runs):
+            chat = self.rng.choice(self.chats)
+            started = self.now - self.rng.random() * SPREAD_DAYS * DAY
+            report = tuple(
+                Proposal(
+                    "add", "fact", "".join(self.words.pick(4, 10)), f"chat:{chat}", fate="created"
+                )
+                for _ in range(20)
+            )
+            run = DreamRun(f"d_{n:05d}", chat, "schedule", started)
+            tx.dreams.start(run)
+            tx.dreams.save(
+                replace(
+                    run,
+                    outcome="ok",
+                    proposals=20,
+                    applied=15,
+                    rejected=5,
+                    report=report,
+                    finished_at=started + 30,
+                )
+            )
+
+    def _others(self, tx: Tx) -> None:
+        for n in range(2_000):
+            candidate = Candidate(
+                f"chat:{self.rng.choice(self.chats)}", "fact", f"待审 {n}", "llm_dream"
+            )
+            tx.candidates.add(
+                f"c_{n:05d}", candidate, "pending" if n % 2 else "accepted", None, "", self.now
+            )
+        for user in range(500):
+            for k in range(5):
+                entry = ProfileEntry(
+                    f"p_{user}_{k}", f"bench:u{user}", "基础特征", f"第{k}条", created_at=self.now
+                )
+                tx.profiles.add(entry, f"第 {k} 条")
+        for job in ("dream", "embedding_upkeep", "markdown_sync", "cleanup_empty_sessions"):
+            run_id = tx.jobs.start(job, "bench", self.now - 60)
+            tx.jobs.finish(run_id, "ok", {"done": 1}, None, self.now - 30)
+
+    def _episodes(self, tx: Tx, sessions: list[tuple[str, str, float, float]]) -> None:
+        for session_id, chat, began, ended in sessions:
+            words = self.words.pick(8, 20)
+            episode = Episode(
+                f"e_{session_id}",
+                session_id,
+                chat,
+                "".join(words),
+                tuple(words[:3]),
+                began,
+                ended,
+                SESSION_TURNS,
+                ended,
+            )
+            tx.episodes.put(episode, " ".join(words))
+
+
+async def timed(call: Callable[[], Awaitable[Any]], n: int) -> tuple[float, float]:
+    for _ in range(2):
+        await call()
+    took = []
+    for _ in range(n):
+        started = time.perf_counter()
+        await call()
+        took.append((time.perf_counter() - started) * 1000)
+    took.sort()
+    return statistics.median(took), took[max(0, round(0.95 * n) - 1)]
+
+
+async def measure(
+    memory: MemoryService, fill_info: dict[str, Any], n: int
+) -> list[tuple[str, float, float]]:
+    admin = memory.admin
+    chat = fill_info["busy_chat"]
+    session = fill_info["session"]
+    person = fill_info["person"]
+    item_id = "m_0000013"  # superseded by the next one: a chain, evidence in context
+    calls: list[tuple[str, Callable[[], Awaitable[Any]]]] = [
+        ("overview()", admin.overview),
+        ("series(30)", lambda: admin.series(30)),
+        ("backlog()", admin.backlog),
+        ("items() first page", lambda: admin.items()),
+        ("items(offset=50000)", lambda: admin.items(offset=50_000)),
+        ("items(scope='chat', kind='task')", lambda: admin.items(scope="chat", kind="task")),
+        ("items(scope=<one chat>)", lambda: admin.items(scope=f"chat:{chat}")),
+        ("items(source='dreamed')", lambda: admin.items(source="dreamed")),
+        ("items(status='archived')", lambda: admin.items(status="archived")),
+        (
+            "items(since=, until=) one week",
+            lambda: admin.items(since=fill_info["week"][0], until=fill_info["week"][1]),
+        ),
+        ("items(person=…)", lambda: admin.items(person=person)),
+        ("items(text='会议')", lambda: admin.items(text="会议")),
+        ("items(text=…, scope='user')", lambda: admin.items(text="python", scope="user")),
+        ("item(id) page", lambda: admin.item(item_id)),
+        ("people() first page", lambda: admin.people()),
+        ("people(offset=1900)", lambda: admin.people(offset=1_900)),
+        ("person(user)", lambda: admin.person(person)),
+        ("episodes(person=…)", lambda: admin.episodes(person=person)),
+        ("chats() first page", lambda: admin.chats()),
+        ("chat(chat)", lambda: admin.chat(chat)),
+        ("sessions(chat)", lambda: admin.sessions(chat)),
+        ("transcript(session)", lambda: admin.transcript(session)),
+        ("dreams() first page", lambda: admin.dreams()),
+        ("dream(run)", lambda: admin.dream("d_00042")),
+        ("recalls(50 turns)", lambda: admin.recalls(fill_info["turns"])),
+    ]
+    return [(label, *await timed(call, n)) for label, call in calls]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--turns", type=int, default=1_000_000)
+    parser.add_argument("--items", type=int, default=100_000)
+    parser.add_argument("--calls", type=int, default=20)
+    parser.add_argument("--batch", type=int, default=20_000, help="rows a unit of work writes")
+    parser.add_argument(
+        "--dir", type=Path, help="where the database is (default: a temporary folder)"
+    )
+    parser.add_argument("--keep", action="store_true", help="keep the database; reuse one there")
+    parser.add_argument("--seed", type=int, default=7)
+    args = parser.parse_args()
+    folder = Path(args.dir or tempfile.mkdtemp(prefix="nahida-bench-console-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "console.db"
+    reuse = args.keep and path.exists()
+    now = time.time()
+    rng = random.Random(args.seed)
+    started = time.perf_counter()
+
+    def progress(what: str) -> None:
+        print(
+            f"\r  {time.perf_counter() - started:6.0f} s  {what:<40}",
+            end="",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    store = SqliteStore(path)
+    try:
+        if not reuse:
+            fill = Fill(store, rng, now, args.batch)
+            fill.turns(args.turns, progress)
+            fill.items(args.items, progress)
+            fill.the_rest(progress)
+            print(file=sys.stderr)
+            filled = time.perf_counter() - started
+            print(f"filled {args.turns:,} turns and {args.items:,} items in {filled:.0f} s")
+        memory = MemoryService(store, tz=TZ)
+        folding = time.perf_counter()
+        asyncio.run(memory.admin.people(limit=1))  # takes every turn stored since into people
+        folded = time.perf_counter() - folding
+        info = asyncio.run(_facts(memory))
+        rows = asyncio.run(measure(memory, info, args.calls))
+        fresh = Fill(store, random.Random(args.seed + 1), time.time(), args.batch)
+        fresh.turns(10_000, lambda what: None)
+        folding = time.perf_counter()
+        asyncio.run(memory.admin.people(limit=50))
+        later = time.perf_counter() - folding
+        size = sum(p.stat().st_size for p in folder.glob("console.db*")) / 2**20
+        print(f"\n{args.calls} calls each after 2 to warm up; database {size:,.0f} MB\n")
+        print(f"| {'read model':<36} | {'p50 ms':>8} | {'p95 ms':>8} |")
+        print(f"|{'-' * 38}|{'-' * 10}|{'-' * 10}|")
+        for label, p50, p95 in rows:
+            print(f"| {label:<36} | {p50:8.1f} | {p95:8.1f} |")
+        if not reuse:
+            print(f"\nthe first people() took in {args.turns:,} turns: {folded * 1000:,.0f} ms")
+        print(f"people() after 10,000 more turns (taking them in): {later * 1000:,.0f} ms")
+    finally:
+        store.close()
+        if not args.keep:
+            shutil.rmtree(folder, ignore_errors=True)
+    return 0
+
+
+async def _facts(memory: MemoryService) -> dict[str, Any]:
+    """What the calls ask about: the group chat active last, its latest session, a person, the
+    last week, some answered turns."""
+    chats = await memory.admin.chats(limit=50)
+    chat = next(c.chat for c in chats.rows if ":group:" in c.chat)
+    sessions = await memory.admin.sessions(chat, limit=1)
+    transcript = await memory.admin.transcript(sessions.rows[0].id)
+    assert transcript is not None
+    today = datetime.now(TZ).date()
+    turns = [t.turn.id for t in transcript.turns.rows if t.turn.role == "user"]
+    return {
+        "busy_chat": chat,
+        "session": sessions.rows[0].id,
+        "person": "bench:u7",  # items of their own and about them
+        "week": (today - timedelta(days=6), today),
+        "turns": (turns * 5)[:50],
+    }
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
