@@ -36,6 +36,11 @@ class Actor:
         return cls("cli", is_bot_admin=True)
 
     @classmethod
+    def console(cls) -> Actor:
+        """Whoever logged in to the memory console: a bot admin, named in the audit trail."""
+        return cls("console", is_bot_admin=True)
+
+    @classmethod
     def speaking(cls, envelope: Envelope, is_bot_admin: bool) -> Actor:
         """The sender of a message: their role counts only in a group, for that group."""
         chat = envelope.chat
