@@ -48,9 +48,10 @@ import numpy as np  # noqa: E402
 from nahida.envelope import ChatKey, UserKey  # noqa: E402
 from nahida.memory import KINDS, Candidate, Evidence, Query, Viewer, recall  # noqa: E402
 from nahida.memory.core.tokenize import index_text, map_ahead, warm_up  # noqa: E402
-from nahida.memory.store.base import Tx, VectorSpace  # noqa: E402
+from nahida.memory.store.base import Tx  # noqa: E402
 from nahida.memory.store.sqlite import SqliteStore  # noqa: E402
 from nahida.memory.store.sqlite.connection import connect, truncate_log  # noqa: E402
+from nahida.memory.store.values import VectorSpace  # noqa: E402
 from nahida.memory.write import write  # noqa: E402
 from nahida.memory.write.write import Prepared  # noqa: E402
 
