@@ -23,7 +23,7 @@ from aiohttp import web
 
 from nahida.clock import SYSTEM, Clock
 from nahida.config import Config
-from nahida.console import api, views
+from nahida.console import api, items, views
 from nahida.console.auth import LoginGuard, PasswordHash, Sessions, TokenFile
 from nahida.console.security import MIDDLEWARES, headers, redirect
 from nahida.console.settings import Checks
@@ -107,8 +107,17 @@ def create_app(
     add("GET", "/admin/static/{name}", _static)
     add("GET", "/admin/memory", views.memory_page)
     add("GET", "/admin/settings", views.settings_page)
+    # items, review and people (console-pages-b) ---------------------------------------------
+    add("GET", "/admin/items", items.items_page)
+    add("GET", "/admin/items/{id}", items.item_page)
+    add("POST", "/admin/items/{id}/{action}", items.item_action)
+    add("GET", "/admin/api/items", items.items_answer)
+    add("GET", "/admin/api/items/{id}", items.item_answer)
+    add("POST", "/admin/api/items/{id}/{action}", items.item_change)
+    built = {"memory", "settings", "item"}
+    # end of items, review and people --------------------------------------------------------
     for key, path in views.PAGES:
-        if key not in ("memory", "settings"):
+        if key not in built:
             add("GET", path, views.coming(key))
     add("GET", "/admin/api/session", api.session)
     add("GET", "/admin/api/settings", api.settings_answer)
