@@ -23,7 +23,7 @@ from aiohttp import web
 
 from nahida.clock import SYSTEM, Clock
 from nahida.config import Config
-from nahida.console import api, items, views
+from nahida.console import api, items, review, views
 from nahida.console.auth import LoginGuard, PasswordHash, Sessions, TokenFile
 from nahida.console.security import MIDDLEWARES, headers, redirect
 from nahida.console.settings import Checks
@@ -114,7 +114,11 @@ def create_app(
     add("GET", "/admin/api/items", items.items_answer)
     add("GET", "/admin/api/items/{id}", items.item_answer)
     add("POST", "/admin/api/items/{id}/{action}", items.item_change)
-    built = {"memory", "settings", "item"}
+    add("GET", "/admin/review", review.review_page)
+    add("POST", "/admin/review/decide", review.review_decide)
+    add("GET", "/admin/api/review", review.review_answer)
+    add("POST", "/admin/api/review", review.review_change)
+    built = {"memory", "settings", "item", "review"}
     # end of items, review and people --------------------------------------------------------
     for key, path in views.PAGES:
         if key not in built:

@@ -176,6 +176,18 @@ MESSAGES: dict[str, dict[Language, str]] = {
     "done_change": {"zh": "已修改。", "en": "Changed."},
     "done_forget": {"zh": "已遗忘（归档）。", "en": "Forgotten (archived)."},
     "done_restore": {"zh": "已恢复。", "en": "Restored."},
+    "review_title": {"zh": "等待审核", "en": "Waiting for review"},
+    "review_intro": {
+        "zh": "暂缓写入的记忆和做梦提出的改动。删掉的字和新加的字分别标出。",
+        "en": "Memories held back and a dream's changes to items, with the words deleted and"
+        " inserted marked.",
+    },
+    "review_none": {"zh": "没有等待审核的内容。", "en": "Nothing waits for review."},
+    "review_done": {"zh": "已处理 {count} 项。", "en": "Decided {count}."},
+    "review_chosen": {"zh": "勾选的几项：", "en": "The ones ticked:"},
+    "accept_button": {"zh": "接受", "en": "Accept"},
+    "reject_button": {"zh": "拒绝", "en": "Reject"},
+    "edit_accept_button": {"zh": "修改后接受", "en": "Edit, then accept"},
     # end of items, review and people
     # refusals
     "csrf_refused": {
