@@ -23,7 +23,7 @@ from aiohttp import web
 
 from nahida.clock import SYSTEM, Clock
 from nahida.config import Config
-from nahida.console import api, items, review, views
+from nahida.console import api, items, people, review, views
 from nahida.console.auth import LoginGuard, PasswordHash, Sessions, TokenFile
 from nahida.console.security import MIDDLEWARES, headers, redirect
 from nahida.console.settings import Checks
@@ -118,7 +118,13 @@ def create_app(
     add("POST", "/admin/review/decide", review.review_decide)
     add("GET", "/admin/api/review", review.review_answer)
     add("POST", "/admin/api/review", review.review_change)
-    built = {"memory", "settings", "item", "review"}
+    add("GET", "/admin/people", people.people_page)
+    add("GET", "/admin/people/{user}", people.person_page)
+    add("POST", "/admin/people/{user}/profile", people.profile_change)
+    add("GET", "/admin/api/people", people.people_answer)
+    add("GET", "/admin/api/people/{user}", people.person_answer)
+    add("POST", "/admin/api/people/{user}/profile", people.profile_answer)
+    built = {"memory", "settings", "item", "review", "people"}
     # end of items, review and people --------------------------------------------------------
     for key, path in views.PAGES:
         if key not in built:

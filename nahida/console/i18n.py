@@ -188,6 +188,21 @@ MESSAGES: dict[str, dict[Language, str]] = {
     "accept_button": {"zh": "接受", "en": "Accept"},
     "reject_button": {"zh": "拒绝", "en": "Reject"},
     "edit_accept_button": {"zh": "修改后接受", "en": "Edit, then accept"},
+    "people_title": {"zh": "机器人认识的人", "en": "The people the bot knows"},
+    "people_none": {"zh": "还没有认识的人。", "en": "Nobody yet."},
+    "col_names": {"zh": "名字和昵称", "en": "Names and nicknames"},
+    "col_turns": {"zh": "发言数", "en": "Turns"},
+    "col_last_seen": {"zh": "最近出现", "en": "Last seen"},
+    "person_title": {"zh": "人物 {user}", "en": "Person {user}"},
+    "person_profile": {
+        "zh": "画像（每行一条；清空即删除这一节）",
+        "en": "Profile (a bullet a line; empty a section to clear it)",
+    },
+    "person_rules": {"zh": "行为规则", "en": "Behavioural rules"},
+    "person_items": {"zh": "与此人有关的记忆（所有范围）", "en": "Their items, in every scope"},
+    "person_episodes": {"zh": "片段", "en": "Episodes"},
+    "save_section": {"zh": "保存这一节", "en": "Save this section"},
+    "done_profile": {"zh": "画像已保存。", "en": "Profile saved."},
     # end of items, review and people
     # refusals
     "csrf_refused": {
