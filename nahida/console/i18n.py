@@ -176,7 +176,6 @@ MESSAGES: dict[str, dict[Language, str]] = {
     "done_change": {"zh": "已修改。", "en": "Changed."},
     "done_forget": {"zh": "已遗忘（归档）。", "en": "Forgotten (archived)."},
     "done_restore": {"zh": "已恢复。", "en": "Restored."},
-    "review_title": {"zh": "等待审核", "en": "Waiting for review"},
     "review_intro": {
         "zh": "暂缓写入的记忆和做梦提出的改动。删掉的字和新加的字分别标出。",
         "en": "Memories held back and a dream's changes to items, with the words deleted and"
