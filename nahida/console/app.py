@@ -8,6 +8,9 @@ Routes (all under `/admin`; `/` redirects there):
          /admin/dreams  /admin/settings
     GET  /admin/api/session  /admin/api/settings  /admin/api/search
     GET  /admin/static/console.css  /admin/static/console.js
+    items, review, people: GET /admin/items /admin/items/{id} /admin/people/{user}, POST
+         /admin/items/{id}/{action} /admin/review/decide /admin/people/{user}/profile; their
+         twins under /admin/api/ (items, review, people)
 
 The static files are read once from the package and served from memory: only these names exist,
 so no path from a request ever reaches the file system.
