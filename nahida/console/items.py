@@ -16,12 +16,13 @@ from nahida.console.pages import ACTOR, answer, body_of, paging, text_field, whe
 from nahida.console.state import CONSOLE, lang_of
 from nahida.console.views import render
 from nahida.errors import MemoryPermissionError
-from nahida.memory.admin.console import SCOPE_FAMILIES, STATUSES
-from nahida.memory.core.kinds import KINDS
-from nahida.memory.core.sources import SOURCE_FAMILIES
+from nahida.memory import KINDS, SOURCE_FAMILIES
 
 FILTERS = ("scope", "kind", "status", "source", "since", "until", "text")
 ACTIONS = ("edit", "change", "forget", "restore", "purge")
+# the filter's choices, as `memory.admin.items` takes them (it refuses others with the reason)
+SCOPE_FAMILIES = ("global", "chat", "user")
+STATUSES = ("active", "archived", "superseded", "rejected")
 
 
 def _day(value: str | None) -> date | None:

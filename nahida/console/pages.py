@@ -11,7 +11,7 @@ from typing import Any
 from aiohttp import web
 
 from nahida.console.state import CONSOLE
-from nahida.memory.core.access import Actor
+from nahida.memory import Actor
 
 PAGE_SIZE = 50  # rows a listing shows at once
 ACTOR = Actor.console()  # every change the console makes is audited under "console"

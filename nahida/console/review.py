@@ -17,8 +17,7 @@ from nahida.console.pages import ACTOR, answer, body_of, paging, text_field, whe
 from nahida.console.state import CONSOLE, lang_of
 from nahida.console.views import render
 from nahida.errors import MemoryPermissionError
-from nahida.memory.admin.views import evidence_json
-from nahida.memory.write.review import Pending
+from nahida.memory import Pending
 
 # a word, a run of spaces, or one other character (so Chinese diffs by character)
 _TOKENS = re.compile(r"[A-Za-z0-9_]+|\s+|.", re.S)
@@ -63,7 +62,7 @@ def pending_json(p: Pending) -> dict[str, Any]:
         "source": c.source,
         "confidence": c.confidence,
         "note": c.note,
-        "evidence": [evidence_json(e) for e in c.evidence],
+        "evidence": [e.to_json() for e in c.evidence],
         "before": p.before,
     }
 
