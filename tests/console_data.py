@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from nahida.memory import MemoryService
+from nahida.memory import Candidate, Evidence, MemoryService
+from nahida.memory.write import write
 
 GROUP = "onebot:group:1001"
 ALICE, BOB = "onebot:42", "onebot:43"
@@ -98,3 +100,33 @@ async def seed(memory: MemoryService, folder: Path) -> None:
     history.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
     report = await asyncio.to_thread(memory.import_history, history)
     assert report.imported == len(TURNS), report
+    await seed_review(memory)
+
+
+# a dream's op waiting for review: the club moved its meetings (the Review page's diff)
+DREAM_UPDATE = "The reading club meets on Saturday mornings in the library"
+
+
+async def seed_review(
+    memory: MemoryService, about: str = "Friday evenings", text: str = DREAM_UPDATE
+) -> str:
+    """A dream run's `supersede` of the item found for `about` (the Friday meeting), held for
+    review as a dream's op is in manual_review mode; its candidate id."""
+    found = await memory.admin.items(text=about)
+    target = found.rows[0].id
+    candidate = Candidate(
+        scope=f"chat:{GROUP}",
+        kind="fact",
+        content=text,
+        source="llm_dream",
+        confidence=0.8,
+        sensitivity="public",
+        evidence=(Evidence(chat=GROUP, message_id="t0", time=time.time(), quote="Friday?"),),
+        op="supersede",  # an admin-made item is replaced, never rewritten
+        target=target,
+        note="the club said it moves to Saturdays",
+    )
+    prepared = write.prepare(candidate)
+    result = await memory.store.write(write.propose, prepared, "manual_review", "dream:d_seed")
+    assert result.outcome == "pending" and result.candidate_id is not None, result
+    return result.candidate_id

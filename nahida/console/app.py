@@ -8,6 +8,9 @@ Routes (all under `/admin`; `/` redirects there):
          /admin/dreams  /admin/settings
     GET  /admin/api/session  /admin/api/settings  /admin/api/search
     GET  /admin/static/console.css  /admin/static/console.js
+    items, review, people: GET /admin/items /admin/items/{id} /admin/people/{user}, POST
+         /admin/items/{id}/{action} /admin/review/decide /admin/people/{user}/profile; their
+         twins under /admin/api/ (items, review, people)
 
 The static files are read once from the package and served from memory: only these names exist,
 so no path from a request ever reaches the file system.
@@ -23,7 +26,7 @@ from aiohttp import web
 
 from nahida.clock import SYSTEM, Clock
 from nahida.config import Config
-from nahida.console import api, views
+from nahida.console import api, items, people, review, views
 from nahida.console.auth import LoginGuard, PasswordHash, Sessions, TokenFile
 from nahida.console.security import MIDDLEWARES, headers, redirect
 from nahida.console.settings import Checks
@@ -107,8 +110,27 @@ def create_app(
     add("GET", "/admin/static/{name}", _static)
     add("GET", "/admin/memory", views.memory_page)
     add("GET", "/admin/settings", views.settings_page)
+    # items, review and people (console-pages-b) ---------------------------------------------
+    add("GET", "/admin/items", items.items_page)
+    add("GET", "/admin/items/{id}", items.item_page)
+    add("POST", "/admin/items/{id}/{action}", items.item_action)
+    add("GET", "/admin/api/items", items.items_answer)
+    add("GET", "/admin/api/items/{id}", items.item_answer)
+    add("POST", "/admin/api/items/{id}/{action}", items.item_change)
+    add("GET", "/admin/review", review.review_page)
+    add("POST", "/admin/review/decide", review.review_decide)
+    add("GET", "/admin/api/review", review.review_answer)
+    add("POST", "/admin/api/review", review.review_change)
+    add("GET", "/admin/people", people.people_page)
+    add("GET", "/admin/people/{user}", people.person_page)
+    add("POST", "/admin/people/{user}/profile", people.profile_change)
+    add("GET", "/admin/api/people", people.people_answer)
+    add("GET", "/admin/api/people/{user}", people.person_answer)
+    add("POST", "/admin/api/people/{user}/profile", people.profile_answer)
+    built = {"memory", "settings", "item", "review", "people"}
+    # end of items, review and people --------------------------------------------------------
     for key, path in views.PAGES:
-        if key not in ("memory", "settings"):
+        if key not in built:
             add("GET", path, views.coming(key))
     add("GET", "/admin/api/session", api.session)
     add("GET", "/admin/api/settings", api.settings_answer)

@@ -40,6 +40,11 @@ SHOTS = (
     ("console-login.png", "login", "#secret"),
     ("console-memory.png", f"memory?chat={GROUP}&user={ALICE.split(':')[1]}&q=book", "table.hits"),
     ("console-settings.png", "settings", "ul.lines"),
+    # items, review and people (console-pages-b); {item}: the peanut allergy's id
+    ("console-items.png", "items", "table.items"),
+    ("console-item.png", "items/{item}", "section.audit"),
+    ("console-review.png", "review", "article.pending"),
+    ("console-people.png", f"people/{ALICE}", "section.profile"),
 )
 
 
@@ -155,6 +160,15 @@ def log_in(driver: WebDriver, console: ConsoleThread) -> None:
     WebDriverWait(driver, WAIT).until(lambda d: "/admin/login" not in d.current_url)
 
 
+def item_id(driver: WebDriver, console: ConsoleThread, words: str) -> str:
+    """The id of the first item the Items listing finds for these words."""
+    driver.get(f"{console.url}items?text={words}")
+    wait_for(driver, "tr.item")
+    found = driver.find_element(By.CSS_SELECTOR, "tr.item").get_attribute("data-id")
+    assert found, words
+    return found
+
+
 def capture(
     driver: WebDriver, console: ConsoleThread, folder: Path, lang: str = "en"
 ) -> list[Path]:
@@ -167,6 +181,8 @@ def capture(
     for name, path, shown in SHOTS:
         if path != "login" and not driver.get_cookie("nahida_session"):
             log_in(driver, console)
+        if "{item}" in path:
+            path = path.replace("{item}", item_id(driver, console, "peanuts"))
         separator = "&" if "?" in path else "?"
         driver.get(f"{console.url}{path}{separator}lang={lang}")
         wait_for(driver, shown)
