@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from nahida.memory import MemoryService
+from nahida.memory.core.models import DreamRun, Proposal
+from nahida.memory.store.values import RecallRecord
 
 GROUP = "onebot:group:1001"
 ALICE, BOB = "onebot:42", "onebot:43"
@@ -30,7 +33,9 @@ ITEMS = [
     (f"A member wrote {HOSTILE} in a book review", f"chat:{GROUP}", "public"),
 ]  # fmt: skip
 GROUP_TEXT = "reads one science fiction book"  # a group memory a search for "book" finds
-BOB_PRIVATE = "his sister Mei"  # Bob's private memory: never in the group, never to Alice
+BOB_PRIVATE = "his sister Mei"
+DREAM_RUN = "d_console_seed"  # a dream run over the group, one proposal of each fate
+DREAM_REJECTED = "the evidence cites no turn"  # why its rejected proposal was rejected  # Bob's private memory: never in the group, never to Alice
 
 TURNS = [
     (GROUP, "42", "Alice", "Has anyone finished the book for Friday?", "2026-03-05T12:00:00Z"),
@@ -98,3 +103,54 @@ async def seed(memory: MemoryService, folder: Path) -> None:
     history.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
     report = await asyncio.to_thread(memory.import_history, history)
     assert report.imported == len(TURNS), report
+    await seed_activity(memory)
+
+
+async def seed_activity(memory: MemoryService) -> None:
+    """What the Overview, Chats and Dreams pages show beyond items and turns: a recall recorded
+    for Alice's question in the group (the group's first two memories) and a dream run over
+    the group with an applied, a pending and a rejected proposal (the last one hostile text)."""
+    admin = memory.admin
+    group_items = await admin.items(scope=f"chat:{GROUP}", limit=10)
+    recalled = tuple(sorted(i.id for i in group_items.rows if "reading club" in i.content))
+    session = (await admin.sessions(GROUP)).rows[0]
+    transcript = await admin.transcript(session.id)
+    assert transcript is not None
+    question = next(r.turn for r in transcript.turns.rows if r.turn.role == "user" and "42" in (r.turn.speaker or ""))
+    now = time.time()
+    record = RecallRecord(question.id, GROUP, now, recalled)
+    proposals = (
+        Proposal("add", "fact", "The reading club picked Solaris", f"chat:{GROUP}", fate="created"),
+        Proposal("add", "fact", "Bob reads slowly", f"chat:{GROUP}", fate="pending"),
+        Proposal(
+            "add",
+            "fact",
+            f"Someone said {HOSTILE}",
+            f"chat:{GROUP}",
+            guard="evidence",
+            detail=DREAM_REJECTED,
+        ),
+    )
+    run = DreamRun(
+        DREAM_RUN,
+        GROUP,
+        "cli",
+        now,
+        turns=2,
+        model="test-model",
+        proposals=3,
+        applied=1,
+        pending=1,
+        rejected=1,
+        outcome="ok",
+        report=proposals,
+        fates={"created": 1, "pending": 1, "rejected": 1},
+        finished_at=now + 1,
+    )
+
+    def write(tx: Any) -> None:
+        tx.recalls.add(record)
+        tx.dreams.start(run)
+        tx.dreams.save(run)
+
+    await memory.store.write(write)

@@ -23,7 +23,7 @@ from aiohttp import web
 
 from nahida.clock import SYSTEM, Clock
 from nahida.config import Config
-from nahida.console import api, views
+from nahida.console import activity, api, views
 from nahida.console.auth import LoginGuard, PasswordHash, Sessions, TokenFile
 from nahida.console.security import MIDDLEWARES, headers, redirect
 from nahida.console.settings import Checks
@@ -107,8 +107,11 @@ def create_app(
     add("GET", "/admin/static/{name}", _static)
     add("GET", "/admin/memory", views.memory_page)
     add("GET", "/admin/settings", views.settings_page)
+    # Overview, Chats and Dreams, with their answers
+    activity.add_routes(app)
+    built = {"overview", "memory", "chats", "dreams", "settings"}
     for key, path in views.PAGES:
-        if key not in ("memory", "settings"):
+        if key not in built:
             add("GET", path, views.coming(key))
     add("GET", "/admin/api/session", api.session)
     add("GET", "/admin/api/settings", api.settings_answer)
