@@ -33,9 +33,9 @@ ITEMS = [
     (f"A member wrote {HOSTILE} in a book review", f"chat:{GROUP}", "public"),
 ]  # fmt: skip
 GROUP_TEXT = "reads one science fiction book"  # a group memory a search for "book" finds
-BOB_PRIVATE = "his sister Mei"
+BOB_PRIVATE = "his sister Mei"  # Bob's private memory: never in the group, never to Alice
 DREAM_RUN = "d_console_seed"  # a dream run over the group, one proposal of each fate
-DREAM_REJECTED = "the evidence cites no turn"  # why its rejected proposal was rejected  # Bob's private memory: never in the group, never to Alice
+DREAM_REJECTED = "the evidence cites no turn"  # why its rejected proposal was rejected
 
 TURNS = [
     (GROUP, "42", "Alice", "Has anyone finished the book for Friday?", "2026-03-05T12:00:00Z"),
@@ -116,7 +116,11 @@ async def seed_activity(memory: MemoryService) -> None:
     session = (await admin.sessions(GROUP)).rows[0]
     transcript = await admin.transcript(session.id)
     assert transcript is not None
-    question = next(r.turn for r in transcript.turns.rows if r.turn.role == "user" and "42" in (r.turn.speaker or ""))
+    question = next(
+        r.turn
+        for r in transcript.turns.rows
+        if r.turn.role == "user" and "42" in (r.turn.speaker or "")
+    )
     now = time.time()
     record = RecallRecord(question.id, GROUP, now, recalled)
     proposals = (

@@ -22,15 +22,14 @@ from nahida.console import charts, settings
 from nahida.console.security import api_error, redirect
 from nahida.console.state import CONSOLE
 from nahida.console.views import render
-from nahida.memory.admin.views import to_json
-from nahida.memory.core.access import Actor
-from nahida.memory.core.sources import FAMILIES
+from nahida.memory import SOURCE_FAMILIES, Actor, Page
 
 log = structlog.get_logger(__name__)
 DAYS = 14  # days the Overview's charts cover
 PAGE = 50  # rows of a listing's page
 TRANSCRIPT_PAGE = 100  # turns of a transcript's page
 DREAM_FATES = ("applied", "pending", "rejected")
+FAMILIES = (*SOURCE_FAMILIES, "other")  # the source families a day's additions are counted in
 RUNNING = web.AppKey("dream_tasks", set[asyncio.Task[Any]])  # runs started by the console
 
 
@@ -145,7 +144,9 @@ async def chats_page(request: web.Request) -> web.StreamResponse:
 
 async def chats_answer(request: web.Request) -> web.StreamResponse:
     offset, limit = paging(request)
-    return _json((await request.app[CONSOLE].memory.admin.chats(offset=offset, limit=limit)).to_json())
+    return _json(
+        (await request.app[CONSOLE].memory.admin.chats(offset=offset, limit=limit)).to_json()
+    )
 
 
 async def chat_page(request: web.Request) -> web.StreamResponse:
@@ -317,7 +318,8 @@ async def dream_answer(request: web.Request) -> web.StreamResponse:
     found = await request.app[CONSOLE].memory.admin.dream(request.match_info["id"])
     if found is None:
         return api_error(404, "no such dream run")
-    return _json(to_json(found))
+    # a page of one: the admin's JSON of a run, its error redacted
+    return _json(Page((found,), 1, 0, 1).to_json()["rows"][0])
 
 
 def add_routes(app: web.Application) -> None:
@@ -339,4 +341,3 @@ def add_routes(app: web.Application) -> None:
     add("GET", "/admin/api/sessions/{id}", session_answer)
     add("GET", "/admin/api/dreams", dreams_answer)
     add("GET", "/admin/api/dreams/{id}", dream_answer)
-

@@ -134,7 +134,10 @@ MESSAGES: dict[str, dict[Language, str]] = {
     "pager": {"zh": "翻页", "en": "Pages"},
     "pager_prev": {"zh": "← 上一页", "en": "← Previous"},
     "pager_next": {"zh": "下一页 →", "en": "Next →"},
-    "pager_rows": {"zh": "第 {first}–{last} 行，共 {total} 行", "en": "rows {first}–{last} of {total}"},
+    "pager_rows": {
+        "zh": "第 {first}–{last} 行，共 {total} 行",
+        "en": "rows {first}–{last} of {total}",
+    },
     "none": {"zh": "（没有）", "en": "(none)"},
     "col_day": {"zh": "日期", "en": "Day"},
     "overview_title": {"zh": "记忆概览", "en": "Memory at a glance"},
