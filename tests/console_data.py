@@ -140,6 +140,8 @@ async def seed_activity(memory: MemoryService) -> None:
         GROUP,
         "cli",
         now,
+        from_turn=1,
+        through_turn=2,
         turns=2,
         model="test-model",
         proposals=3,
