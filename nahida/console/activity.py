@@ -322,9 +322,18 @@ async def dream_answer(request: web.Request) -> web.StreamResponse:
     return _json(Page((found,), 1, 0, 1).to_json()["rows"][0])
 
 
+async def _stop_runs(app: web.Application) -> None:
+    """Cancel the runs still going when the console stops: memory closes right after."""
+    running = list(app[RUNNING])
+    for task in running:
+        task.cancel()
+    await asyncio.gather(*running, return_exceptions=True)
+
+
 def add_routes(app: web.Application) -> None:
     """This module's pages and answers, and the set its background runs are kept in."""
     app[RUNNING] = set()
+    app.on_cleanup.append(_stop_runs)
     add = app.router.add_route
     add("GET", "/admin/", overview_page)
     add("GET", "/admin/chats", chats_page)

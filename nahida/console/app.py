@@ -7,6 +7,10 @@ Routes (all under `/admin`; `/` redirects there):
     GET  /admin/  /admin/memory  /admin/items  /admin/review  /admin/people  /admin/chats
          /admin/dreams  /admin/settings
     GET  /admin/api/session  /admin/api/settings  /admin/api/search
+    Overview, Chats and Dreams (activity.py): GET /admin/chats/{chat}  /admin/sessions/{id}
+         /admin/dreams/{id}, POST /admin/chats/{chat}/dreaming, and their twins under
+         /admin/api/ (overview, chats, chats/{chat}, chats/{chat}/sessions, sessions/{id},
+         dreams, dreams/{id}, POST chats/{chat}/dreaming)
     GET  /admin/static/console.css  /admin/static/console.js
 
 The static files are read once from the package and served from memory: only these names exist,

@@ -3,6 +3,7 @@ show, memory text escaped, listings a page at a time, and dreaming steered as th
 
 from __future__ import annotations
 
+import asyncio
 import html
 import re
 from collections.abc import AsyncIterator
@@ -12,6 +13,7 @@ from urllib.parse import quote
 import pytest
 
 from nahida.console.activity import chat_url
+from nahida.memory import Actor
 from nahida.memory.core.sources import source_family
 from tests.console_data import (
     BOB_DM,
@@ -174,3 +176,32 @@ async def test_english_when_asked(console: Console) -> None:
     text = await page(console, "/admin/chats?lang=en")
     assert "Chats with history" in text
     assert "有记录的聊天" in await page(console, "/admin/chats?lang=zh")
+
+
+async def test_dream_now_runs_in_the_background_as_the_console(
+    console: Console, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    dreams = console.memory.dreams
+    asked: list[tuple[str, str, str]] = []
+    release = asyncio.Event()
+
+    async def run(chat: str, trigger: str, *, actor: Actor) -> None:
+        asked.append((chat, trigger, actor.label))
+        await release.wait()  # a run takes a while: the answer must not wait for it
+
+    monkeypatch.setattr(type(dreams), "enabled", property(lambda self: True))
+    monkeypatch.setattr(dreams, "run", run)
+    csrf = (await (await console.client.get("/admin/api/session")).json())["csrf_token"]
+    answer = await console.client.post(
+        chat_url(GROUP) + "/dreaming",
+        data={"csrf": csrf, "action": "run"},
+        headers={"Origin": "null"},
+        allow_redirects=False,
+    )
+    assert answer.headers["Location"].endswith("?done=started")
+    await asyncio.sleep(0)
+    assert asked == [(GROUP, "console", Actor.console().label)]
+    text = await page(console, answer.headers["Location"])
+    assert "Dream now" in await page(console, chat_url(GROUP) + "?lang=en")
+    assert 'id="done"' in text
+    release.set()
