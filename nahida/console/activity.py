@@ -324,7 +324,7 @@ async def dream_answer(request: web.Request) -> web.StreamResponse:
 
 async def _stop_runs(app: web.Application) -> None:
     """Cancel the runs still going when the console stops: memory closes right after."""
-    running = list(app[RUNNING])
+    running: list[asyncio.Task[Any]] = [*app[RUNNING]]
     for task in running:
         task.cancel()
     await asyncio.gather(*running, return_exceptions=True)
