@@ -199,6 +199,10 @@ MESSAGES: dict[str, dict[Language, str]] = {
     "steer_pause": {"zh": "暂停做梦", "en": "Pause dreaming"},
     "steer_resume": {"zh": "恢复做梦", "en": "Resume dreaming"},
     "steer_run": {"zh": "现在做梦", "en": "Dream now"},
+    "steer_run_confirm": {
+        "zh": "现在让模型整理这个聊天的新记录？这会花一些时间和词元。",
+        "en": "Have the model consolidate this chat's new turns now? It takes a while and tokens.",
+    },
     "steer_paused": {"zh": "这个聊天的做梦已暂停。", "en": "Dreaming is paused in this chat."},
     "steer_resumed": {"zh": "这个聊天的做梦已恢复。", "en": "Dreaming is resumed in this chat."},
     "steer_started": {
