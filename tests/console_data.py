@@ -14,6 +14,8 @@ from typing import Any
 import yaml
 
 from nahida.memory import Candidate, Evidence, MemoryService
+from nahida.memory.core.models import DreamRun, Proposal
+from nahida.memory.store.values import RecallRecord
 from nahida.memory.write import write
 
 GROUP = "onebot:group:1001"
@@ -33,6 +35,8 @@ ITEMS = [
 ]  # fmt: skip
 GROUP_TEXT = "reads one science fiction book"  # a group memory a search for "book" finds
 BOB_PRIVATE = "his sister Mei"  # Bob's private memory: never in the group, never to Alice
+DREAM_RUN = "d_console_seed"  # a dream run over the group, one proposal of each fate
+DREAM_REJECTED = "the evidence cites no turn"  # why its rejected proposal was rejected
 
 TURNS = [
     (GROUP, "42", "Alice", "Has anyone finished the book for Friday?", "2026-03-05T12:00:00Z"),
@@ -101,6 +105,7 @@ async def seed(memory: MemoryService, folder: Path) -> None:
     report = await asyncio.to_thread(memory.import_history, history)
     assert report.imported == len(TURNS), report
     await seed_review(memory)
+    await seed_activity(memory)
 
 
 # a dream's op waiting for review: the club moved its meetings (the Review page's diff)
@@ -130,3 +135,59 @@ async def seed_review(
     result = await memory.store.write(write.propose, prepared, "manual_review", "dream:d_seed")
     assert result.outcome == "pending" and result.candidate_id is not None, result
     return result.candidate_id
+
+
+async def seed_activity(memory: MemoryService) -> None:
+    """What the Overview, Chats and Dreams pages show beyond items and turns: a recall recorded
+    for Alice's question in the group (the group's first two memories) and a dream run over
+    the group with an applied, a pending and a rejected proposal (the last one hostile text)."""
+    admin = memory.admin
+    group_items = await admin.items(scope=f"chat:{GROUP}", limit=10)
+    recalled = tuple(sorted(i.id for i in group_items.rows if "reading club" in i.content))
+    session = (await admin.sessions(GROUP)).rows[0]
+    transcript = await admin.transcript(session.id)
+    assert transcript is not None
+    question = next(
+        r.turn
+        for r in transcript.turns.rows
+        if r.turn.role == "user" and "42" in (r.turn.speaker or "")
+    )
+    now = time.time()
+    record = RecallRecord(question.id, GROUP, now, recalled)
+    proposals = (
+        Proposal("add", "fact", "The reading club picked Solaris", f"chat:{GROUP}", fate="created"),
+        Proposal("add", "fact", "Bob reads slowly", f"chat:{GROUP}", fate="pending"),
+        Proposal(
+            "add",
+            "fact",
+            f"Someone said {HOSTILE}",
+            f"chat:{GROUP}",
+            guard="evidence",
+            detail=DREAM_REJECTED,
+        ),
+    )
+    run = DreamRun(
+        DREAM_RUN,
+        GROUP,
+        "cli",
+        now,
+        from_turn=1,
+        through_turn=2,
+        turns=2,
+        model="test-model",
+        proposals=3,
+        applied=1,
+        pending=1,
+        rejected=1,
+        outcome="ok",
+        report=proposals,
+        fates={"created": 1, "pending": 1, "rejected": 1},
+        finished_at=now + 1,
+    )
+
+    def write(tx: Any) -> None:
+        tx.recalls.add(record)
+        tx.dreams.start(run)
+        tx.dreams.save(run)
+
+    await memory.store.write(write)

@@ -7,6 +7,7 @@ and review what the bot remembers, and a JSON API under `/admin/api/` the pages 
     search.py    recall as a viewer                   settings.py  config and checks, masked
     i18n.py      the console's words, zh and en       serve.py     its own listener, loopback
     templates/   Jinja2, autoescaped                  static/      one CSS and one JS file
+    activity.py  Overview, Chats, Dreams and their API  charts.py    bar charts as SVG numbers
 
 Of memory it imports the facade only (`nahida.memory`); it imports no backend: the composition
 root and the CLI hand it memory, the config, the data dir and `nahida doctor`'s checks.

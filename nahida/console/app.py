@@ -7,6 +7,10 @@ Routes (all under `/admin`; `/` redirects there):
     GET  /admin/  /admin/memory  /admin/items  /admin/review  /admin/people  /admin/chats
          /admin/dreams  /admin/settings
     GET  /admin/api/session  /admin/api/settings  /admin/api/search
+    Overview, Chats and Dreams (activity.py): GET /admin/chats/{chat}  /admin/sessions/{id}
+         /admin/dreams/{id}, POST /admin/chats/{chat}/dreaming, and their twins under
+         /admin/api/ (overview, chats, chats/{chat}, chats/{chat}/sessions, sessions/{id},
+         dreams, dreams/{id}, POST chats/{chat}/dreaming)
     GET  /admin/static/console.css  /admin/static/console.js
     items, review, people: GET /admin/items /admin/items/{id} /admin/people/{user}, POST
          /admin/items/{id}/{action} /admin/review/decide /admin/people/{user}/profile; their
@@ -26,7 +30,7 @@ from aiohttp import web
 
 from nahida.clock import SYSTEM, Clock
 from nahida.config import Config
-from nahida.console import api, items, people, review, views
+from nahida.console import activity, api, items, people, review, views
 from nahida.console.auth import LoginGuard, PasswordHash, Sessions, TokenFile
 from nahida.console.security import MIDDLEWARES, headers, redirect
 from nahida.console.settings import Checks
@@ -127,8 +131,10 @@ def create_app(
     add("GET", "/admin/api/people", people.people_answer)
     add("GET", "/admin/api/people/{user}", people.person_answer)
     add("POST", "/admin/api/people/{user}/profile", people.profile_answer)
-    built = {"memory", "settings", "item", "review", "people"}
     # end of items, review and people --------------------------------------------------------
+    # Overview, Chats and Dreams, with their answers
+    activity.add_routes(app)
+    built = {"overview", "memory", "item", "review", "people", "chats", "dreams", "settings"}
     for key, path in views.PAGES:
         if key not in built:
             add("GET", path, views.coming(key))

@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
 from typing import Any
+from urllib.parse import quote
 
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
@@ -30,7 +31,7 @@ from nahida.cli.doctor import console_checks
 from nahida.cli.state import State
 from nahida.console import ConsoleServer, create_app
 from nahida.console.auth import TokenFile
-from tests.console_data import ALICE, GROUP, seed, write_config
+from tests.console_data import ALICE, DREAM_RUN, GROUP, seed, write_config
 
 CHROMIUM = Path(os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium"))
 CHROMEDRIVER = Path(os.environ.get("CHROMEDRIVER_PATH", "/usr/bin/chromedriver"))
@@ -45,6 +46,12 @@ SHOTS = (
     ("console-item.png", "items/{item}", "section.audit"),
     ("console-review.png", "review", "article.pending"),
     ("console-people.png", f"people/{ALICE}", "section.profile"),
+)
+# Overview, Chats and Dreams (console/activity.py)
+SHOTS += (
+    ("console-overview.png", "", "#chart-added"),
+    ("console-chats.png", f"chats/{quote(GROUP, safe='')}", "#dreaming"),
+    ("console-dreams.png", f"dreams/{DREAM_RUN}", "#proposals"),
 )
 
 
