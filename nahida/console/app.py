@@ -114,7 +114,7 @@ def create_app(
     add("GET", "/admin/static/{name}", _static)
     add("GET", "/admin/memory", views.memory_page)
     add("GET", "/admin/settings", views.settings_page)
-    # items, review and people (console-pages-b) ---------------------------------------------
+    # Items, Review and People, with their answers
     add("GET", "/admin/items", items.items_page)
     add("GET", "/admin/items/{id}", items.item_page)
     add("POST", "/admin/items/{id}/{action}", items.item_action)
@@ -131,13 +131,8 @@ def create_app(
     add("GET", "/admin/api/people", people.people_answer)
     add("GET", "/admin/api/people/{user}", people.person_answer)
     add("POST", "/admin/api/people/{user}/profile", people.profile_answer)
-    # end of items, review and people --------------------------------------------------------
     # Overview, Chats and Dreams, with their answers
     activity.add_routes(app)
-    built = {"overview", "memory", "item", "review", "people", "chats", "dreams", "settings"}
-    for key, path in views.PAGES:
-        if key not in built:
-            add("GET", path, views.coming(key))
     add("GET", "/admin/api/session", api.session)
     add("GET", "/admin/api/settings", api.settings_answer)
     add("GET", "/admin/api/search", api.search_answer)

@@ -26,33 +26,6 @@ MESSAGES: dict[str, dict[Language, str]] = {
     "page_chats": {"zh": "聊天", "en": "Chats"},
     "page_dreams": {"zh": "做梦", "en": "Dreams"},
     "page_settings": {"zh": "设置", "en": "Settings"},
-    "coming": {"zh": "这一页还在做。", "en": "This page is coming."},
-    "coming_overview": {
-        "zh": "它会显示记忆的概况：各种记忆的数量、待审核的条目、最近的改动和后台任务。",
-        "en": "It will show memory at a glance: counts by kind, what waits for review, recent"
-        " changes and background jobs.",
-    },
-    "coming_item": {
-        "zh": "它会显示一条记忆的全文、来源和修改记录（/memory why），并可以修改或遗忘。",
-        "en": "It will show one memory in full, where it came from and how it changed (/memory"
-        " why), and let you correct or forget it.",
-    },
-    "coming_review": {
-        "zh": "它会列出等待审核的记忆，可以接受或拒绝。",
-        "en": "It will list the memories waiting for review, to accept or reject.",
-    },
-    "coming_people": {
-        "zh": "它会列出机器人认识的人和他们的画像。",
-        "en": "It will list the people the bot knows, with their profiles.",
-    },
-    "coming_chats": {
-        "zh": "它会列出聊天、会话和各自的记忆。",
-        "en": "It will list the chats, their sessions and their memories.",
-    },
-    "coming_dreams": {
-        "zh": "它会显示做梦（后台整理）的每次运行和它提出的改动。",
-        "en": "It will show each dreaming run (background consolidation) and what it proposed.",
-    },
     # login
     "login_title": {"zh": "登录", "en": "Log in"},
     "login_secret": {"zh": "令牌或密码", "en": "Token or password"},

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 import secrets
-from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Any
 
@@ -149,15 +148,6 @@ async def logout(request: web.Request) -> web.StreamResponse:
 
 
 # pages ----------------------------------------------------------------------------------------
-
-
-def coming(key: str) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
-    """A page not built yet: the layout, and a line on what it will show."""
-
-    async def page(request: web.Request) -> web.StreamResponse:
-        return render(request, "coming.html", current=key, about=f"coming_{key}")
-
-    return page
 
 
 async def memory_page(request: web.Request) -> web.StreamResponse:
