@@ -6,7 +6,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, NoReturn, TypeVar
 
+from nahida.memory.store.postgres.candidates import CandidateTable
+from nahida.memory.store.postgres.commands import CommandTable
 from nahida.memory.store.postgres.db import Connection, Database
+from nahida.memory.store.postgres.events import EventTable
+from nahida.memory.store.postgres.items import ItemTable
+from nahida.memory.store.postgres.jobs import JobTable
+from nahida.memory.store.postgres.markdown import MarkdownTable, StateTable
 from nahida.memory.store.postgres.sessions import SessionTable
 from nahida.memory.store.postgres.turns import TurnTable
 from nahida.memory.store.values import StoreCapabilities
@@ -30,13 +36,13 @@ class PostgresTx:
     def __init__(self, conn: Connection) -> None:
         self.sessions = SessionTable(conn)
         self.turns = TurnTable(conn)
-        self.items: Any = NotBuilt("items")
-        self.events: Any = NotBuilt("events")
-        self.candidates: Any = NotBuilt("candidates")
-        self.jobs: Any = NotBuilt("jobs")
-        self.markdown: Any = NotBuilt("markdown")
-        self.state: Any = NotBuilt("state")
-        self.commands: Any = NotBuilt("commands")
+        self.items = ItemTable(conn)
+        self.events = EventTable(conn)
+        self.candidates = CandidateTable(conn)
+        self.jobs = JobTable(conn)
+        self.markdown = MarkdownTable(conn)
+        self.state = StateTable(conn)
+        self.commands = CommandTable(conn)
         # the next part (derived.py and vectors.py)
         self.vectors: Any = NotBuilt("vectors")
         self.summaries: Any = NotBuilt("summaries")
