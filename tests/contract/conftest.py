@@ -8,11 +8,10 @@ for the whole session (`tests/pg.py`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from pluggy import Result
 
 from nahida.memory.store.base import Store
 from nahida.memory.store.reference import ReferenceStore, Shelf
@@ -53,26 +52,6 @@ def backend(request: pytest.FixtureRequest) -> Factory:
         pg.require()
         request.addfinalizer(pg.close_all)
     return BACKENDS[request.param]
-
-
-# The tables of the next part of the PostgreSQL backend (`derived.py`, `vectors.py`) raise
-# NotImplementedError there for now: a test that reaches one is skipped, not failed. Delete this
-# hook once postgres holds every table.
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(
-    item: pytest.Item, call: pytest.CallInfo[None]
-) -> Generator[None, Result[pytest.TestReport], None]:
-    outcome = yield
-    report = outcome.get_result()
-    params = getattr(item, "callspec", None)
-    on_postgres = params is not None and params.params.get("backend") == "postgres"
-    if on_postgres and call.excinfo is not None and call.excinfo.errisinstance(NotImplementedError):
-        report.outcome = "skipped"
-        report.longrepr = (
-            str(item.path),
-            item.location[1] or 0,
-            "Skipped: not built yet on postgres",
-        )
 
 
 @pytest.fixture

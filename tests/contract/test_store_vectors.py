@@ -284,3 +284,46 @@ def test_every_owner_of_a_shared_text_finds_it_by_meaning_and_no_one_else_does(
                 assert {m.item.id for m in found_items} == allowed, (view, text)
                 saying = {m.item.id for m in found_items if round(m.score, 4) == 1.0}
                 assert saying == {i for i in allowed if items[i].content == text}, (view, text)
+
+
+# a small scope in a big table ------------------------------------------------------------------
+
+CROWD = 2_000
+
+
+def link_all(store: Store, kind: str, vectors: dict[str, np.ndarray]) -> None:
+    """Give every unhashed row of `kind` the vector its content names (hash: the content)."""
+    rows = store.read_sync(lambda tx: tx.vectors.unhashed(kind, 10 * CROWD))
+
+    def run(tx: Tx) -> None:
+        tx.vectors.put(SPACE, list(vectors.items()), T0)
+        tx.vectors.link(kind, [(r.key, r.content) for r in rows])
+
+    store.write_sync(run)
+
+
+def crowd(near: str, far: str) -> dict[str, np.ndarray]:
+    """`CROWD` texts all nearer to NORTH than the three `far` ones, each its own vector."""
+    texts = {f"{near} {n}": unit(1, n / CROWD, 0, 0) for n in range(CROWD)}
+    return texts | {f"{far} {n}": unit(1, 4 + n, 1, 0) for n in range(3)}
+
+
+def test_a_small_scope_gets_all_of_its_rows_however_many_others_are_nearer(store: Store) -> None:
+    """Visibility is applied before the nearest are taken: three visible items (or turns) among
+    thousands nearer to the query that the viewer may not see all come back in the top 10."""
+    vectors = crowd("crowded", "mine")
+    add_items(
+        store,
+        *(
+            item(f"m_{n}", text, "chat:qq:group:big" if "crowded" in text else "chat:qq:group:few")
+            for n, text in enumerate(vectors)
+        ),
+    )
+    link_all(store, "item", vectors)
+    mine = Visibility(("chat:qq:group:few",))
+    found = store.read_sync(lambda tx: tx.vectors.items(mine, VectorSearch(NORTH, SPACE, 10)))
+    assert [m.item.content for m in found] == ["mine 0", "mine 1", "mine 2"]
+
+    add_turns(store, *((OTHER if "crowded" in t else CHAT, t, T0) for t in vectors))
+    link_all(store, "turn", vectors)
+    assert [c for c, _ in nearest_turns(store, [CHAT], NORTH)] == ["mine 0", "mine 1", "mine 2"]

@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 
 import psycopg
 import structlog
+from pgvector.psycopg import register_vector
 from psycopg_pool import ConnectionPool
 
 from nahida.errors import StorageError
@@ -69,6 +70,7 @@ class Database:
             self._writer_conn = psycopg.connect(dsn, autocommit=True)
             self._prepare(self._writer_conn)
             migrate(self._writer_conn)
+            register_vector(self._writer_conn)  # the type exists once migrated
         except psycopg.Error as exc:
             if getattr(self, "_writer_conn", None) is not None:
                 self._writer_conn.close()
@@ -78,7 +80,7 @@ class Database:
             min_size=1,
             max_size=readers,
             kwargs={"autocommit": True},
-            configure=self._prepare,
+            configure=self._configure,
             open=True,
             name="nahida-read",
         )
@@ -94,6 +96,11 @@ class Database:
         ident = psycopg.sql.Identifier(self.schema)
         conn.execute(psycopg.sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(ident))
         conn.execute(psycopg.sql.SQL("SET search_path TO {}, public").format(ident))
+
+    def _configure(self, conn: Connection) -> None:
+        """A read connection: prepared, and pgvector's types known (vectors as binary)."""
+        self._prepare(conn)
+        register_vector(conn)
 
     # running units --------------------------------------------------------------------------
 

@@ -33,6 +33,15 @@ _INDEXED = ("title", "content", "scope", "sensitivity", "status")
 _INDEX_SET = "fts_body = %s, fts = nahida_tsvector(%s::text[]), fts_len = %s"
 
 
+# the vector of a text no row names any more
+_UNNAMED_VECTOR = (
+    "DELETE FROM embeddings WHERE hash = %s"
+    " AND NOT EXISTS (SELECT 1 FROM memory_items WHERE embed_hash = %s)"
+    " AND NOT EXISTS (SELECT 1 FROM turns WHERE embed_hash = %s)"
+    " AND NOT EXISTS (SELECT 1 FROM episodes WHERE embed_hash = %s)"
+)
+
+
 def _value(item: MemoryItem, name: str) -> Any:
     return dump_evidence(item.evidence) if name == "evidence" else getattr(item, name)
 
@@ -77,8 +86,8 @@ class ItemTable:
         if not changed:
             return
         sets = ", ".join(f"{n} = %s::jsonb" if n == "evidence" else f"{n} = %s" for n in changed)
-        # (the vectors' part clears the item's `embed_hash` here when its title or content
-        # changed: a new text needs a new vector)
+        if "title" in changed or "content" in changed:
+            sets += ", embed_hash = NULL"  # a new text needs a new vector
         row = self.conn.execute(
             f"UPDATE memory_items SET {sets} WHERE id = %s RETURNING fts_body",
             [*(_value(after, n) for n in changed), before.id],
@@ -193,9 +202,15 @@ class ItemTable:
     def purge(self, item_id: str) -> bool:
         conn = self.conn
         conn.execute("UPDATE memory_items SET supersedes = NULL WHERE supersedes = %s", (item_id,))
-        # its index entry goes with its row (the vectors' part also drops its vector here when
-        # no other row has the same text)
-        return conn.execute("DELETE FROM memory_items WHERE id = %s", (item_id,)).rowcount > 0
+        # its index entry goes with its row, and its vector when no other row has the same text
+        row = conn.execute(
+            "DELETE FROM memory_items WHERE id = %s RETURNING embed_hash", (item_id,)
+        ).fetchone()
+        if row is None:
+            return False
+        if row[0]:
+            conn.execute(_UNNAMED_VECTOR, (row[0],) * 4)
+        return True
 
     def tally(self) -> list[Tally]:
         found = self.conn.execute(

@@ -38,8 +38,14 @@ class MarkdownTable:
 
     def fingerprint(self) -> tuple[object, ...]:
         """Changes whenever a global item or a profile bullet does (counts, latest change)."""
-        # the profile bullets' half comes with `profile_entries` (the derived tables' part)
-        raise NotImplementedError("markdown.fingerprint needs profile_entries: not built yet")
+        items = self.conn.execute(
+            "SELECT count(*), max(updated_at) FROM memory_items WHERE scope = 'global'"
+        ).fetchone()
+        profiles = self.conn.execute(
+            "SELECT count(*), max(updated_at) FROM profile_entries"
+        ).fetchone()
+        assert items is not None and profiles is not None
+        return (*items, *profiles)
 
 
 class StateTable:

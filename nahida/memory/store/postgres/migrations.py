@@ -18,12 +18,19 @@ from nahida.errors import StorageError
 from nahida.memory.store.postgres.schema import (
     ANSWERED_COMMANDS,
     CANDIDATES,
+    DREAMS,
+    EPISODES,
     EVENTS,
     ITEMS,
     JOBS,
     MARKDOWN,
+    PROFILES,
+    RECALLS,
     SESSIONS_AND_TURNS,
+    SPEAKERS,
     TEXT_SEARCH,
+    VECTORS,
+    WORKING_MEMORY,
 )
 
 # The advisory lock's key: one per schema (`hashtext` of the schema's name and this tag), so
@@ -47,6 +54,13 @@ MIGRATIONS: list[Migration] = [
     Migration("0006_jobs", JOBS),
     Migration("0007_markdown", MARKDOWN),
     Migration("0008_answered_commands", ANSWERED_COMMANDS),
+    Migration("0009_working_memory", WORKING_MEMORY),
+    Migration("0010_profiles", PROFILES),
+    Migration("0011_episodes", EPISODES),
+    Migration("0012_dreams", DREAMS),
+    Migration("0013_recalls", RECALLS),
+    Migration("0014_speakers", SPEAKERS),
+    Migration("0015_vectors", VECTORS),
 ]
 
 

@@ -261,3 +261,202 @@ CREATE TABLE answered_commands (
 );
 CREATE INDEX answered_commands_by_age ON answered_commands (answered_at);
 """
+
+# Working memory (DESIGN §7): one row per session with a warm summary (SQLite's 0009, 0014).
+WORKING_MEMORY = """
+CREATE TABLE session_summaries (
+    session_id    TEXT PRIMARY KEY REFERENCES sessions (id) ON DELETE CASCADE,
+    chat          TEXT NOT NULL,
+    summary       TEXT NOT NULL DEFAULT '',
+    through_turn  BIGINT NOT NULL DEFAULT 0,
+    rounds        INTEGER NOT NULL DEFAULT 0,
+    total_rounds  INTEGER NOT NULL DEFAULT 0,
+    rolls         INTEGER NOT NULL DEFAULT 0,
+    failures      INTEGER NOT NULL DEFAULT 0,
+    last_error    TEXT,
+    updated_at    DOUBLE PRECISION NOT NULL
+);
+CREATE INDEX session_summaries_by_chat ON session_summaries (chat, updated_at);
+CREATE INDEX session_summaries_failing ON session_summaries (failures) WHERE failures > 0;
+CREATE INDEX session_summaries_by_time ON session_summaries (updated_at, session_id);
+"""
+
+# Profile bullets (the Ethan layer 3): `tokens` are the bullet's jieba tokens, kept so that a
+# merge compares bullets without tokenizing on the database thread. `person` is SQLite's `user`
+# (a reserved word here); `seq` orders bullets written in one moment, as SQLite's rowid does.
+PROFILES = """
+CREATE TABLE profile_entries (
+    seq          BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE,
+    id           TEXT PRIMARY KEY,
+    person       TEXT NOT NULL,
+    section      TEXT NOT NULL,
+    text         TEXT NOT NULL,
+    tokens       TEXT NOT NULL DEFAULT '',
+    sensitivity  TEXT NOT NULL DEFAULT 'private' CHECK (sensitivity IN ('public', 'private')),
+    source       TEXT NOT NULL,
+    chat         TEXT,
+    status       TEXT NOT NULL DEFAULT 'active' CHECK (status IN ('active', 'archived')),
+    created_at   DOUBLE PRECISION NOT NULL,
+    updated_at   DOUBLE PRECISION NOT NULL
+);
+CREATE INDEX profile_entries_by_person ON profile_entries (person, status, section);
+"""
+
+# Episodes (the Ethan layer 4): one row per finished session, searched as turns are (`fts`,
+# `fts_len`: its words and its chat's scope key), seen only in its own chat.
+EPISODES = """
+CREATE TABLE episodes (
+    seq         BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    id          TEXT NOT NULL UNIQUE,
+    session_id  TEXT NOT NULL UNIQUE REFERENCES sessions (id) ON DELETE CASCADE,
+    chat        TEXT NOT NULL,
+    summary     TEXT NOT NULL,
+    keywords    JSONB NOT NULL DEFAULT '[]',
+    started_at  DOUBLE PRECISION NOT NULL,
+    ended_at    DOUBLE PRECISION NOT NULL,
+    turn_count  INTEGER NOT NULL,
+    created_at  DOUBLE PRECISION NOT NULL,
+    fts         TSVECTOR,
+    fts_len     INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX episodes_by_chat ON episodes (chat, ended_at);
+CREATE INDEX episodes_by_created ON episodes (created_at, seq);
+CREATE INDEX episodes_fts ON episodes USING gin (fts);
+"""
+
+# Dreaming (DESIGN §8): per chat the last turn dreamed and whether dreaming is paused; one row
+# per run, its report (the proposals, each with its fate) as jsonb. `turns_by_chat_id` finds a
+# chat's turns after its cursor.
+DREAMS = """
+CREATE TABLE dream_cursors (
+    chat          TEXT PRIMARY KEY,
+    through_turn  BIGINT NOT NULL DEFAULT 0,
+    paused        BOOLEAN NOT NULL DEFAULT FALSE,
+    updated_at    DOUBLE PRECISION NOT NULL
+);
+CREATE TABLE dream_runs (
+    seq           BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    id            TEXT NOT NULL UNIQUE,
+    chat          TEXT NOT NULL,
+    trigger       TEXT NOT NULL,
+    holder        TEXT NOT NULL DEFAULT '',
+    from_turn     BIGINT NOT NULL DEFAULT 0,
+    through_turn  BIGINT NOT NULL DEFAULT 0,
+    turns         INTEGER NOT NULL DEFAULT 0,
+    model         TEXT NOT NULL DEFAULT '',
+    calls         INTEGER NOT NULL DEFAULT 0,
+    tokens_in     BIGINT NOT NULL DEFAULT 0,
+    tokens_out    BIGINT NOT NULL DEFAULT 0,
+    proposals     INTEGER NOT NULL DEFAULT 0,
+    applied       INTEGER NOT NULL DEFAULT 0,
+    pending       INTEGER NOT NULL DEFAULT 0,
+    rejected      INTEGER NOT NULL DEFAULT 0,
+    outcome       TEXT NOT NULL DEFAULT 'running',
+    error         TEXT,
+    report        JSONB NOT NULL DEFAULT '[]',
+    fates         JSONB NOT NULL DEFAULT '{}',
+    started_at    DOUBLE PRECISION NOT NULL,
+    finished_at   DOUBLE PRECISION,
+    written       BOOLEAN NOT NULL DEFAULT FALSE
+);
+CREATE INDEX dream_runs_by_chat ON dream_runs (chat, seq);
+CREATE INDEX dream_runs_unwritten ON dream_runs (seq) WHERE NOT written;
+CREATE INDEX dream_runs_by_start ON dream_runs (started_at);
+CREATE INDEX turns_by_chat_id ON turns (chat, id);
+"""
+
+# What each answered user turn's prompt was given from memory, gone with the turn.
+RECALLS = """
+CREATE TABLE turn_recalls (
+    turn_id   BIGINT PRIMARY KEY REFERENCES turns (id) ON DELETE CASCADE,
+    chat      TEXT NOT NULL,
+    time      DOUBLE PRECISION NOT NULL,
+    hits      INTEGER NOT NULL,
+    items     JSONB NOT NULL DEFAULT '[]',
+    turns     JSONB NOT NULL DEFAULT '[]',
+    episodes  JSONB NOT NULL DEFAULT '[]'
+);
+CREATE INDEX turn_recalls_by_time ON turn_recalls (time, hits);
+"""
+
+# People (`people.py`): per person, chat and name ('' for none) the user turns spoken so, up to
+# `speakers_folded.through_turn`; newer turns are folded in when people are read, so storing a
+# turn pays nothing for it. A deleted turn that was folded is taken out again by `speakers_drop`
+# (once per statement, over the deleted rows: a session's turns go in one pass), its row's first
+# or last time looked up again among the chat's folded turns when it was that turn's. Unlike
+# SQLite's, the cursor never moves back: an identity never hands out an id again.
+SPEAKERS = """
+CREATE TABLE speakers (
+    person      TEXT NOT NULL,
+    chat        TEXT NOT NULL,
+    name        TEXT NOT NULL,
+    turns       BIGINT NOT NULL,
+    first_seen  DOUBLE PRECISION NOT NULL,
+    last_seen   DOUBLE PRECISION NOT NULL,
+    PRIMARY KEY (person, chat, name)
+);
+CREATE INDEX speakers_by_person ON speakers (person, last_seen, turns);
+CREATE TABLE speakers_folded (through_turn BIGINT NOT NULL);
+INSERT INTO speakers (person, chat, name, turns, first_seen, last_seen)
+    SELECT speaker, chat, coalesce(speaker_name, ''), count(*), min(time), max(time) FROM turns
+    WHERE role = 'user' AND speaker IS NOT NULL
+    GROUP BY speaker, chat, coalesce(speaker_name, '');
+INSERT INTO speakers_folded (through_turn) SELECT coalesce(max(id), 0) FROM turns;
+CREATE INDEX turns_by_speaker ON turns (chat, speaker, time) WHERE role = 'user';
+CREATE FUNCTION speakers_drop() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    WITH taken AS (
+        SELECT g.speaker AS person, g.chat, coalesce(g.speaker_name, '') AS name,
+            count(*) AS n, min(g.time) AS first_gone, max(g.time) AS last_gone
+        FROM gone g WHERE g.role = 'user' AND g.speaker IS NOT NULL
+            AND g.id <= (SELECT through_turn FROM speakers_folded)
+        GROUP BY 1, 2, 3
+    ), dropped AS (
+        DELETE FROM speakers s USING taken t
+        WHERE s.person = t.person AND s.chat = t.chat AND s.name = t.name AND s.turns <= t.n
+    )
+    UPDATE speakers s SET turns = s.turns - t.n,
+        first_seen = CASE WHEN s.first_seen < t.first_gone THEN s.first_seen ELSE (
+            SELECT min(x.time) FROM turns x WHERE x.chat = s.chat AND x.role = 'user'
+            AND x.speaker = s.person AND coalesce(x.speaker_name, '') = s.name
+            AND x.id <= (SELECT through_turn FROM speakers_folded)) END,
+        last_seen = CASE WHEN s.last_seen > t.last_gone THEN s.last_seen ELSE (
+            SELECT max(x.time) FROM turns x WHERE x.chat = s.chat AND x.role = 'user'
+            AND x.speaker = s.person AND coalesce(x.speaker_name, '') = s.name
+            AND x.id <= (SELECT through_turn FROM speakers_folded)) END
+    FROM taken t
+    WHERE s.person = t.person AND s.chat = t.chat AND s.name = t.name AND s.turns > t.n;
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER speakers_drop AFTER DELETE ON turns REFERENCING OLD TABLE AS gone
+    FOR EACH STATEMENT EXECUTE FUNCTION speakers_drop();
+"""
+
+# Embeddings (pgvector, `vectors.py`): one vector per (provider, model, dimension, text hash).
+# The column is the untyped `vector`: spaces of several dimensions share the table, each search
+# filtered to one space (so `<=>` only meets vectors of the query's dimension) and ranked by an
+# exact scan of the visible rows' vectors, with no approximate index (one over a filtered query
+# can return too few rows). A row names its text by `embed_hash` (NULL: not looked at yet; '':
+# not worth a vector); `memory_items.seq` is an item's integer key for vector upkeep. The
+# extension goes in `public`, where every store's search path finds it.
+VECTORS = """
+CREATE EXTENSION IF NOT EXISTS vector WITH SCHEMA public;
+CREATE TABLE embeddings (
+    id          BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    provider    TEXT NOT NULL,
+    model       TEXT NOT NULL,
+    dimension   INTEGER NOT NULL,
+    hash        TEXT NOT NULL,
+    vector      vector NOT NULL CHECK (vector_dims(vector) = dimension),
+    created_at  DOUBLE PRECISION NOT NULL
+);
+CREATE UNIQUE INDEX embeddings_by_text ON embeddings (provider, model, dimension, hash);
+ALTER TABLE turns ADD COLUMN embed_hash TEXT;
+ALTER TABLE memory_items ADD COLUMN embed_hash TEXT;
+ALTER TABLE memory_items ADD COLUMN seq BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE;
+ALTER TABLE episodes ADD COLUMN embed_hash TEXT;
+CREATE INDEX turns_by_embed_hash ON turns (embed_hash);
+CREATE INDEX memory_items_by_embed_hash ON memory_items (embed_hash);
+CREATE INDEX episodes_by_embed_hash ON episodes (embed_hash);
+"""

@@ -4,30 +4,27 @@ one writer (`db.Database`)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, NoReturn, TypeVar
+from typing import Any, TypeVar
 
 from nahida.memory.store.postgres.candidates import CandidateTable
 from nahida.memory.store.postgres.commands import CommandTable
 from nahida.memory.store.postgres.db import Connection, Database
+from nahida.memory.store.postgres.dreams import DreamTable
+from nahida.memory.store.postgres.episodes import EpisodeTable
 from nahida.memory.store.postgres.events import EventTable
 from nahida.memory.store.postgres.items import ItemTable
 from nahida.memory.store.postgres.jobs import JobTable
 from nahida.memory.store.postgres.markdown import MarkdownTable, StateTable
+from nahida.memory.store.postgres.people import PeopleTable
+from nahida.memory.store.postgres.profiles import ProfileTable
+from nahida.memory.store.postgres.recalls import RecallTable
 from nahida.memory.store.postgres.sessions import SessionTable
 from nahida.memory.store.postgres.turns import TurnTable
+from nahida.memory.store.postgres.vectors import VectorTable
+from nahida.memory.store.postgres.working import SummaryTable
 from nahida.memory.store.values import StoreCapabilities
 
 T = TypeVar("T")
-
-
-class NotBuilt:
-    """A table this backend does not hold yet: any use of it raises NotImplementedError."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def __getattr__(self, attribute: str) -> NoReturn:
-        raise NotImplementedError(f"tx.{self.name} is not built yet on postgres")
 
 
 class PostgresTx:
@@ -43,14 +40,13 @@ class PostgresTx:
         self.markdown = MarkdownTable(conn)
         self.state = StateTable(conn)
         self.commands = CommandTable(conn)
-        # the next part (derived.py and vectors.py)
-        self.vectors: Any = NotBuilt("vectors")
-        self.summaries: Any = NotBuilt("summaries")
-        self.profiles: Any = NotBuilt("profiles")
-        self.episodes: Any = NotBuilt("episodes")
-        self.dreams: Any = NotBuilt("dreams")
-        self.recalls: Any = NotBuilt("recalls")
-        self.people: Any = NotBuilt("people")
+        self.vectors = VectorTable(conn)
+        self.summaries = SummaryTable(conn)
+        self.profiles = ProfileTable(conn)
+        self.episodes = EpisodeTable(conn)
+        self.dreams = DreamTable(conn)
+        self.recalls = RecallTable(conn)
+        self.people = PeopleTable(conn)
 
 
 def _capabilities(conn: Connection) -> StoreCapabilities:
