@@ -30,6 +30,8 @@ PAGE = 50  # rows of a listing's page
 TRANSCRIPT_PAGE = 100  # turns of a transcript's page
 DREAM_FATES = ("applied", "pending", "rejected")
 FAMILIES = (*SOURCE_FAMILIES, "other")  # the source families a day's additions are counted in
+# the embedding backlog as the Overview names it, and the doctor's report's name of each
+BACKLOG = {"stored": "stored", "pending": "pending", "other": "other_models", "skipped": "skipped"}
 RUNNING = web.AppKey("dream_tasks", set[asyncio.Task[Any]])  # runs started by the console
 
 
@@ -73,14 +75,23 @@ def _when(request: web.Request) -> Any:
 # overview -------------------------------------------------------------------------------------
 
 
-async def _warnings(request: web.Request) -> list[str]:
-    """The doctor's lines worth a look (marked `--`), masked as Settings shows them."""
+def _checked(request: web.Request) -> dict[str, Any]:
+    """What the Overview shows of the doctor's last checkup (none yet: nothing; a stale one:
+    the checks run again for later): the lines worth a look (marked `--`), masked as Settings
+    shows them, and the embedding backlog it counted (None: recall by meaning is off, or the
+    checks have not counted it yet), so counting every searchable row is never a page's work."""
     console = request.app[CONSOLE]
-    if console.checks is None:
-        return []
-    checkup = await console.checks()
+    checkup = console.checks.last() if console.checks is not None else None
+    if checkup is None:
+        return {"warnings": [], "backlog": None, "embedding_off": False}
     mask = settings.masker(console.config, [console.tokens.read()])
-    return [line for line in settings.lines(checkup, mask) if line.startswith("--")]
+    embedding = checkup.report.get("embedding") or {}
+    counted = "stored" in embedding
+    return {
+        "warnings": [line for line in settings.lines(checkup, mask) if line.startswith("--")],
+        "backlog": {k: embedding.get(v, 0) for k, v in BACKLOG.items()} if counted else None,
+        "embedding_off": "model" in embedding and embedding["model"] is None,
+    }
 
 
 async def _overview_data(request: web.Request) -> dict[str, Any]:
@@ -88,8 +99,7 @@ async def _overview_data(request: web.Request) -> dict[str, Any]:
     return {
         "overview": await admin.overview(),
         "series": await admin.series(DAYS),
-        "backlog": await admin.backlog(),
-        "warnings": await _warnings(request),
+        **_checked(request),
     }
 
 
@@ -120,12 +130,11 @@ async def overview_page(request: web.Request) -> web.StreamResponse:
 
 async def overview_answer(request: web.Request) -> web.StreamResponse:
     data = await _overview_data(request)
-    backlog = data["backlog"]
     return _json(
         {
             "overview": data["overview"].to_json(),
             "series": data["series"].to_json(),
-            "backlog": {k: getattr(backlog, k) for k in ("stored", "other", "pending", "skipped")},
+            "backlog": data["backlog"],
             "warnings": data["warnings"],
         }
     )

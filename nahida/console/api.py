@@ -35,7 +35,7 @@ async def session(request: web.Request) -> web.StreamResponse:
 async def settings_answer(request: web.Request) -> web.StreamResponse:
     console = request.app[CONSOLE]
     mask = settings.masker(console.config, [console.tokens.read()])
-    checkup = await console.checks() if console.checks is not None else None
+    checkup = await console.checks.fresh() if console.checks is not None else None
     return web.json_response(settings.answer(console.config, mask, checkup), dumps=_dumps)
 
 

@@ -33,7 +33,7 @@ from nahida.config import Config
 from nahida.console import activity, api, items, people, review, views
 from nahida.console.auth import LoginGuard, PasswordHash, Sessions, TokenFile
 from nahida.console.security import MIDDLEWARES, headers, redirect
-from nahida.console.settings import Checks
+from nahida.console.settings import Checks, RecentChecks
 from nahida.console.state import CONSOLE, Console
 from nahida.errors import ConfigError
 from nahida.memory import MemoryService
@@ -96,7 +96,7 @@ def create_app(
             lifetime=settings.session_hours * 3600, idle=settings.idle_minutes * 60, clock=clock
         ),
         guard=LoginGuard(clock),
-        checks=checks,
+        checks=RecentChecks(checks, clock) if checks is not None else None,
         templates=templates(),
         clock=clock,
     )
@@ -105,6 +105,8 @@ def create_app(
     app[CONSOLE] = console
     app[STATIC] = static_files()
     app.on_response_prepare.append(headers)
+    app.on_startup.append(_check_soon)
+    app.on_cleanup.append(_stop_checks)
     add = app.router.add_route
     add("GET", "/", _to_console)
     add("GET", "/admin", _to_console)
@@ -137,6 +139,17 @@ def create_app(
     add("GET", "/admin/api/settings", api.settings_answer)
     add("GET", "/admin/api/search", api.search_answer)
     return app
+
+
+async def _check_soon(app: web.Application) -> None:
+    """Start the first checkup, so the Overview has its warnings when first shown."""
+    if (checks := app[CONSOLE].checks) is not None:
+        checks.last()
+
+
+async def _stop_checks(app: web.Application) -> None:
+    if (checks := app[CONSOLE].checks) is not None:
+        await checks.close()
 
 
 async def _to_console(request: web.Request) -> web.StreamResponse:

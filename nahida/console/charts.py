@@ -26,7 +26,8 @@ class Bar:
     label: str
     total: int
     x: int
-    segments: tuple[Segment, ...]
+    segments: tuple[Segment, ...]  # the names counted here, bottom first
+    counts: tuple[tuple[str, int], ...]  # every name of the chart with its count (its table)
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +55,8 @@ def stacked(rows: Sequence[tuple[str, Mapping[str, int]]], names: Sequence[str])
                 size = value * scale
                 base -= size
                 segments.append(Segment(name, value, round(base, 2), round(size, 2)))
-        total = sum(counts.get(n, 0) for n in names)
-        bars.append(Bar(label, total, index * (BAR + GAP), tuple(segments)))
+        shown = tuple((n, counts.get(n, 0)) for n in names)
+        total = sum(value for _, value in shown)
+        bars.append(Bar(label, total, index * (BAR + GAP), tuple(segments), shown))
     width = max(1, len(rows) * (BAR + GAP) - GAP)
     return Chart(tuple(names), tuple(bars), width, HEIGHT, top)

@@ -215,6 +215,14 @@ MESSAGES: dict[str, dict[Language, str]] = {
     "backlog_pending": {"zh": "等待中", "en": "pending"},
     "backlog_other": {"zh": "旧模型的向量", "en": "of another model"},
     "backlog_skipped": {"zh": "太短而跳过", "en": "skipped (too short)"},
+    "backlog_off": {
+        "zh": "未启用语义检索（memory.embedding.backend: none）。",
+        "en": "Recall by meaning is off (memory.embedding.backend: none).",
+    },
+    "backlog_unknown": {
+        "zh": "检查尚未完成，稍后刷新即可看到积压。",
+        "en": "The checks have not finished yet; reload in a moment to see the backlog.",
+    },
     "overview_jobs": {"zh": "后台任务（最近一次）", "en": "Background jobs (latest run)"},
     "overview_no_jobs": {"zh": "还没有后台任务运行过。", "en": "No background job has run yet."},
     "col_job": {"zh": "任务", "en": "Job"},

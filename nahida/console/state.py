@@ -12,7 +12,7 @@ from aiohttp import web
 from nahida.clock import Clock
 from nahida.config import Config
 from nahida.console.auth import LoginGuard, PasswordHash, Session, Sessions, TokenFile
-from nahida.console.settings import Checks
+from nahida.console.settings import RecentChecks
 from nahida.i18n import Language
 from nahida.memory import MemoryService
 
@@ -26,7 +26,7 @@ class Console:
     password: PasswordHash | None  # `admin.password_hash`, parsed
     sessions: Sessions
     guard: LoginGuard
-    checks: Checks | None  # `nahida doctor`'s, handed in by whoever starts the console
+    checks: RecentChecks | None  # `nahida doctor`'s, handed in by whoever starts the console
     templates: jinja2.Environment
     clock: Clock
 

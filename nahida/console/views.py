@@ -184,7 +184,7 @@ async def memory_page(request: web.Request) -> web.StreamResponse:
 async def settings_page(request: web.Request) -> web.StreamResponse:
     console = request.app[CONSOLE]
     mask = settings.masker(console.config, [console.tokens.read()])
-    checkup = await console.checks() if console.checks is not None else None
+    checkup = await console.checks.fresh() if console.checks is not None else None
     return render(
         request,
         "settings.html",

@@ -262,7 +262,7 @@ class MemoryService:
             else None
         )
         self.daily = DailyNotes(store, workspace, tz) if workspace and daily_notes else None
-        self.admin = Admin(store, tz, self.embeddings)
+        self.admin = Admin(store, tz)
 
     async def context(
         self,

@@ -16,6 +16,7 @@ from nahida.clock import VirtualClock
 from nahida.config import Config, masked_dump
 from nahida.console import Checkup, create_app
 from nahida.console.auth import PasswordHash, TokenFile
+from nahida.console.state import CONSOLE
 from nahida.memory import MemoryService
 from nahida.memory.store.sqlite import SqliteStore
 from tests.console_data import API_KEY, ONEBOT_TOKEN, config_tree, seed
@@ -33,6 +34,13 @@ def leaky_checks(config: Config) -> Any:
             "providers": [{"name": "main", "reachable": False, "error": f"401 key {API_KEY}"}],
             "channels": [{"channel": "onebot", "line": f"token {ONEBOT_TOKEN}"}],
             "config": masked_dump(config),
+            "embedding": {
+                "model": "e5",
+                "stored": 7,
+                "pending": 3,
+                "skipped": 2,
+                "other_models": 1,
+            },
         }
         lines = [f"-- provider main NOT reachable: 401 for key {API_KEY}", "ok SQLite 3"]
         return Checkup(report, lines)
@@ -51,6 +59,12 @@ class Console:
     @property
     def token(self) -> str:
         return TokenFile(self.data_dir).read()
+
+    async def checked(self) -> None:
+        """Wait for the checkup the console started (the Overview shows the last one)."""
+        checks = self.client.app[CONSOLE].checks
+        assert checks is not None
+        await checks.fresh()
 
     async def login_csrf(self) -> str:
         """Open the login page: the token its form carries (and its cookie holds)."""

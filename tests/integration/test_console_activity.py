@@ -42,6 +42,7 @@ async def page(console: Console, path: str, status: int = 200) -> str:
 
 
 async def test_overview_counts_and_charts_match_memory(console: Console) -> None:
+    await console.checked()
     text = await page(console, "/admin/")
     assert f'id="count-items">{len(ITEMS)}<' in text
     assert f'id="count-turns">{len(TURNS)}<' in text
@@ -62,14 +63,18 @@ async def test_overview_counts_and_charts_match_memory(console: Console) -> None
         assert f'<td data-name="{fate}">1</td>' in row
     assert '<rect class="seg seg-' in text and "<title>" in text
     assert "-- provider main NOT reachable" in text  # the doctor's warnings, masked
+    backlog = re.search(r'id="backlog">(.*?)</table>', text, re.S)
+    assert backlog is not None and "<td>7</td>" in backlog[1] and "<td>3</td>" in backlog[1]
     assert "sk-console-test" not in text
 
 
 async def test_overview_answers_as_json(console: Console) -> None:
+    await console.checked()
     data = await (await console.client.get("/admin/api/overview")).json()
     assert data["overview"]["items"] == len(ITEMS)
     assert data["series"]["days"][-1]["dream_runs"] == 1
-    assert set(data["backlog"]) == {"stored", "other", "pending", "skipped"}
+    # the backlog the last checkup counted, so no page counts every searchable row
+    assert data["backlog"] == {"stored": 7, "pending": 3, "other": 1, "skipped": 2}
     assert any("NOT reachable" in w for w in data["warnings"])
 
 
@@ -112,7 +117,8 @@ async def test_a_transcript_shows_what_each_turn_recalled(console: Console) -> N
     recall = re.search(r'<aside class="recall" data-hits="2">.*?</aside>', text, re.S)
     assert recall is not None and "The reading club meets on Friday" in recall[0]
     data = await (await console.client.get(f"/admin/api/sessions/{session.id}")).json()
-    assert data["turns"]["rows"][0]["recall"]["items"]
+    recalled = data["turns"]["rows"][0]["recall"]["items"]
+    assert recalled and all(f'href="/admin/items/{i}"' in recall[0] for i in recalled)
     await page(console, "/admin/sessions/s_none", 404)
     limited = await page(console, f"/admin/sessions/{session.id}?limit=1")
     assert limited.count('class="turn ') == 1 and 'rel="next"' in limited
@@ -205,3 +211,13 @@ async def test_dream_now_runs_in_the_background_as_the_console(
     assert "Dream now" in await page(console, chat_url(GROUP) + "?lang=en")
     assert 'id="done"' in text
     release.set()
+
+
+async def test_overview_waits_for_no_checkup(tmp_path: Path) -> None:
+    """Before the first checkup is in, the Overview says so; without the checks, too."""
+    async for console in console_client(tmp_path, checks=False):
+        await console.login()
+        text = await page(console, "/admin/")
+        assert '<p class="muted" id="backlog">检查尚未完成' in text
+        data = await (await console.client.get("/admin/api/overview")).json()
+        assert data["backlog"] is None and data["warnings"] == []

@@ -35,9 +35,8 @@ from nahida.memory.core.models import DreamRun, Episode, Session, Status
 from nahida.memory.core.scopes import GLOBAL, Viewer, validate_scope
 from nahida.memory.core.sources import SOURCE_FAMILIES, SourceFamily, Sources
 from nahida.memory.core.tokenize import query_terms, run_cpu, tokenize
-from nahida.memory.embedding import Embeddings
 from nahida.memory.store.base import Store, Tx
-from nahida.memory.store.values import ItemFilter, RecallRecord, Span, VectorCounts
+from nahida.memory.store.values import ItemFilter, RecallRecord, Span
 
 MAX_LIMIT = 500  # rows of one page
 FOLD = 20_000  # turns taken into people by one unit of work (the bot's own work goes on between)
@@ -105,10 +104,9 @@ class Admin:
     """`memory.admin`: what an admin sees of memory (module docstring); it changes nothing but
     how far people have taken in the turns stored."""
 
-    def __init__(self, store: Store, tz: tzinfo | None, embeddings: Embeddings) -> None:
+    def __init__(self, store: Store, tz: tzinfo | None) -> None:
         self.store = store
         self.tz = tz  # the bot's zone: where a day of a series or a filter begins
-        self.embeddings = embeddings  # whose space the embedding backlog is counted in
 
     async def overview(self) -> Overview:
         """Items by kind, scope family and status; people, chats, sessions, turns; pending
@@ -129,11 +127,6 @@ class Admin:
         today = datetime.fromtimestamp(time.time() if now is None else now, self.tz).date()
         spans = day_spans(today, days, self.tz)
         return await self.store.read(reads.series, spans)
-
-    async def backlog(self) -> VectorCounts:
-        """The embedding backlog now (`vectors.counts` in the embedder's space): apart from
-        `series`, since it reads every searchable row."""
-        return await self.embeddings.counts()
 
     async def items(
         self,

@@ -28,6 +28,10 @@ from nahida.memory.store.values import (
 )
 
 _COLUMNS = tuple(f.name for f in fields(MemoryItem))
+# an item's scope family ("chat:qq:group:1" -> "chat"), as the tally index (schema step 0019) has it
+FAMILY = (
+    "(CASE WHEN instr(scope, ':') = 0 THEN scope ELSE substr(scope, 1, instr(scope, ':') - 1) END)"
+)
 _INSERT = (
     f"INSERT INTO memory_items ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))})"
     " ON CONFLICT (id) DO NOTHING"
@@ -219,13 +223,9 @@ class ItemTable:
         return True
 
     def tally(self) -> list[Tally]:
-        # counted by scope first, in the order of the (scope, status, kind) index: the outer
-        # grouping then sorts a row per scope, kind and status, not one per item
+        # in the order of the tally index (schema step 0019), read from it alone
         found = self.conn.execute(
-            "SELECT CASE WHEN instr(scope, ':') = 0 THEN scope"
-            " ELSE substr(scope, 1, instr(scope, ':') - 1) END AS family, kind, status, sum(n)"
-            " FROM (SELECT scope, status, kind, count(*) AS n FROM memory_items"
-            " GROUP BY scope, status, kind) GROUP BY family, kind, status"
+            f"SELECT {FAMILY}, kind, status, count(*) FROM memory_items GROUP BY 1, 2, 3"
         )
         return [Tally(*row) for row in found]
 

@@ -34,6 +34,7 @@ from nahida.memory.store.sqlite.schema import (
     PROFILES,
     PURGEABLE_EVENTS,
     SESSIONS_AND_TURNS,
+    TALLY,
     WORKING_MEMORY,
 )
 
@@ -105,6 +106,7 @@ MIGRATIONS: list[Migration] = [
     Migration("0016_answered_commands", _sql(ANSWERED_COMMANDS)),
     Migration("0017_purgeable_events", _sql(PURGEABLE_EVENTS)),
     Migration("0018_console", _sql(CONSOLE)),
+    Migration("0019_tally", _sql(TALLY)),
 ]
 
 

@@ -434,3 +434,13 @@ CREATE INDEX memory_items_by_supersedes ON memory_items (supersedes) WHERE super
 CREATE INDEX memory_items_by_subject ON memory_items (subject_user) WHERE subject_user IS NOT NULL;
 CREATE INDEX dream_runs_by_start ON dream_runs (started_at)
 """
+
+# The Overview counts items by scope family, kind and status from this index alone; the
+# expression is `items.FAMILY`, which must stay the same text for the index to be used.
+TALLY = """
+CREATE INDEX memory_items_tally ON memory_items (
+    (CASE WHEN instr(scope, ':') = 0 THEN scope ELSE substr(scope, 1, instr(scope, ':') - 1) END),
+    kind,
+    status
+);
+"""

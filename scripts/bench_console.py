@@ -1,18 +1,19 @@
-"""The admin console's read models (`memory.admin`) at 100,000 items and 1,000,000 turns.
+"""The admin console's pages and API answers at 100,000 items and 1,000,000 turns.
 
-Fills a SQLite store through its own tables, in large units of work (no write path, no jieba:
-each text is drawn from jieba's dictionary as words, and its index text is those words), with a
-bot's worth of history: 1,000 chats (600 groups, 400 private), sessions of 20 turns over the last
-90 days, 2,000 people speaking under a name or two, every other turn the bot's; 100,000 items
-over 1,000 scopes with their `create` events, one in twenty superseded by a newer one; a
-recorded recall for a third of the answered turns; 3,000 dream runs with their reports; pending
-candidates, profile bullets, episodes and job runs. Then each read model is called 20 times
-(after two calls to warm up) and the table gives p50 and p95 of the calls, through the facade as
-the console calls it (one read of the store each).
+Fills a data dir's SQLite file through the store's own tables, in large units of work (no write
+path, no jieba: each text is drawn from jieba's dictionary as words, and its index text is those
+words), with a bot's worth of history: 1,000 chats (600 groups, 400 private), sessions of 20
+turns over the last 90 days, 2,000 people speaking under a name or two, every other turn the
+bot's; 100,000 items over 1,000 scopes with their `create` events, one in twenty superseded by a
+newer one; a recorded recall for a third of the answered turns; 3,000 dream runs with their
+reports; pending candidates, profile bullets, episodes and job runs. Then it serves the console
+as `nahida admin` does (memory opened by `app.memory_for`, the doctor's checks, its own
+listener on loopback), logs in over HTTP and asks each page and each API answer 20 times (after
+two to warm up); the table gives p50 and p95 of the answers, as the client saw them.
 
-    .venv/bin/python scripts/bench_console_queries.py                 # the full fill, a few minutes
-    .venv/bin/python scripts/bench_console_queries.py --turns 100000 --items 10000   # a quick look
-    .venv/bin/python scripts/bench_console_queries.py --dir /tmp/console --keep      # fill once
+    .venv/bin/python scripts/bench_console.py                 # the full fill, a few minutes
+    .venv/bin/python scripts/bench_console.py --turns 100000 --items 10000   # a quick look
+    .venv/bin/python scripts/bench_console.py --dir /tmp/console --keep      # fill once
 """
 
 from __future__ import annotations
@@ -20,24 +21,33 @@ from __future__ import annotations
 import argparse
 import asyncio
 import random
+import re
 import shutil
 import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime, timedelta
 from itertools import accumulate
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote, urlencode
 from zoneinfo import ZoneInfo
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+import aiohttp  # noqa: E402
 import jieba  # noqa: E402
+import yaml  # noqa: E402
 
+from nahida.app import Paths, memory_for  # noqa: E402
+from nahida.cli.doctor import console_checks  # noqa: E402
+from nahida.cli.state import State  # noqa: E402
+from nahida.console import ConsoleServer, create_app  # noqa: E402
+from nahida.console.auth import TokenFile  # noqa: E402
 from nahida.memory import (  # noqa: E402
     KINDS,
     Candidate,
@@ -45,7 +55,6 @@ from nahida.memory import (  # noqa: E402
     Episode,
     Evidence,
     MemoryItem,
-    MemoryService,
     NewTurn,
     ProfileEntry,
     Proposal,
@@ -270,57 +279,155 @@ class Fill:
             tx.episodes.put(episode, " ".join(words))
 
 
-async def timed(call: Callable[[], Awaitable[Any]], n: int) -> tuple[float, float]:
+# -- the console over HTTP --------------------------------------------------------------------
+
+
+def write_config(path: Path) -> None:
+    """`nahida admin`'s config: the console on a free loopback port, recall by meaning off, and
+    a provider on a closed loopback port (the doctor's ping fails at once)."""
+    tree = {
+        "providers": {
+            "main": {
+                "type": "openai",
+                "base_url": "http://127.0.0.1:9/v1",
+                "api_key": "sk-bench",
+                "model": "bench",
+                "timeout": 2,
+                "max_retries": 0,
+            }
+        },
+        "bot": {"timezone": str(TZ)},
+        "memory": {"embedding": {"backend": "none"}, "dreaming": {"enabled": False}},
+        "scheduler": {"enabled": False},
+        "admin": {"enabled": True, "port": 0},
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(tree), encoding="utf-8")
+
+
+async def log_in(client: aiohttp.ClientSession, url: str, token: str) -> None:
+    async with client.get(url + "login") as response:
+        form = await response.text()
+    found = re.search(r'name="csrf" value="([^"]+)"', form)
+    assert found, "the login page has no CSRF field"
+    fields = {"csrf": found.group(1), "secret": token, "next": "/admin/"}
+    async with client.post(url + "login", data=fields, allow_redirects=False) as response:
+        assert response.status in (302, 303), f"login answered {response.status}"
+
+
+async def timed(client: aiohttp.ClientSession, url: str, n: int) -> tuple[float, float]:
+    async def ask() -> None:
+        async with client.get(url, allow_redirects=False) as response:
+            await response.read()
+            assert response.status == 200, f"{url} answered {response.status}"
+
     for _ in range(2):
-        await call()
+        await ask()
     took = []
     for _ in range(n):
         started = time.perf_counter()
-        await call()
+        await ask()
         took.append((time.perf_counter() - started) * 1000)
     took.sort()
     return statistics.median(took), took[max(0, round(0.95 * n) - 1)]
 
 
-async def measure(
-    memory: MemoryService, fill_info: dict[str, Any], n: int
-) -> list[tuple[str, float, float]]:
-    admin = memory.admin
-    chat = fill_info["busy_chat"]
-    session = fill_info["session"]
-    person = fill_info["person"]
-    item_id = "m_0000013"  # superseded by the next one: a chain, evidence in context
-    calls: list[tuple[str, Callable[[], Awaitable[Any]]]] = [
-        ("overview()", admin.overview),
-        ("series(30)", lambda: admin.series(30)),
-        ("backlog()", admin.backlog),
-        ("items() first page", lambda: admin.items()),
-        ("items(offset=50000)", lambda: admin.items(offset=50_000)),
-        ("items(scope='chat', kind='task')", lambda: admin.items(scope="chat", kind="task")),
-        ("items(scope=<one chat>)", lambda: admin.items(scope=f"chat:{chat}")),
-        ("items(source='dreamed')", lambda: admin.items(source="dreamed")),
-        ("items(status='archived')", lambda: admin.items(status="archived")),
-        (
-            "items(since=, until=) one week",
-            lambda: admin.items(since=fill_info["week"][0], until=fill_info["week"][1]),
-        ),
-        ("items(person=…)", lambda: admin.items(person=person)),
-        ("items(text='会议')", lambda: admin.items(text="会议")),
-        ("items(text=…, scope='user')", lambda: admin.items(text="python", scope="user")),
-        ("item(id) page", lambda: admin.item(item_id)),
-        ("people() first page", lambda: admin.people()),
-        ("people(offset=1900)", lambda: admin.people(offset=1_900)),
-        ("person(user)", lambda: admin.person(person)),
-        ("episodes(person=…)", lambda: admin.episodes(person=person)),
-        ("chats() first page", lambda: admin.chats()),
-        ("chat(chat)", lambda: admin.chat(chat)),
-        ("sessions(chat)", lambda: admin.sessions(chat)),
-        ("transcript(session)", lambda: admin.transcript(session)),
-        ("dreams() first page", lambda: admin.dreams()),
-        ("dream(run)", lambda: admin.dream("d_00042")),
-        ("recalls(50 turns)", lambda: admin.recalls(fill_info["turns"])),
+def addresses(facts: dict[str, Any]) -> list[tuple[str, str]]:
+    """(label, path under /admin/) of each page and its API answer."""
+    chat = quote(facts["chat"], safe="")
+    person = quote(facts["person"], safe="")
+    session = facts["session"]
+    since, until = facts["week"]
+    ask = urlencode({"chat": facts["chat"], "user": facts["person"].split(":")[1], "q": "会议"})
+    item = "m_0000013"  # superseded by the next one: a chain, evidence in context
+    pairs = [
+        ("Overview", ""),
+        ("Memory: search as a person in a group", f"memory?{ask}"),
+        ("Items: first page", "items"),
+        ("Items: page 1,000", "items?offset=50000"),
+        ("Items: chat scope, kind task", "items?scope=chat&kind=task"),
+        ("Items: archived", "items?status=archived"),
+        ("Items: one week", f"items?since={since}&until={until}"),
+        ("Items: text", "items?text=%E4%BC%9A%E8%AE%AE"),
+        ("Item", f"items/{item}"),
+        ("Review", "review"),
+        ("People: first page", "people"),
+        ("People: page 40", "people?offset=1950"),
+        ("Person", f"people/{person}"),
+        ("Chats: first page", "chats"),
+        ("Chat", f"chats/{chat}"),
+        ("Session transcript", f"sessions/{session}"),
+        ("Dreams: first page", "dreams"),
+        ("Dream run", "dreams/d_00042"),
+        ("Settings", "settings"),
     ]
-    return [(label, *await timed(call, n)) for label, call in calls]
+    answers = {
+        "": "overview",
+        "memory": "search",
+        "items": "items",
+        "review": "review",
+        "people": "people",
+        "chats": "chats",
+        "sessions": "sessions",
+        "dreams": "dreams",
+        "settings": "settings",
+    }
+    rows = []
+    for label, path in pairs:
+        rows.append((f"{label} (page)", path))
+        head, _, rest = path.partition("/")
+        page, _, query = head.partition("?")
+        api = answers[page] + (f"/{rest}" if rest else "") + (f"?{query}" if query else "")
+        rows.append((f"{label} (API)", f"api/{api}"))
+    return rows
+
+
+async def facts_of(memory: Any) -> dict[str, Any]:
+    """What the pages ask about: the group chat active last, its latest session, a person,
+    the last week."""
+    chats = await memory.admin.chats(limit=50)
+    chat = next(c.chat for c in chats.rows if ":group:" in c.chat)
+    sessions = await memory.admin.sessions(chat, limit=1)
+    today = datetime.now(TZ).date()
+    return {
+        "chat": chat,
+        "session": sessions.rows[0].id,
+        "person": "bench:u7",  # items of their own and about them
+        "week": (today - timedelta(days=6), today),
+    }
+
+
+async def serve_and_measure(
+    paths: Paths, calls: int
+) -> tuple[list[tuple[str, float, float]], float]:
+    """Serve the console over the filled data dir; (label, p50, p95) of each address, and how
+    long the first page took to take every person in."""
+    state = State(paths)
+    config = state.config
+    memory = memory_for(config, paths)
+    server = ConsoleServer(
+        create_app(memory, config, paths.data_dir, checks=console_checks(state)),
+        config.admin.host,
+        0,
+    )
+    try:
+        await server.start()
+        url = server.url
+        jar = aiohttp.CookieJar(unsafe=True)  # cookies for 127.0.0.1
+        async with aiohttp.ClientSession(cookie_jar=jar) as client:
+            await log_in(client, url, TokenFile(paths.data_dir).read())
+            started = time.perf_counter()
+            async with client.get(url + "people?limit=1") as response:
+                assert response.status == 200
+            first = time.perf_counter() - started
+            facts = await facts_of(memory)
+            rows = []
+            for label, path in addresses(facts):
+                rows.append((label, *await timed(client, url + path, calls)))
+        return rows, first
+    finally:
+        await server.stop()
+        memory.close()
 
 
 def main() -> int:
@@ -329,18 +436,15 @@ def main() -> int:
     parser.add_argument("--items", type=int, default=100_000)
     parser.add_argument("--calls", type=int, default=20)
     parser.add_argument("--batch", type=int, default=20_000, help="rows a unit of work writes")
-    parser.add_argument(
-        "--dir", type=Path, help="where the database is (default: a temporary folder)"
-    )
-    parser.add_argument("--keep", action="store_true", help="keep the database; reuse one there")
+    parser.add_argument("--dir", type=Path, help="the data dir's home (default: a temporary one)")
+    parser.add_argument("--keep", action="store_true", help="keep the data; reuse what is there")
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args()
     folder = Path(args.dir or tempfile.mkdtemp(prefix="nahida-bench-console-"))
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / "console.db"
-    reuse = args.keep and path.exists()
-    now = time.time()
-    rng = random.Random(args.seed)
+    paths = Paths(folder / "nahida.yaml", folder / "data", folder / "workspace")
+    write_config(folder / "nahida.yaml")
+    paths.data_dir.mkdir(parents=True, exist_ok=True)
+    reuse = args.keep and paths.database.exists()
     started = time.perf_counter()
 
     def progress(what: str) -> None:
@@ -351,60 +455,34 @@ def main() -> int:
             flush=True,
         )
 
-    store = SqliteStore(path)
     try:
         if not reuse:
-            fill = Fill(store, rng, now, args.batch)
-            fill.turns(args.turns, progress)
-            fill.items(args.items, progress)
-            fill.the_rest(progress)
+            store = SqliteStore(paths.database)
+            try:
+                fill = Fill(store, random.Random(args.seed), time.time(), args.batch)
+                fill.turns(args.turns, progress)
+                fill.items(args.items, progress)
+                fill.the_rest(progress)
+            finally:
+                store.close()
             print(file=sys.stderr)
             filled = time.perf_counter() - started
             print(f"filled {args.turns:,} turns and {args.items:,} items in {filled:.0f} s")
-        memory = MemoryService(store, tz=TZ)
-        folding = time.perf_counter()
-        asyncio.run(memory.admin.people(limit=1))  # takes every turn stored since into people
-        folded = time.perf_counter() - folding
-        info = asyncio.run(_facts(memory))
-        rows = asyncio.run(measure(memory, info, args.calls))
-        fresh = Fill(store, random.Random(args.seed + 1), time.time(), args.batch)
-        fresh.turns(10_000, lambda what: None)
-        folding = time.perf_counter()
-        asyncio.run(memory.admin.people(limit=50))
-        later = time.perf_counter() - folding
-        size = sum(p.stat().st_size for p in folder.glob("console.db*")) / 2**20
-        print(f"\n{args.calls} calls each after 2 to warm up; database {size:,.0f} MB\n")
-        print(f"| {'read model':<36} | {'p50 ms':>8} | {'p95 ms':>8} |")
-        print(f"|{'-' * 38}|{'-' * 10}|{'-' * 10}|")
+        rows, first = asyncio.run(serve_and_measure(paths, args.calls))
+        size = sum(p.stat().st_size for p in paths.data_dir.glob("nahida.db*")) / 2**20
+        print(f"\n{args.calls} requests each after 2 to warm up; database {size:,.0f} MB\n")
+        print(f"| {'page or answer':<46} | {'p50 ms':>7} | {'p95 ms':>7} |")
+        print(f"|{'-' * 48}|{'-' * 9}|{'-' * 9}|")
         for label, p50, p95 in rows:
-            print(f"| {label:<36} | {p50:8.1f} | {p95:8.1f} |")
-        if not reuse:
-            print(f"\nthe first people() took in {args.turns:,} turns: {folded * 1000:,.0f} ms")
-        print(f"people() after 10,000 more turns (taking them in): {later * 1000:,.0f} ms")
+            print(f"| {label:<46} | {p50:7.1f} | {p95:7.1f} |")
+        worst = max(rows, key=lambda row: row[1]), max(rows, key=lambda row: row[2])
+        print(f"\nslowest p50: {worst[0][0]} {worst[0][1]:.1f} ms;", end=" ")
+        print(f"slowest p95: {worst[1][0]} {worst[1][2]:.1f} ms")
+        print(f"the first page after the fill (taking every person in): {first * 1000:,.0f} ms")
     finally:
-        store.close()
         if not args.keep:
             shutil.rmtree(folder, ignore_errors=True)
     return 0
-
-
-async def _facts(memory: MemoryService) -> dict[str, Any]:
-    """What the calls ask about: the group chat active last, its latest session, a person, the
-    last week, some answered turns."""
-    chats = await memory.admin.chats(limit=50)
-    chat = next(c.chat for c in chats.rows if ":group:" in c.chat)
-    sessions = await memory.admin.sessions(chat, limit=1)
-    transcript = await memory.admin.transcript(sessions.rows[0].id)
-    assert transcript is not None
-    today = datetime.now(TZ).date()
-    turns = [t.turn.id for t in transcript.turns.rows if t.turn.role == "user"]
-    return {
-        "busy_chat": chat,
-        "session": sessions.rows[0].id,
-        "person": "bench:u7",  # items of their own and about them
-        "week": (today - timedelta(days=6), today),
-        "turns": (turns * 5)[:50],
-    }
 
 
 if __name__ == "__main__":
