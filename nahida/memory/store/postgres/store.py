@@ -4,6 +4,7 @@ one writer (`db.Database`)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from typing import Any, NoReturn, TypeVar
 
 from nahida.memory.store.postgres.candidates import CandidateTable
@@ -12,6 +13,7 @@ from nahida.memory.store.postgres.db import Connection, Database
 from nahida.memory.store.postgres.events import EventTable
 from nahida.memory.store.postgres.items import ItemTable
 from nahida.memory.store.postgres.jobs import JobTable
+from nahida.memory.store.postgres.locks import ChatLocks
 from nahida.memory.store.postgres.markdown import MarkdownTable, StateTable
 from nahida.memory.store.postgres.sessions import SessionTable
 from nahida.memory.store.postgres.turns import TurnTable
@@ -75,6 +77,7 @@ class PostgresStore:
 
     def __init__(self, dsn: str, *, schema: str | None = None) -> None:
         self.db = Database(dsn, schema=schema)
+        self._chats = ChatLocks(self.db.connect, self.db.where)
         self._capabilities: StoreCapabilities | None = None
 
     @property
@@ -102,5 +105,9 @@ class PostgresStore:
         result: T = self.db.call(self.run_unit, unit, args)
         return result
 
+    def chat_lock(self, chat: str) -> AbstractAsyncContextManager[object]:
+        return self._chats.hold(chat)
+
     def close(self) -> None:
+        self._chats.close()
         self.db.close()
