@@ -69,11 +69,12 @@ PROVIDERS: dict[str, tuple[str, str]] = {
     "openai": ("nahida.providers.openai", "OpenAIProvider"),
     "anthropic": ("nahida.providers.anthropic", "AnthropicProvider"),
 }
-# Memory store backends: (module, class). One today; PostgreSQL is the scale-out path.
+# Memory store backends by `memory.store` ("sqlite", or a PostgreSQL URI): (module, class),
+# imported on first use (PostgreSQL's driver is an optional extra).
 STORES: dict[str, tuple[str, str]] = {
     "sqlite": ("nahida.memory.store.sqlite", "SqliteStore"),
+    "postgres": ("nahida.memory.store.postgres", "PostgresStore"),
 }
-STORE = "sqlite"
 
 
 @dataclass(frozen=True)
@@ -103,43 +104,74 @@ def build_provider(name: str, settings: ProviderConfig, connections: int = 100) 
     return provider
 
 
-def _backend(part: str = "") -> Any:
-    """The configured store backend's module (or its `part`, e.g. `.backup`)."""
-    return importlib.import_module(STORES[STORE][0] + part)
+def store_kind(where: str) -> str:
+    """The backend a `memory.store` value names: `sqlite` or `postgres`."""
+    return "sqlite" if where == "sqlite" else "postgres"
 
 
-def open_store(paths: Paths) -> Store:
-    """The store, migrated."""
-    found: Store = getattr(_backend(), STORES[STORE][1])(paths.database)
+def _backend(where: str, part: str = "") -> Any:
+    """The module of the backend `where` names (or its `part`, e.g. `.backup`)."""
+    module = STORES[store_kind(where)][0]
+    try:
+        return importlib.import_module(module + part)
+    except ImportError as exc:
+        raise ConfigError(
+            f"memory on PostgreSQL needs its driver: pip install 'nahida[postgres]' ({exc})",
+            key="memory.store",
+        ) from exc
+
+
+def open_store(paths: Paths, where: str = "sqlite") -> Store:
+    """The store `memory.store` names (SQLite: the data dir's file), migrated."""
+    backend = getattr(_backend(where), STORES[store_kind(where)][1])
+    found: Store = backend(paths.database if where == "sqlite" else where)
     return found
 
 
-def store_capabilities() -> StoreCapabilities:
-    """What the store backend can do on this installation (without opening the database)."""
-    caps: StoreCapabilities = _backend().probe()
+def store_capabilities(where: str = "sqlite") -> StoreCapabilities | None:
+    """What SQLite can do on this installation, without opening the database (None for
+    PostgreSQL: the server says, once connected)."""
+    if where != "sqlite":
+        return None
+    caps: StoreCapabilities = _backend(where).probe()
     return caps
 
 
 def database_problems(paths: Paths) -> list[str]:
-    """What the store's integrity check finds wrong with the database ([]: sound, or none yet)."""
-    found: list[str] = _backend().problems(paths.database)
+    """What SQLite's integrity check finds wrong with the data dir's file ([]: sound, or none)."""
+    found: list[str] = _backend("sqlite").problems(paths.database)
     return found
 
 
-def check_database(paths: Paths) -> None:
-    """Refuse a damaged database (`DatabaseDamaged`, saying what to do): the bot's start."""
-    _backend().check(paths.database)
+def check_database(paths: Paths, where: str = "sqlite") -> None:
+    """Refuse a damaged SQLite file (`DatabaseDamaged`, saying what to do): the bot's start. A
+    PostgreSQL server keeps its own data sound."""
+    if where == "sqlite":
+        _backend(where).check(paths.database)
 
 
-def backup_database(paths: Paths, target: Path) -> dict[str, Any]:
+def _sqlite_only(where: str, what: str) -> None:
+    if where != "sqlite":
+        raise ConfigError(
+            f"`nahida {what}` copies the SQLite file; memory on PostgreSQL is backed up and"
+            " restored with pg_dump and pg_restore (docs/postgres.md)",
+            key="memory.store",
+        )
+
+
+def backup_database(paths: Paths, target: Path, where: str = "sqlite") -> dict[str, Any]:
     """`nahida backup`: the whole database into one file; its manifest (docs/backup.md)."""
-    manifest: dict[str, Any] = _backend(".backup").backup(paths.database, target)
+    _sqlite_only(where, "backup")
+    manifest: dict[str, Any] = _backend(where, ".backup").backup(paths.database, target)
     return manifest
 
 
-def restore_database(paths: Paths, source: Path, *, replace: bool = False) -> dict[str, Any]:
+def restore_database(
+    paths: Paths, source: Path, *, replace: bool = False, where: str = "sqlite"
+) -> dict[str, Any]:
     """`nahida restore`: a backup into the data dir; what was done (docs/backup.md)."""
-    restored = _backend(".backup").restore(paths.database, source, replace=replace)
+    _sqlite_only(where, "restore")
+    restored = _backend(where, ".backup").restore(paths.database, source, replace=replace)
     done: dict[str, Any] = restored.to_json()
     return done
 
@@ -189,7 +221,7 @@ def memory_for(
     (`open_memory`), with the configured embedder (or `choice`, when the caller has made it)."""
     choice = choice or choose_embedder(config, model)
     return open_memory(
-        open_store(paths),
+        open_store(paths, config.memory.store),
         config,
         paths.workspace,
         model=model,
@@ -261,7 +293,7 @@ class App:
         self.clock = clock  # what waits or measures time: virtual in tests
         self.paths = paths
         source = str(paths.config) if paths.config else "config"
-        check_database(paths)  # a damaged file: refuse to start, saying what to do
+        check_database(paths, config.memory.store)  # a damaged file: refuse to start
         if config.admin.enabled:
             check_settings(config, beside_server=True)  # before anything is opened
         ensure_workspace(paths.workspace)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime, tzinfo
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import yaml
@@ -204,7 +205,13 @@ class MarkdownConfig(_Model):
     daily_notes: bool = True  # workspace/memory/YYYY-MM-DD.md
 
 
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+
+
 class MemoryConfig(_Model):
+    # where memory lives: "sqlite" (one file in the data dir, one process) or a PostgreSQL URI,
+    # `postgresql://user:password@host:5432/db` (several processes; also from DATABASE_URL)
+    store: str = "sqlite"
     budget_tokens: int = Field(1500, ge=0, le=100_000)
     commit_mode: Literal["auto_safe", "manual_review", "auto_full"] = "auto_safe"
     search: Literal["hybrid", "lexical", "vector"] = "hybrid"  # with an embedder; else lexical
@@ -214,6 +221,22 @@ class MemoryConfig(_Model):
     markdown: MarkdownConfig = Field(default_factory=MarkdownConfig)
     store_process: bool | None = Field(None, exclude=True)  # retired (RETIRED)
     store_reader: bool | None = Field(None, exclude=True)  # retired (RETIRED)
+
+    @field_validator("store")
+    @classmethod
+    def _known_store(cls, value: str) -> str:
+        value = value.strip()
+        if value == "sqlite" or value.startswith(POSTGRES_SCHEMES):
+            return value
+        raise ValueError(
+            "memory.store is sqlite or a PostgreSQL URI such as"
+            " postgresql://nahida:PASSWORD@127.0.0.1:5432/nahida"
+        )
+
+    @property
+    def postgres(self) -> str | None:
+        """The PostgreSQL URI memory lives at (None: SQLite)."""
+        return None if self.store == "sqlite" else self.store
 
 
 class LimitsConfig(_Model):
@@ -278,6 +301,8 @@ class Config(_Model):
         """Every secret value in the config, for log masking."""
         found = [p.api_key.get_secret_value() for p in self.providers.values()]
         found.append(self.admin.password_hash.get_secret_value())
+        if self.memory.postgres is not None:
+            found.append(urlsplit(self.memory.postgres).password or "")
         for channel in self.channels.values():
             for key, value in channel.items():
                 if isinstance(value, str) and names_secret(key):
@@ -374,7 +399,20 @@ def _build(
     tree = copy.deepcopy(base)
     applied = _apply(tree, overrides)
     _declare_env_providers(tree, env)
+    _store_from_env(tree, env)
     return tree, applied
+
+
+def _store_from_env(tree: dict[str, Any], env: Mapping[str, str]) -> None:
+    """`DATABASE_URL` (as hosting platforms set it) names the store unless the config does;
+    only a PostgreSQL URI, as the variable may be meant for other software on the machine."""
+    url = env.get("DATABASE_URL", "").strip()
+    memory = tree.get("memory")
+    if not url.startswith(POSTGRES_SCHEMES) or (isinstance(memory, dict) and "store" in memory):
+        return
+    if not isinstance(memory, dict):
+        memory = tree["memory"] = {}
+    memory["store"] = url
 
 
 def load_config(

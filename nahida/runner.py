@@ -114,7 +114,8 @@ class SessionRunner:
             chat=str(envelope.chat), msg=envelope.message_id
         )
         try:
-            await self._handle(envelope)
+            async with self.memory.handling(str(envelope.chat)):
+                await self._handle(envelope)
         finally:
             structlog.contextvars.reset_contextvars(**bound)
 

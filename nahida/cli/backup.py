@@ -51,7 +51,7 @@ def backup(
     """Back up the whole memory (items with their audit trail, profiles, rules, episodes,
     sessions and turns, candidates, dream and job runs, vectors) into one file."""
     state = state_of(ctx)
-    manifest = backup_database(state.paths, file)
+    manifest = backup_database(state.paths, file, state.config.memory.store)
     if as_json:
         echo_json({"file": str(file), **manifest})
         return
@@ -75,7 +75,9 @@ def restore(
 ) -> None:
     """Restore a backup into the data dir (stop the bot first)."""
     state = state_of(ctx)
-    done: dict[str, Any] = restore_database(state.paths, file, replace=replace)
+    done: dict[str, Any] = restore_database(
+        state.paths, file, replace=replace, where=state.config.memory.store
+    )
     if as_json:
         echo_json(done)
         return

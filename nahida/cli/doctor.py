@@ -5,7 +5,8 @@ Secrets are masked in the config it prints. Provider reachability is checked by 
 the `embed` route, or none: lexical recall only). When the database exists, the latest run of each
 background job is shown, and how many vectors are stored and pending. Dreaming: off, no model, or
 its last run and when the next scheduled one is due. The database file is checked whole (`PRAGMA
-quick_check`); a damaged one is reported with what to do, and nothing else is read from it. Each
+quick_check`); a damaged one is reported with what to do, and nothing else is read from it. With
+memory on PostgreSQL (`memory.store`), the server must answer with pgvector installed. Each
 enabled channel that has a check says whether it may start: OneBot without `access_token` fails it
 when reachable beyond this machine (`nahida run` refuses it) and warns on loopback.
 Replies: how many could not be delivered (the latest few with their chat and time) and how
@@ -19,6 +20,7 @@ import platform
 import sys
 import time
 from typing import Annotated, Any
+from urllib.parse import urlsplit, urlunsplit
 
 import typer
 import yaml
@@ -38,7 +40,7 @@ from nahida.clock import iso
 from nahida.config import Config, masked_dump
 from nahida.console import Checks, Checkup
 from nahida.errors import ConfigError, NahidaError
-from nahida.memory import MemoryService
+from nahida.memory import MemoryService, StoreCapabilities
 from nahida.providers.base import Task
 from nahida.providers.router import Route, resolve_routes
 
@@ -94,13 +96,17 @@ async def _dreaming(config: Config, model: str | None, memory: MemoryService | N
     return report
 
 
-def _database(paths: Paths) -> dict[str, Any]:
-    """Whether the database file is sound (SQLite's quick check: every page read once)."""
+def _database(paths: Paths, where: str) -> dict[str, Any]:
+    """Whether the database file is sound (SQLite's quick check: every page read once), or the
+    PostgreSQL server answers with the schema migrated and pgvector installed."""
+    if where != "sqlite":
+        return _server(paths, where)
     if not paths.database.exists():
-        return {"exists": False, "ok": True, "problems": []}
+        return {"backend": "sqlite", "exists": False, "ok": True, "problems": []}
     started = time.perf_counter()
     found = database_problems(paths)
     return {
+        "backend": "sqlite",
         "exists": True,
         "ok": not found,
         "bytes": paths.database.stat().st_size,
@@ -109,7 +115,39 @@ def _database(paths: Paths) -> dict[str, Any]:
     }
 
 
+def _server(paths: Paths, where: str) -> dict[str, Any]:
+    started = time.perf_counter()
+    try:
+        store = open_store(paths, where)
+        try:
+            caps = store.capabilities
+        finally:
+            store.close()
+    except (NahidaError, OSError) as exc:
+        return {"backend": "postgres", "exists": True, "ok": False, "problems": [str(exc)]}
+    return {
+        "backend": "postgres",
+        "exists": True,
+        "ok": caps.vectors,
+        "server": f"PostgreSQL {caps.version}",
+        "pgvector": caps.vectors_version or False,
+        "problems": [] if caps.vectors else ["the vector extension (pgvector) is missing"],
+        "took_ms": round((time.perf_counter() - started) * 1000, 1),
+    }
+
+
+def shown_store(where: str) -> str:
+    """Where memory lives, as doctor shows it: a PostgreSQL URI without its password."""
+    parts = urlsplit(where)
+    if parts.password is None:
+        return where
+    host = parts.netloc.rsplit("@", 1)[1]
+    return urlunsplit(parts._replace(netloc=f"{parts.username}:***@{host}"))
+
+
 def _database_line(database: dict[str, Any], path: str) -> str:
+    if database.get("backend") == "postgres":
+        return _server_line(database, path)
     if not database["exists"]:
         return f"ok database {path}: none yet (made at the first start)"
     if database["ok"]:
@@ -120,6 +158,15 @@ def _database_line(database: dict[str, Any], path: str) -> str:
         f"-- database {path} is DAMAGED: {'; '.join(found[:3])}{more}. Stop the bot and"
         " restore your latest backup: `nahida restore FILE --replace` (docs/backup.md)"
     )
+
+
+def _server_line(database: dict[str, Any], where: str) -> str:
+    if database["ok"]:
+        return (
+            f"ok database {where}: {database['server']}, pgvector {database['pgvector']}"
+            f" (connected in {database['took_ms']} ms)"
+        )
+    return f"-- database {where}: {'; '.join(database['problems'])}"
 
 
 async def _memory_state(
@@ -142,7 +189,7 @@ async def _memory_state(
         "model": embedder.model if embedder is not None else None,
         "dimension": embedder.dimension if embedder is not None else None,
     }
-    if not paths.database.exists() or not readable:
+    if not readable or not _holds_memory(config, paths):
         return [], embedding, [], await _dreaming(config, dream_model, None), None
     memory = memory_for(config, paths, choice=choice)  # counts only: no model is loaded
     try:
@@ -173,12 +220,17 @@ async def _memory_state(
             await embedder.aclose()
 
 
-async def _deliveries(paths: Paths) -> Deliveries:
+def _holds_memory(config: Config, paths: Paths) -> bool:
+    """Whether there is memory to read: the SQLite file exists (the server always holds it)."""
+    return config.memory.store != "sqlite" or paths.database.exists()
+
+
+async def _deliveries(config: Config, paths: Paths) -> Deliveries:
     """Replies never acknowledged by the platform (a count and the latest few), and messages
     stored but not answered yet (the bot is answering them, or stopped before it could)."""
-    if not paths.database.exists():
+    if not _holds_memory(config, paths):
         return None
-    memory = MemoryService(open_store(paths))
+    memory = MemoryService(open_store(paths, config.memory.store))
     try:
         counts = await memory.sessions.delivery_counts()
         latest = await memory.sessions.deliveries("undelivered", LATEST_UNDELIVERED)
@@ -218,7 +270,8 @@ def deliveries_lines(deliveries: Deliveries) -> list[str]:
 
 
 async def diagnose(config: Config, paths: Paths) -> dict[str, Any]:
-    caps = store_capabilities()
+    where = config.memory.store
+    caps = store_capabilities(where)
     started = time.perf_counter()
     jieba_ok = MemoryService.warm_up()
     jieba_ms = round((time.perf_counter() - started) * 1000, 1)
@@ -226,24 +279,19 @@ async def diagnose(config: Config, paths: Paths) -> dict[str, Any]:
     providers = await _providers(config)
     dream = routes.get("dream")
     dream_model = f"{dream.provider}/{dream.model}" if dream is not None else None
-    database = _database(paths)
+    database = _database(paths, where)
     jobs, embedding, failing, dreaming, queue = await _memory_state(
         config, paths, dream_model, readable=database["ok"]
     )
     report: dict[str, Any] = {
         "python": sys.version.split()[0],
         "platform": platform.platform(),
-        "sqlite": {
-            "driver": caps.driver,
-            "version": caps.version,
-            "fts5": caps.fts,
-            "sqlite_vec": caps.vectors_version or False,
-        },
+        **_sqlite(caps),
         "jieba": {"loaded": jieba_ok, "init_ms": jieba_ms},
         "paths": {
             "config": str(paths.config) if paths.config else None,
             "data_dir": str(paths.data_dir),
-            "database": str(paths.database),
+            "database": str(paths.database) if where == "sqlite" else shown_store(where),
             "workspace": str(paths.workspace),
         },
         "models": _models(config, routes, embedding) if routes else None,
@@ -255,17 +303,31 @@ async def diagnose(config: Config, paths: Paths) -> dict[str, Any]:
         "dreaming": dreaming,
         "queue": queue,
         "channels": _channels(config),
-        "deliveries": await _deliveries(paths) if database["ok"] else None,
+        "deliveries": await _deliveries(config, paths) if database["ok"] else None,
         "config": masked_dump(config),
     }
     report["ok"] = (
-        caps.fts
+        (caps is None or caps.fts)
         and jieba_ok
         and database["ok"]
         and all(p["reachable"] for p in providers)
         and all(c["level"] != "error" for c in report["channels"])
     )
     return report
+
+
+def _sqlite(caps: StoreCapabilities | None) -> dict[str, Any]:
+    """The report's `sqlite` part, when memory is in SQLite."""
+    if caps is None:
+        return {}
+    return {
+        "sqlite": {
+            "driver": caps.driver,
+            "version": caps.version,
+            "fts5": caps.fts,
+            "sqlite_vec": caps.vectors_version or False,
+        }
+    }
 
 
 def _models(config: Config, routes: dict[Task, Route], embedding: dict[str, Any]) -> dict[str, str]:
@@ -299,17 +361,20 @@ def check_lines(report: dict[str, Any]) -> list[str]:
     def mark(ok: object) -> str:
         return "ok " if ok else "-- "
 
-    sqlite = report["sqlite"]
-    lines = [
-        f"{mark(True)}Python {report['python']} on {report['platform']}",
-        f"{mark(True)}SQLite {sqlite['version']} via {sqlite['driver']}",
-        f"{mark(sqlite['fts5'])}FTS5 {'available' if sqlite['fts5'] else 'MISSING'}",
-        f"{mark(sqlite['sqlite_vec'])}sqlite-vec "
-        + (
-            f"{sqlite['sqlite_vec']}"
-            if sqlite["sqlite_vec"]
-            else "not loadable (vector search falls back to numpy)"
-        ),
+    lines = [f"{mark(True)}Python {report['python']} on {report['platform']}"]
+    if "sqlite" in report:
+        sqlite = report["sqlite"]
+        lines += [
+            f"{mark(True)}SQLite {sqlite['version']} via {sqlite['driver']}",
+            f"{mark(sqlite['fts5'])}FTS5 {'available' if sqlite['fts5'] else 'MISSING'}",
+            f"{mark(sqlite['sqlite_vec'])}sqlite-vec "
+            + (
+                f"{sqlite['sqlite_vec']}"
+                if sqlite["sqlite_vec"]
+                else "not loadable (vector search falls back to numpy)"
+            ),
+        ]
+    lines += [
         f"{mark(report['jieba']['loaded'])}jieba loaded in {report['jieba']['init_ms']} ms",
         _database_line(report["database"], report["paths"]["database"]),
     ]

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from datetime import tzinfo
 from pathlib import Path
 from typing import Any, TypeVar
@@ -315,6 +316,11 @@ class MemoryService:
     @property
     def capabilities(self) -> StoreCapabilities:
         return self.store.capabilities
+
+    def handling(self, chat: str) -> AbstractAsyncContextManager[object]:
+        """Hold while a message of `chat` is handled (`Store.chat_lock`): bot processes that
+        share memory handle a chat's messages one at a time."""
+        return self.store.chat_lock(chat)
 
     def close(self) -> None:
         self.embeddings.stop()

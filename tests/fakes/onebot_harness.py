@@ -91,21 +91,25 @@ def echo_model() -> ModelRouter:
     return ModelRouter({"echo": EchoProvider()}, resolve_routes({}, {"echo": "instant"}))
 
 
-def app_config(channel: dict[str, Any], **bot: Any) -> Config:
+def app_config(channel: dict[str, Any], store: str = "sqlite", **bot: Any) -> Config:
     return Config.model_validate(
         {
             "server": {"host": "127.0.0.1", "port": 0},
             "channels": {"onebot": {"enabled": True, **channel}},
             "bot": {"nicknames": list(NICKNAMES), **bot},
             "scheduler": {"enabled": False},
+            "memory": {"store": store},
         }
     )
 
 
 @contextlib.asynccontextmanager
-async def running_app(tmp_path: Path, channel: dict[str, Any], **bot: Any) -> AsyncIterator[App]:
-    """The whole bot (config → platform_adapters → App) with the instant echo model."""
-    config = app_config(channel, **bot)
+async def running_app(
+    tmp_path: Path, channel: dict[str, Any], store: str = "sqlite", **bot: Any
+) -> AsyncIterator[App]:
+    """The whole bot (config → platform_adapters → App) with the instant echo model, its memory
+    in `store` (`memory.store`)."""
+    config = app_config(channel, store, **bot)
     paths = Paths(None, tmp_path / "data", tmp_path / "workspace")
     app = App(config, paths, adapters=platform_adapters(config), model=echo_model())
     task = asyncio.create_task(app.run())

@@ -256,3 +256,27 @@ def test_the_bot_starts_with_a_retired_key_and_warns_once_for_it(tmp_path: Path)
     app.memory.close()
     warned = [e for e in logs if e["event"] == "config_key_ignored"]
     assert [(e["key"], e["log_level"]) for e in warned] == [("memory.store_process", "warning")]
+
+
+def test_the_store_is_sqlite_or_a_postgres_uri(tmp_path: Path) -> None:
+    assert load_config(None, {}).memory.store == "sqlite"
+    uri = "postgresql://nahida:s3cret-pw@db.example:5432/nahida"
+    config = load_config(write(tmp_path, f"memory:\n  store: {uri}\n"), {})
+    assert config.memory.postgres == uri
+    assert "s3cret-pw" in config.secrets()  # masked wherever a log or page shows it
+    with pytest.raises(ConfigError) as caught:
+        load_config(write(tmp_path, "memory:\n  store: mysql://x@y/z\n"), {})
+    assert caught.value.key == "memory.store" and "postgresql://" in str(caught.value)
+
+
+def test_database_url_names_the_store_unless_the_config_does(tmp_path: Path) -> None:
+    uri = "postgres://bot:pw@127.0.0.1/memory"
+    assert load_config(None, {"DATABASE_URL": uri}).memory.postgres == uri
+    # meant for other software: not ours to take
+    assert load_config(None, {"DATABASE_URL": "mysql://a@b/c"}).memory.store == "sqlite"
+    path = write(tmp_path, "memory:\n  store: sqlite\n")
+    assert load_config(path, {"DATABASE_URL": uri}).memory.store == "sqlite"
+    assert (
+        load_config(None, {"NAHIDA__MEMORY__STORE": "sqlite", "DATABASE_URL": uri}).memory.postgres
+        is None
+    )

@@ -21,6 +21,7 @@ A backend is a package under `memory/store/`; `tests/contract/` runs the same su
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol, TypeVar
 
 from nahida.memory.store.derived import (
@@ -101,6 +102,12 @@ class Store(Protocol):
     def read_sync(self, unit: Callable[..., T], *args: Any) -> T: ...
 
     def write_sync(self, unit: Callable[..., T], *args: Any) -> T: ...
+
+    def chat_lock(self, chat: str) -> AbstractAsyncContextManager[object]:
+        """Held while a message of `chat` is handled, from storing it to storing the reply:
+        processes that share the store handle a chat's messages one at a time, in the order
+        they take the lock, and the second to get a message delivered to both finds it stored.
+        A store one process owns needs none (the bus orders each chat's messages already)."""
 
     def close(self) -> None:
         """Finish the queued units, then close; later calls raise StorageError."""

@@ -5,8 +5,8 @@ sync driver runs them as they are, on a worker thread, with no event loop inside
 code. Reads run on a small thread pool, each on a connection of a `psycopg_pool.ConnectionPool`
 in a REPEATABLE READ, READ ONLY transaction (one snapshot for the whole unit). Writes run on one
 writer thread with one connection of their own, in a transaction each: the process's writes are
-serialised as SQLite's are, so a unit never meets another of this process's halfway (several
-processes writing at once is a later part: leases and row locks).
+serialised as SQLite's are, and across processes too: each takes the store's write lock
+(`locks.py`), so a unit never meets another's halfway.
 
 Every connection is opened in autocommit mode and each unit opens its transaction explicitly
 (`conn.transaction()`), so nothing is left open between units.
@@ -26,6 +26,7 @@ from pgvector.psycopg import register_vector
 from psycopg_pool import ConnectionPool
 
 from nahida.errors import StorageError
+from nahida.memory.store.postgres.locks import WRITE_LOCK
 from nahida.memory.store.postgres.migrations import migrate
 
 log = structlog.get_logger(__name__)
@@ -65,6 +66,7 @@ class Database:
 
     def __init__(self, dsn: str, *, schema: str | None = None, readers: int = READERS) -> None:
         self.where = _where(dsn)
+        self.dsn = dsn
         self.schema = schema
         try:
             self._writer_conn = psycopg.connect(dsn, autocommit=True)
@@ -111,6 +113,12 @@ class Database:
     def _write(self, fn: Callable[..., T], args: tuple[Any, ...]) -> T:
         return self._in_transaction(self._writer_conn, fn, args, read_only=False)
 
+    def connect(self) -> Connection:
+        """Another connection to this store, set up as the others (the chat locks')."""
+        conn = psycopg.connect(self.dsn, autocommit=True)
+        self._prepare(conn)
+        return conn
+
     def _in_transaction(
         self, conn: Connection, fn: Callable[..., T], args: tuple[Any, ...], *, read_only: bool
     ) -> T:
@@ -118,6 +126,8 @@ class Database:
             with conn.transaction():
                 if read_only:
                     conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                else:
+                    conn.execute(WRITE_LOCK)  # one write at a time, across processes too
                 return fn(conn, *args)
         except Exception as exc:
             found = storage_error(exc, self.where)

@@ -4,6 +4,7 @@ one writer (`db.Database`)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from typing import Any, TypeVar
 
 from nahida.memory.store.postgres.candidates import CandidateTable
@@ -14,6 +15,7 @@ from nahida.memory.store.postgres.episodes import EpisodeTable
 from nahida.memory.store.postgres.events import EventTable
 from nahida.memory.store.postgres.items import ItemTable
 from nahida.memory.store.postgres.jobs import JobTable
+from nahida.memory.store.postgres.locks import ChatLocks
 from nahida.memory.store.postgres.markdown import MarkdownTable, StateTable
 from nahida.memory.store.postgres.people import PeopleTable
 from nahida.memory.store.postgres.profiles import ProfileTable
@@ -71,6 +73,7 @@ class PostgresStore:
 
     def __init__(self, dsn: str, *, schema: str | None = None) -> None:
         self.db = Database(dsn, schema=schema)
+        self._chats = ChatLocks(self.db.connect, self.db.where)
         self._capabilities: StoreCapabilities | None = None
 
     @property
@@ -98,5 +101,9 @@ class PostgresStore:
         result: T = self.db.call(self.run_unit, unit, args)
         return result
 
+    def chat_lock(self, chat: str) -> AbstractAsyncContextManager[object]:
+        return self._chats.hold(chat)
+
     def close(self) -> None:
+        self._chats.close()
         self.db.close()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager, nullcontext
 from typing import Any, TypeVar
 
 from nahida import __version__
@@ -97,6 +98,9 @@ class ReferenceStore:
 
     async def write(self, unit: Callable[..., T], *args: Any) -> T:
         return self.write_sync(unit, *args)
+
+    def chat_lock(self, chat: str) -> AbstractAsyncContextManager[object]:
+        return nullcontext()  # one process owns the store
 
     def close(self) -> None:
         self._closed = True

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager, nullcontext
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -92,6 +93,9 @@ class SqliteStore:
     def write_sync(self, unit: Callable[..., T], *args: Any) -> T:
         result: T = self.db.call(self.run_unit, unit, args)
         return result
+
+    def chat_lock(self, chat: str) -> AbstractAsyncContextManager[object]:
+        return nullcontext()  # one process owns the store
 
     def close(self) -> None:
         self.db.close()
