@@ -91,4 +91,4 @@ def uri_for(directory: Path) -> str:
             psycopg.sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(psycopg.sql.Identifier(schema))
         )
     joiner = "&" if "?" in uri else "?"
-    return f"{uri}{joiner}options=-csearch_path%3D{schema}"
+    return f"{uri}{joiner}options=-csearch_path%3D{schema}%2Cpublic"
