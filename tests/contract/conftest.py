@@ -17,6 +17,7 @@ from nahida.memory.store.base import Store
 from nahida.memory.store.reference import ReferenceStore, Shelf
 from nahida.memory.store.sqlite import SqliteStore
 from tests import pg
+from tests.pg import postgres_server  # noqa: F401 (a fixture)
 
 Factory = Callable[[Path], Store]
 _SHELVES: dict[Path, Shelf] = {}  # the reference store's data, by directory
@@ -33,15 +34,6 @@ BACKENDS: dict[str, Factory] = {
     "sqlite-numpy": lambda directory: SqliteStore(directory / "contract.db", vec=False),
     "postgres": pg.store,
 }
-
-
-@pytest.fixture(scope="session")
-def postgres_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """One PostgreSQL server for the session (skipped, or failed with CI=true, when it cannot
-    start: `pg.require`)."""
-    pg.start(tmp_path_factory.mktemp("postgres"))
-    yield
-    pg.stop()
 
 
 @pytest.fixture(params=list(BACKENDS))
