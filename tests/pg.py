@@ -14,6 +14,8 @@ from __future__ import annotations
 import hashlib
 import itertools
 import os
+import shutil
+import tempfile
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -53,12 +55,19 @@ def stop() -> None:
 
 
 @pytest.fixture(scope="session")
-def postgres_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+def postgres_server() -> Iterator[None]:
     """One PostgreSQL server for the session (skipped, or failed with CI=true, when it cannot
-    start: `require`)."""
-    start(tmp_path_factory.mktemp("postgres"))
-    yield
-    stop()
+    start: `require`). Its data directory is not under pytest's own temporary root: run as root,
+    the server runs as another user, who must pass through every parent directory, and each
+    pytest that starts takes those permissions back from `pytest-of-<user>` (another checkout's
+    test run could do so between the two)."""
+    directory = Path(tempfile.mkdtemp(prefix="nahida-pg-"))
+    try:
+        start(directory)
+        yield
+    finally:
+        stop()
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 def require() -> str:
