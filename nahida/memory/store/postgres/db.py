@@ -9,7 +9,8 @@ serialised as SQLite's are, so a unit never meets another of this process's half
 processes writing at once is a later part: leases and row locks).
 
 Every connection is opened in autocommit mode and each unit opens its transaction explicitly
-(`conn.transaction()`), so nothing is left open between units.
+(`conn.transaction()`), so nothing is left open between units. Every connection knows
+pgvector's types once the schema is migrated, so vectors travel in its binary format.
 """
 
 from __future__ import annotations
