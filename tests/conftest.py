@@ -20,8 +20,9 @@ from nahida.memory import MemoryService
 from nahida.memory.store.sqlite import SqliteStore
 from tests import pg
 from tests.fakes.llm_fixtures import anthropic_server, openai_server
+from tests.pg import postgres_server
 
-__all__ = ["anthropic_server", "openai_server"]
+__all__ = ["anthropic_server", "openai_server", "postgres_server"]
 
 _real_connect = socket.socket.connect
 _real_connect_ex = socket.socket.connect_ex
@@ -136,8 +137,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 @pytest.fixture(scope="session")
-def postgres_uri(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """The URI of a real PostgreSQL server started once for the session (`tests/pg.py`): a test
-    that needs one is skipped when it cannot start, and fails instead with CI=true."""
-    pg.start(tmp_path_factory.mktemp("postgres"))
+def postgres_uri(postgres_server: None) -> str:
+    """The URI of the session's PostgreSQL server (`tests/pg.py`): a test that needs one is
+    skipped when it cannot start, and fails instead with CI=true."""
     return pg.require()

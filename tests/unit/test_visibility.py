@@ -39,6 +39,8 @@ from nahida.memory.store.reference import ReferenceStore
 from nahida.memory.store.sqlite import SqliteStore
 from nahida.memory.write import write
 from nahida.memory.write.extract import extract
+from tests import pg
+from tests.pg import postgres_server  # noqa: F401 (a fixture)
 
 USERS = ("u1", "u2", "u3")
 GROUPS = ("g1", "g2")
@@ -197,23 +199,34 @@ def test_vocabulary_words_are_single_tokens() -> None:
         assert tokenize(word) == [word]
 
 
+# each opens an empty store (PostgreSQL: a schema of its own on the session's server, tests/pg.py)
 BACKENDS: dict[str, Callable[[], Store]] = {
     "sqlite": lambda: SqliteStore(":memory:"),
     "reference": ReferenceStore,
+    "postgres": pg.fresh_store,
 }
 
 
-@pytest.mark.parametrize("backend", list(BACKENDS))
+@pytest.fixture(scope="module", params=list(BACKENDS))
+def open_store(request: pytest.FixtureRequest) -> Callable[[], Store]:
+    """How one backend opens an empty store (module-scoped: hypothesis runs many examples in
+    one test call, so it refuses function-scoped fixtures)."""
+    if request.param == "postgres":
+        request.getfixturevalue("postgres_server")
+        pg.require()
+    return BACKENDS[request.param]
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(items, turns, queries, episodes)
 def test_every_retrieval_path_respects_scopes(
-    backend: str,
+    open_store: Callable[[], Store],
     item_specs: list[tuple[str, str, str, list[str]]],
     turn_specs: list[tuple[str, list[str]]],
     query_specs: list[tuple[Context, list[str]]],
     episode_specs: list[tuple[str, list[str]]],
 ) -> None:
-    db = BACKENDS[backend]()
+    db = open_store()
     try:
         stored = db.write_sync(store_items, item_specs)
         said = db.write_sync(record_turns, turn_specs)

@@ -9,7 +9,8 @@ serialised as SQLite's are, and across processes too: each takes the store's wri
 (`locks.py`), so a unit never meets another's halfway.
 
 Every connection is opened in autocommit mode and each unit opens its transaction explicitly
-(`conn.transaction()`), so nothing is left open between units.
+(`conn.transaction()`), so nothing is left open between units. Every connection knows
+pgvector's types once the schema is migrated, so vectors travel in its binary format.
 """
 
 from __future__ import annotations
