@@ -9,6 +9,7 @@ import asyncio
 from pathlib import Path
 
 from nahida.app import App
+from nahida.memory import Turn
 from tests import pg
 from tests.fakes.onebot_harness import running_app
 from tests.fakes.onebot_impl import Call, FakeOneBot, at, text
@@ -19,6 +20,17 @@ GROUP = 20001
 
 def ws_url(app: App) -> str:
     return f"ws://127.0.0.1:{app.server.port}/onebot/v11/ws"
+
+
+async def stored(app: App, count: int) -> list[Turn]:
+    """The group's turns, once there are `count` (a bounded number of looks)."""
+    for _ in range(500):
+        sessions = await app.memory.sessions.latest(f"onebot:group:{GROUP}", 10)
+        turns = [t for s in sessions for t in await app.memory.sessions.turns(s.id)]
+        if len(turns) >= count:
+            return turns
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"{len(turns)} turns stored, not {count}")
 
 
 def said(call: Call) -> str:
@@ -51,8 +63,7 @@ async def test_two_bots_on_one_memory(tmp_path: Path, postgres_uri: str) -> None
         assert [r.split("第")[1][0] for r in replies[1:]] == [str(n) for n in range(1, 7)]
 
         # both bots read one history: each turn stored once, the replies after their messages
-        sessions = await second.memory.sessions.latest(f"onebot:group:{GROUP}", 10)
-        turns = [t for s in sessions for t in await second.memory.sessions.turns(s.id)]
+        turns = await stored(second, 14)  # a reply is stored once it is sent
         users = [t.content for t in turns if t.role == "user"]
         assert len(users) == len(set(users)) == 7
         roles = [t.role for t in sorted(turns, key=lambda t: t.id)]

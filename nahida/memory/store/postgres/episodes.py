@@ -25,7 +25,7 @@ _SELECT = f"SELECT {COLUMNS} FROM episodes"
 # time; a new text drops the old vector's name (upkeep embeds the new one).
 _PUT = (
     f"INSERT INTO episodes ({COLUMNS}, fts, fts_len)"
-    " VALUES (%s, %s, %s, %s, %s::jsonb, %s, %s, %s, %s, to_tsvector('nahida', %s), %s)"
+    " VALUES (%s, %s, %s, %s, %s::jsonb, %s, %s, %s, %s, nahida_tsvector(%s::text[]), %s)"
     " ON CONFLICT (session_id) DO UPDATE SET chat = excluded.chat, summary = excluded.summary,"
     " keywords = excluded.keywords, started_at = excluded.started_at,"
     " ended_at = excluded.ended_at, turn_count = excluded.turn_count, fts = excluded.fts,"
@@ -69,7 +69,7 @@ class EpisodeTable:
                 episode_.ended_at,
                 episode_.turn_count,
                 episode_.created_at,
-                " ".join(words),
+                words,
                 len(words) + 1,
             ),
         ).fetchone()
