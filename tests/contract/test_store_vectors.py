@@ -123,6 +123,16 @@ def test_turn_search_is_nearest_first_in_the_chats_and_the_space(store: Store) -
     assert nearest_turns(store, [CHAT], NORTH, space=ELSEWHERE) == []  # no vector of that model
 
 
+def test_a_redacted_turn_is_not_found_by_its_old_words_meaning(store: Store) -> None:
+    (secret, kept) = add_turns(store, (CHAT, "north", T0), (CHAT, "east", T0 + 1))
+    embed_rows(store, "turn", {"north": NORTH, "east": EAST})
+    store.write_sync(lambda tx: tx.turns.rewrite(secret, "[redacted]", index_text("[redacted]")))
+    assert [c for c, _ in nearest_turns(store, [CHAT], NORTH)] == ["east"]
+    again = store.read_sync(lambda tx: tx.vectors.unhashed("turn", 10))
+    assert [(r.key, r.content) for r in again] == [(secret, "[redacted]")]  # embedded anew
+    assert kept not in [r.key for r in again]
+
+
 def test_turn_search_respects_at_window_and_hidden(store: Store) -> None:
     north, _, _ = add_turns(
         store, (CHAT, "north", T0), (CHAT, "east", T0 + 100), (CHAT, "north-east", T0 + 200)

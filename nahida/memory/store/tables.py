@@ -124,7 +124,8 @@ class TurnRows(Protocol):
 
     def rewrite(self, turn_id: int, content: str, tokens: str | None) -> None:
         """Replace a turn's words (a redaction), and its index text when the turn is indexed
-        (`tokens`: the new index text)."""
+        (`tokens`: the new index text); the turn names no vector until upkeep embeds the new
+        words, so the old ones are never found by meaning."""
 
     def hide(self, turn_ids: Sequence[int], messages: Sequence[tuple[str, str]], by: str) -> int:
         """Keep these turns (by id, or by (chat, message id)) and the bot's direct reply to each

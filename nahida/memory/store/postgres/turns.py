@@ -156,12 +156,15 @@ class TurnTable:
         self.conn.execute("UPDATE turns SET error = %s WHERE id = %s", (error, turn_id))
 
     def rewrite(self, turn_id: int, content: str, tokens: str | None) -> None:
+        # the old words' vector is named no more: recall by meaning never finds them again
         if tokens is None:
-            self.conn.execute("UPDATE turns SET content = %s WHERE id = %s", (content, turn_id))
+            self.conn.execute(
+                "UPDATE turns SET content = %s, embed_hash = NULL WHERE id = %s", (content, turn_id)
+            )
             return
         words = lexical.words(tokens)  # a turn out of the index stays out
         self.conn.execute(
-            "UPDATE turns SET content = %s, fts = CASE WHEN fts IS NOT NULL THEN"
+            "UPDATE turns SET content = %s, embed_hash = NULL, fts = CASE WHEN fts IS NOT NULL THEN"
             " nahida_tsvector(%s::text[]) END,"
             " fts_len = CASE WHEN fts IS NOT NULL THEN %s ELSE fts_len END WHERE id = %s",
             (content, words, len(words) + 1, turn_id),

@@ -225,7 +225,8 @@ class TurnTable:
         row = self.data.turns.get(turn_id)
         if row is not None:
             body = row.body if row.body is None or tokens is None else tokens
-            self._change(row, content=content, body=body)
+            # the old words' vector is named no more: recall by meaning never finds them again
+            self._change(row, content=content, body=body, embed_hash=None)
 
     def _with_replies(
         self, turn_ids: Sequence[int], messages: Sequence[tuple[str, str]]

@@ -299,7 +299,10 @@ class TurnTable:
         self.conn.execute("UPDATE turns SET error = ? WHERE id = ?", (error, turn_id))
 
     def rewrite(self, turn_id: int, content: str, tokens: str | None) -> None:
-        self.conn.execute("UPDATE turns SET content = ? WHERE id = ?", (content, turn_id))
+        # the old words' vector is named no more: recall by meaning never finds them again
+        self.conn.execute(
+            "UPDATE turns SET content = ?, embed_hash = NULL WHERE id = ?", (content, turn_id)
+        )
         if tokens is not None:  # an update, never an insert: a turn out of the index stays out
             self.conn.execute("UPDATE turns_fts SET body = ? WHERE rowid = ?", (tokens, turn_id))
 
