@@ -9,7 +9,9 @@ serialised as SQLite's are, so a unit never meets another of this process's half
 processes writing at once is a later part: leases and row locks).
 
 Every connection is opened in autocommit mode and each unit opens its transaction explicitly
-(`conn.transaction()`), so nothing is left open between units.
+(`conn.transaction()`, which starts it with the connection's characteristics: a read
+connection's BEGIN says REPEATABLE READ, READ ONLY), so nothing is left open between units. A
+writer connection the server dropped is opened again for the next unit.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from typing import Any, TypeVar
 
 import psycopg
 import structlog
-from psycopg_pool import ConnectionPool
+from psycopg_pool import ConnectionPool, PoolTimeout
 
 from nahida.errors import StorageError
 from nahida.memory.store.postgres.migrations import migrate
@@ -31,6 +33,7 @@ log = structlog.get_logger(__name__)
 T = TypeVar("T")
 
 READERS = 4  # read units at once: recall reads while the bot writes, a few chats at a time
+WAIT = 10.0  # seconds a read waits for a connection (the server gone: the error, not a hang)
 Connection = psycopg.Connection[Any]
 
 
@@ -63,22 +66,27 @@ class Database:
     `search_path`), so several stores can share one database (the tests give each its own)."""
 
     def __init__(self, dsn: str, *, schema: str | None = None, readers: int = READERS) -> None:
+        self.dsn = dsn
         self.where = _where(dsn)
         self.schema = schema
         try:
-            self._writer_conn = psycopg.connect(dsn, autocommit=True)
-            self._prepare(self._writer_conn)
-            migrate(self._writer_conn)
+            self._writer_conn = self._connect()
         except psycopg.Error as exc:
-            if getattr(self, "_writer_conn", None) is not None:
-                self._writer_conn.close()
             raise StorageError(f"cannot open PostgreSQL at {self.where}: {exc}") from exc
+        try:
+            migrate(self._writer_conn, schema)
+        except BaseException as exc:
+            self._writer_conn.close()
+            if isinstance(exc, psycopg.Error):
+                raise StorageError(f"cannot open PostgreSQL at {self.where}: {exc}") from exc
+            raise
         self._pool = ConnectionPool(
             dsn,
             min_size=1,
             max_size=readers,
             kwargs={"autocommit": True},
-            configure=self._prepare,
+            configure=self._prepare_reader,
+            timeout=WAIT,
             open=True,
             name="nahida-read",
         )
@@ -87,30 +95,49 @@ class Database:
         self._closing = threading.Lock()
         self._closed = False
 
+    def _connect(self) -> Connection:
+        conn = psycopg.connect(self.dsn, autocommit=True)
+        try:
+            self._prepare(conn)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
     def _prepare(self, conn: Connection) -> None:
-        """Every connection: the store's schema first on the search path (made if missing)."""
-        if self.schema is None:
-            return
-        ident = psycopg.sql.Identifier(self.schema)
-        conn.execute(psycopg.sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(ident))
-        conn.execute(psycopg.sql.SQL("SET search_path TO {}, public").format(ident))
+        """Every connection: the store's schema first on the search path (`public` after it,
+        where extensions such as pgvector usually live)."""
+        if self.schema is not None:
+            path = psycopg.sql.SQL("SET search_path TO {}, public")
+            conn.execute(path.format(psycopg.sql.Identifier(self.schema)))
+
+    def _prepare_reader(self, conn: Connection) -> None:
+        self._prepare(conn)
+        conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ  # one snapshot a unit
+        conn.read_only = True
 
     # running units --------------------------------------------------------------------------
 
     def _read(self, fn: Callable[..., T], args: tuple[Any, ...]) -> T:
-        with self._pool.connection() as conn:
-            return self._in_transaction(conn, fn, args, read_only=True)
+        try:
+            with self._pool.connection() as conn:
+                return self._in_transaction(conn, fn, args)
+        except PoolTimeout as exc:
+            raise StorageError(f"no connection to PostgreSQL at {self.where}: {exc}") from exc
 
     def _write(self, fn: Callable[..., T], args: tuple[Any, ...]) -> T:
-        return self._in_transaction(self._writer_conn, fn, args, read_only=False)
+        """On the writer thread: its connection, opened again when the server dropped it."""
+        if self._writer_conn.broken or self._writer_conn.closed:
+            self._writer_conn.close()
+            try:
+                self._writer_conn = self._connect()
+            except psycopg.Error as exc:
+                raise StorageError(f"cannot reach PostgreSQL at {self.where}: {exc}") from exc
+        return self._in_transaction(self._writer_conn, fn, args)
 
-    def _in_transaction(
-        self, conn: Connection, fn: Callable[..., T], args: tuple[Any, ...], *, read_only: bool
-    ) -> T:
+    def _in_transaction(self, conn: Connection, fn: Callable[..., T], args: tuple[Any, ...]) -> T:
         try:
             with conn.transaction():
-                if read_only:
-                    conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
                 return fn(conn, *args)
         except Exception as exc:
             found = storage_error(exc, self.where)

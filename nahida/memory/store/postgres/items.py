@@ -159,10 +159,10 @@ class ItemTable:
 
     def search(self, visibility: Visibility | None, search: TextSearch) -> list[ItemMatch]:
         where, params = visibility_sql(visibility) if visibility is not None else ("TRUE", [])
-        query = lexical.ranked("memory_items", _MATCH_SELECT, "r.created_at", where, params, search)
-        if query is None:
-            return []
-        return [ItemMatch(rows.item(r), float(r[22]), r[21]) for r in self.conn.execute(*query)]
+        found = lexical.ranked(
+            self.conn, "memory_items", _MATCH_SELECT, "r.created_at", where, params, search
+        )
+        return [ItemMatch(rows.item(r), float(r[22]), r[21]) for r in found]
 
     def any_active(self, visibility: Visibility, kind: str | None = None) -> bool:
         where, params = visibility_sql(visibility)
