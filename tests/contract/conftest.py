@@ -8,13 +8,14 @@ for the whole session (`tests/pg.py`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
-from pluggy import Result
 
 from nahida.memory.store.base import Store
+from nahida.memory.store.postgres import unbuilt
 from nahida.memory.store.reference import ReferenceStore, Shelf
 from nahida.memory.store.sqlite import SqliteStore
 from tests import pg
@@ -45,6 +46,13 @@ def postgres_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     pg.stop()
 
 
+# The tables of the next part of the PostgreSQL backend (`derived.py`, `vectors.py`) are refused
+# there for now (`postgres/unbuilt.py`): a test that reaches one is skipped, at once (a failure
+# would make hypothesis shrink it). Delete this, and `unbuilt`, once postgres holds every table.
+def _not_built(what: str) -> NoReturn:
+    pytest.skip(f"not built yet on postgres: {what}")
+
+
 @pytest.fixture(params=list(BACKENDS))
 def backend(request: pytest.FixtureRequest) -> Factory:
     """The factory of one backend (for tests that open, reopen or close stores themselves)."""
@@ -52,27 +60,8 @@ def backend(request: pytest.FixtureRequest) -> Factory:
         request.getfixturevalue("postgres_server")
         pg.require()
         request.addfinalizer(pg.close_all)
+        request.getfixturevalue("monkeypatch").setattr(unbuilt, "refuse", _not_built)
     return BACKENDS[request.param]
-
-
-# The tables of the next part of the PostgreSQL backend (`derived.py`, `vectors.py`) raise
-# NotImplementedError there for now: a test that reaches one is skipped, not failed. Delete this
-# hook once postgres holds every table.
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(
-    item: pytest.Item, call: pytest.CallInfo[None]
-) -> Generator[None, Result[pytest.TestReport], None]:
-    outcome = yield
-    report = outcome.get_result()
-    params = getattr(item, "callspec", None)
-    on_postgres = params is not None and params.params.get("backend") == "postgres"
-    if on_postgres and call.excinfo is not None and call.excinfo.errisinstance(NotImplementedError):
-        report.outcome = "skipped"
-        report.longrepr = (
-            str(item.path),
-            item.location[1] or 0,
-            "Skipped: not built yet on postgres",
-        )
 
 
 @pytest.fixture

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from nahida.memory.store.postgres import unbuilt
 from nahida.memory.store.postgres.db import Connection
 from nahida.memory.store.values import FileState
 
@@ -39,7 +40,7 @@ class MarkdownTable:
     def fingerprint(self) -> tuple[object, ...]:
         """Changes whenever a global item or a profile bullet does (counts, latest change)."""
         # the profile bullets' half comes with `profile_entries` (the derived tables' part)
-        raise NotImplementedError("markdown.fingerprint needs profile_entries: not built yet")
+        unbuilt.refuse("markdown.fingerprint (it needs profile_entries)")
 
 
 class StateTable:

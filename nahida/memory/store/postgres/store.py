@@ -4,7 +4,7 @@ one writer (`db.Database`)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, NoReturn, TypeVar
+from typing import Any, TypeVar
 
 from nahida.memory.store.postgres.candidates import CandidateTable
 from nahida.memory.store.postgres.commands import CommandTable
@@ -15,19 +15,10 @@ from nahida.memory.store.postgres.jobs import JobTable
 from nahida.memory.store.postgres.markdown import MarkdownTable, StateTable
 from nahida.memory.store.postgres.sessions import SessionTable
 from nahida.memory.store.postgres.turns import TurnTable
+from nahida.memory.store.postgres.unbuilt import NotBuilt
 from nahida.memory.store.values import StoreCapabilities
 
 T = TypeVar("T")
-
-
-class NotBuilt:
-    """A table this backend does not hold yet: any use of it raises NotImplementedError."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def __getattr__(self, attribute: str) -> NoReturn:
-        raise NotImplementedError(f"tx.{self.name} is not built yet on postgres")
 
 
 class PostgresTx:
