@@ -23,13 +23,11 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import psycopg
-import structlog
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from nahida.errors import StorageError
+from nahida.errors import StorageError, StorageFull
 from nahida.memory.store.postgres.migrations import migrate
 
-log = structlog.get_logger(__name__)
 T = TypeVar("T")
 
 READERS = 4  # read units at once: recall reads while the bot writes, a few chats at a time
@@ -41,7 +39,7 @@ def storage_error(exc: BaseException, where: str) -> StorageError | None:
     """The clear error a PostgreSQL failure stands for: the server unreachable or gone, or out of
     room; None for any other failure (a constraint, a bug in a unit), which stays as it is."""
     if isinstance(exc, psycopg.errors.DiskFull):
-        return StorageError(
+        return StorageFull(
             f"PostgreSQL at {where} is out of disk space ({exc}); nothing of this change was stored"
         )
     if isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError):

@@ -195,7 +195,12 @@ class ItemTable:
         conn.execute("UPDATE memory_items SET supersedes = NULL WHERE supersedes = %s", (item_id,))
         # its index entry goes with its row (the vectors' part also drops its vector here when
         # no other row has the same text)
-        return conn.execute("DELETE FROM memory_items WHERE id = %s", (item_id,)).rowcount > 0
+        if conn.execute("DELETE FROM memory_items WHERE id = %s", (item_id,)).rowcount == 0:
+            return False
+        # the planner's statistics sample values (a slot, a title) of the table: sampled anew;
+        # the deleted row's bytes stay in the table's pages until a VACUUM reuses them
+        conn.execute("ANALYZE memory_items")
+        return True
 
     def tally(self) -> list[Tally]:
         found = self.conn.execute(
