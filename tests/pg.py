@@ -46,6 +46,10 @@ def start(directory: Path) -> str | None:
     return str(_server["uri"])
 
 
+def running() -> bool:
+    return "uri" in _server
+
+
 def stop() -> None:
     server = _server.pop("server", None)
     if server is not None:

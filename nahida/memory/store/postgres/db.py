@@ -9,7 +9,9 @@ serialised as SQLite's are, and across processes too: each takes the store's wri
 (`locks.py`), so a unit never meets another's halfway.
 
 Every connection is opened in autocommit mode and each unit opens its transaction explicitly
-(`conn.transaction()`), so nothing is left open between units. Every connection knows
+(`conn.transaction()`, which starts it with the connection's characteristics: a read
+connection's BEGIN says REPEATABLE READ, READ ONLY), so nothing is left open between units. A
+writer connection the server dropped is opened again for the next unit. Every connection knows
 pgvector's types once the schema is migrated, so vectors travel in its binary format.
 """
 
@@ -22,18 +24,17 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import psycopg
-import structlog
 from pgvector.psycopg import register_vector
-from psycopg_pool import ConnectionPool
+from psycopg_pool import ConnectionPool, PoolTimeout
 
-from nahida.errors import StorageError
+from nahida.errors import StorageError, StorageFull
 from nahida.memory.store.postgres.locks import WRITE_LOCK
 from nahida.memory.store.postgres.migrations import migrate
 
-log = structlog.get_logger(__name__)
 T = TypeVar("T")
 
 READERS = 4  # read units at once: recall reads while the bot writes, a few chats at a time
+WAIT = 10.0  # seconds a read waits for a connection (the server gone: the error, not a hang)
 Connection = psycopg.Connection[Any]
 
 
@@ -41,7 +42,7 @@ def storage_error(exc: BaseException, where: str) -> StorageError | None:
     """The clear error a PostgreSQL failure stands for: the server unreachable or gone, or out of
     room; None for any other failure (a constraint, a bug in a unit), which stays as it is."""
     if isinstance(exc, psycopg.errors.DiskFull):
-        return StorageError(
+        return StorageFull(
             f"PostgreSQL at {where} is out of disk space ({exc}); nothing of this change was stored"
         )
     if isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError):
@@ -66,24 +67,28 @@ class Database:
     `search_path`), so several stores can share one database (the tests give each its own)."""
 
     def __init__(self, dsn: str, *, schema: str | None = None, readers: int = READERS) -> None:
-        self.where = _where(dsn)
         self.dsn = dsn
+        self.where = _where(dsn)
         self.schema = schema
         try:
-            self._writer_conn = psycopg.connect(dsn, autocommit=True)
-            self._prepare(self._writer_conn)
-            migrate(self._writer_conn)
-            register_vector(self._writer_conn)  # the type exists once migrated
+            self._writer_conn = self.connect()
         except psycopg.Error as exc:
-            if getattr(self, "_writer_conn", None) is not None:
-                self._writer_conn.close()
             raise StorageError(f"cannot open PostgreSQL at {self.where}: {exc}") from exc
+        try:
+            migrate(self._writer_conn, schema)
+            register_vector(self._writer_conn)  # the type exists once migrated
+        except BaseException as exc:
+            self._writer_conn.close()
+            if isinstance(exc, psycopg.Error):
+                raise StorageError(f"cannot open PostgreSQL at {self.where}: {exc}") from exc
+            raise
         self._pool = ConnectionPool(
             dsn,
             min_size=1,
             max_size=readers,
             kwargs={"autocommit": True},
-            configure=self._configure,
+            configure=self._prepare_reader,
+            timeout=WAIT,
             open=True,
             name="nahida-read",
         )
@@ -92,42 +97,55 @@ class Database:
         self._closing = threading.Lock()
         self._closed = False
 
-    def _prepare(self, conn: Connection) -> None:
-        """Every connection: the store's schema first on the search path (made if missing)."""
-        if self.schema is None:
-            return
-        ident = psycopg.sql.Identifier(self.schema)
-        conn.execute(psycopg.sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(ident))
-        conn.execute(psycopg.sql.SQL("SET search_path TO {}, public").format(ident))
+    def connect(self) -> Connection:
+        """A connection to this store, set up as every other (the writer's, the chat locks')."""
+        conn = psycopg.connect(self.dsn, autocommit=True)
+        try:
+            self._prepare(conn)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
 
-    def _configure(self, conn: Connection) -> None:
-        """A read connection: prepared, and pgvector's types known (vectors as binary)."""
+    def _prepare(self, conn: Connection) -> None:
+        """Every connection: the store's schema first on the search path (`public` after it,
+        where extensions such as pgvector usually live)."""
+        if self.schema is not None:
+            path = psycopg.sql.SQL("SET search_path TO {}, public")
+            conn.execute(path.format(psycopg.sql.Identifier(self.schema)))
+
+    def _prepare_reader(self, conn: Connection) -> None:
         self._prepare(conn)
-        register_vector(conn)
+        register_vector(conn)  # the type exists: the writer migrated first
+        conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ  # one snapshot a unit
+        conn.read_only = True
 
     # running units --------------------------------------------------------------------------
 
     def _read(self, fn: Callable[..., T], args: tuple[Any, ...]) -> T:
-        with self._pool.connection() as conn:
-            return self._in_transaction(conn, fn, args, read_only=True)
+        try:
+            with self._pool.connection() as conn:
+                return self._in_transaction(conn, fn, args)
+        except PoolTimeout as exc:
+            raise StorageError(f"no connection to PostgreSQL at {self.where}: {exc}") from exc
 
     def _write(self, fn: Callable[..., T], args: tuple[Any, ...]) -> T:
-        return self._in_transaction(self._writer_conn, fn, args, read_only=False)
-
-    def connect(self) -> Connection:
-        """Another connection to this store, set up as the others (the chat locks')."""
-        conn = psycopg.connect(self.dsn, autocommit=True)
-        self._prepare(conn)
-        return conn
+        """On the writer thread: its connection, opened again when the server dropped it."""
+        if self._writer_conn.broken or self._writer_conn.closed:
+            self._writer_conn.close()
+            try:
+                self._writer_conn = self.connect()
+                register_vector(self._writer_conn)
+            except psycopg.Error as exc:
+                raise StorageError(f"cannot reach PostgreSQL at {self.where}: {exc}") from exc
+        return self._in_transaction(self._writer_conn, fn, args, write=True)
 
     def _in_transaction(
-        self, conn: Connection, fn: Callable[..., T], args: tuple[Any, ...], *, read_only: bool
+        self, conn: Connection, fn: Callable[..., T], args: tuple[Any, ...], *, write: bool = False
     ) -> T:
         try:
             with conn.transaction():
-                if read_only:
-                    conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-                else:
+                if write:
                     conn.execute(WRITE_LOCK)  # one write at a time, across processes too
                 return fn(conn, *args)
         except Exception as exc:

@@ -127,7 +127,7 @@ class EpisodeTable:
 
     def search(self, chats: Sequence[str] | None, search: TextSearch) -> list[EpisodeMatch]:
         where, params = ("TRUE", []) if chats is None else ("r.chat = ANY(%s)", [list(chats)])
-        query = lexical.ranked("episodes", MATCH_COLUMNS, "r.ended_at", where, params, search)
-        if query is None:
-            return []
-        return [EpisodeMatch(episode(r), float(r[9])) for r in self.conn.execute(*query)]
+        found = lexical.ranked(
+            self.conn, "episodes", MATCH_COLUMNS, "r.ended_at", where, params, search
+        )
+        return [EpisodeMatch(episode(r), float(r[9])) for r in found]

@@ -168,10 +168,10 @@ class ItemTable:
 
     def search(self, visibility: Visibility | None, search: TextSearch) -> list[ItemMatch]:
         where, params = visibility_sql(visibility) if visibility is not None else ("TRUE", [])
-        query = lexical.ranked("memory_items", _MATCH_SELECT, "r.created_at", where, params, search)
-        if query is None:
-            return []
-        return [ItemMatch(rows.item(r), float(r[22]), r[21]) for r in self.conn.execute(*query)]
+        found = lexical.ranked(
+            self.conn, "memory_items", _MATCH_SELECT, "r.created_at", where, params, search
+        )
+        return [ItemMatch(rows.item(r), float(r[22]), r[21]) for r in found]
 
     def any_active(self, visibility: Visibility, kind: str | None = None) -> bool:
         where, params = visibility_sql(visibility)
@@ -210,6 +210,9 @@ class ItemTable:
             return False
         if row[0]:
             conn.execute(_UNNAMED_VECTOR, (row[0],) * 4)
+        # the planner's statistics sample values (a slot, a title) of the table: sampled anew;
+        # the deleted row's bytes stay in the table's pages until a VACUUM reuses them
+        conn.execute("ANALYZE memory_items")
         return True
 
     def tally(self) -> list[Tally]:

@@ -35,8 +35,7 @@ from nahida.memory.store.postgres.schema import (
 
 # The advisory lock's key: one per schema (`hashtext` of the schema's name and this tag), so
 # stores in other schemas of the same database migrate side by side.
-_LOCK = "SELECT pg_advisory_lock(hashtext(current_schema() || ':nahida-migrations'))"
-_UNLOCK = "SELECT pg_advisory_unlock(hashtext(current_schema() || ':nahida-migrations'))"
+_KEY = "hashtext(coalesce(%s, current_schema()) || ':nahida-migrations')"
 
 
 @dataclass(frozen=True)
@@ -72,12 +71,19 @@ def applied(conn: psycopg.Connection[Any]) -> list[str]:
     return [r[0] for r in conn.execute("SELECT name FROM schema_migrations ORDER BY name")]
 
 
-def migrate(conn: psycopg.Connection[Any], steps: list[Migration] | None = None) -> list[str]:
-    """Apply the steps not applied yet, in order; returns the names applied now. `conn` is in
-    autocommit mode: each step opens its own transaction."""
+def migrate(
+    conn: psycopg.Connection[Any], schema: str | None = None, steps: list[Migration] | None = None
+) -> list[str]:
+    """Create `schema` when it is missing, then apply the steps not applied yet, in order;
+    returns the names applied now. `conn` is in autocommit mode, its search path set: each step
+    opens its own transaction."""
     steps = MIGRATIONS if steps is None else steps
-    conn.execute(_LOCK)  # held for the session until `_UNLOCK`: across the steps' transactions
+    # held by the session until unlocked: across the steps' transactions (and the schema's
+    # creation, which races with another's: IF NOT EXISTS does not make it safe)
+    conn.execute(f"SELECT pg_advisory_lock({_KEY})", (schema,))
     try:
+        if schema is not None:
+            _create_schema(conn, schema)
         done = set(applied(conn))
         now_applied = []
         for step in steps:
@@ -95,4 +101,13 @@ def migrate(conn: psycopg.Connection[Any], steps: list[Migration] | None = None)
             now_applied.append(step.name)
         return now_applied
     finally:
-        conn.execute(_UNLOCK)
+        conn.execute(f"SELECT pg_advisory_unlock({_KEY})", (schema,))
+
+
+def _create_schema(conn: psycopg.Connection[Any], schema: str) -> None:
+    """Create the schema when missing (a role that may not create schemas can still use one
+    made for it)."""
+    found = conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (schema,)).fetchone()
+    if found is None:
+        name = psycopg.sql.Identifier(schema)
+        conn.execute(psycopg.sql.SQL("CREATE SCHEMA {}").format(name))

@@ -95,6 +95,7 @@ CREATE INDEX turns_hidden_by ON turns (hidden_by) WHERE hidden_by IS NOT NULL;
 CREATE INDEX turns_earlier_for ON turns (earlier_for) WHERE earlier_for IS NOT NULL;
 CREATE INDEX turns_undelivered ON turns (id) WHERE delivery = 'undelivered';
 CREATE INDEX turns_fts ON turns USING gin (fts);
+CREATE INDEX turns_indexed ON turns (fts_len) WHERE fts IS NOT NULL;
 CREATE TABLE chats (
     chat             TEXT PRIMARY KEY,
     current_session  TEXT REFERENCES sessions (id) ON DELETE SET NULL,
@@ -137,6 +138,7 @@ CREATE INDEX memory_items_by_created ON memory_items (created_at, source);
 CREATE INDEX memory_items_by_supersedes ON memory_items (supersedes) WHERE supersedes IS NOT NULL;
 CREATE INDEX memory_items_by_subject ON memory_items (subject_user) WHERE subject_user IS NOT NULL;
 CREATE INDEX memory_items_fts ON memory_items USING gin (fts);
+CREATE INDEX memory_items_indexed ON memory_items (fts_len) WHERE fts IS NOT NULL;
 """
 
 # The audit trail is append-only (DESIGN §3): every delete aborts, and so does every update but
@@ -322,6 +324,7 @@ CREATE TABLE episodes (
 CREATE INDEX episodes_by_chat ON episodes (chat, ended_at);
 CREATE INDEX episodes_by_created ON episodes (created_at, seq);
 CREATE INDEX episodes_fts ON episodes USING gin (fts);
+CREATE INDEX episodes_indexed ON episodes (fts_len) WHERE fts IS NOT NULL;
 """
 
 # Dreaming (DESIGN §8): per chat the last turn dreamed and whether dreaming is paused; one row

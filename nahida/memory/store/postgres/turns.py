@@ -210,10 +210,10 @@ class TurnTable:
 
     def search(self, chats: Sequence[str] | None, search: TextSearch) -> list[TurnMatch]:
         where, params = ("TRUE", []) if chats is None else ("r.chat = ANY(%s)", [list(chats)])
-        query = lexical.ranked("turns", rows.TURN_MATCH_COLUMNS, "r.time", where, params, search)
-        if query is None:
-            return []
-        return [_match(r) for r in self.conn.execute(*query)]
+        found = lexical.ranked(
+            self.conn, "turns", rows.TURN_MATCH_COLUMNS, "r.time", where, params, search
+        )
+        return [_match(r) for r in found]
 
     def any_besides(self, chats: Sequence[str], exclude: Collection[int], at: float | None) -> bool:
         if not chats:
