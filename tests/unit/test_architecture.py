@@ -32,6 +32,7 @@ CONCRETE = {
     "nahida.providers.openai": "nahida.providers",
     "nahida.memory.store.reference": "nahida.memory.store.reference",
     "nahida.memory.store.sqlite": "nahida.memory.store.sqlite",
+    "nahida.memory.store.postgres": "nahida.memory.store.postgres",
 }
 THE_TURN = (  # what memory outside memory/turn/ never knows
     "nahida.runner",
