@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 _server: dict[str, Any] = {}  # "uri", or "error": why it could not start
+_opened: list[Any] = []  # the stores `store` opened, for `close_all`
 
 
 def start(directory: Path) -> str | None:
@@ -66,4 +67,13 @@ def schema_for(directory: Path) -> str:
 def store(directory: Path) -> Any:
     from nahida.memory.store.postgres import PostgresStore
 
-    return PostgresStore(require(), schema=schema_for(directory))
+    opened = PostgresStore(require(), schema=schema_for(directory))
+    _opened.append(opened)
+    return opened
+
+
+def close_all() -> None:
+    """Close every store `store` opened (closing is idempotent): a test that stops halfway, as
+    one skipped for a table not built yet does, leaves no connection behind."""
+    while _opened:
+        _opened.pop().close()

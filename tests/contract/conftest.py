@@ -51,6 +51,7 @@ def backend(request: pytest.FixtureRequest) -> Factory:
     if request.param == "postgres":
         request.getfixturevalue("postgres_server")
         pg.require()
+        request.addfinalizer(pg.close_all)
     return BACKENDS[request.param]
 
 

@@ -30,7 +30,7 @@ _COLUMNS = tuple(f.name for f in fields(MemoryItem))
 _SELECT = f"SELECT {rows.ITEM_COLUMNS} FROM memory_items r"
 _MATCH_SELECT = ", ".join(f"r.{c.strip()}" for c in rows.ITEM_COLUMNS.split(",")) + ", r.fts_body"
 _INDEXED = ("title", "content", "scope", "sensitivity", "status")
-_INDEX_SET = "fts_body = %s, fts = to_tsvector('nahida', %s), fts_len = %s"
+_INDEX_SET = "fts_body = %s, fts = nahida_tsvector(%s::text[]), fts_len = %s"
 
 
 def _value(item: MemoryItem, name: str) -> Any:
@@ -41,7 +41,7 @@ def _index(item: MemoryItem, tokens: str) -> list[Any]:
     """The values of `_INDEX_SET` for an active item: FTS5 counts its scope keys as words."""
     words = lexical.words(tokens)
     keys = 2 if item.sensitivity == "public" else 1
-    return [tokens, " ".join(words), len(words) + keys]
+    return [tokens, words, len(words) + keys]
 
 
 def _items(found: Any) -> list[MemoryItem]:

@@ -1,19 +1,18 @@
 """Lexical search in PostgreSQL: a tsvector over the jieba tokens, ranked by FTS5's BM25.
 
-A row's index text is `tokenize.index_text` (jieba tokens joined by spaces). `words` splits it
-as FTS5's `unicode61` does (runs of letters, digits and private-use characters; anything else
-separates) before PostgreSQL sees it, so the default parser meets only plain words: it then
-folds case and the `nahida` configuration stems English words (Snowball's English stemmer,
-where FTS5 uses Porter's: both sides of a match use the same one, so "painted" finds
-"painting" here as there) and leaves CJK tokens as they are. Each query term is a phrase (its
-own words, in a row: `phraseto_tsquery`), and a row matches any of them.
+A row's index text is `tokenize.index_text` (jieba tokens joined by spaces). `words` cuts it as
+FTS5's `unicode61` does (runs of letters, digits and private-use characters, folded to lower
+case; anything else separates) and the database makes the lexemes (`schema.TEXT_SEARCH`:
+English words stemmed by Porter's algorithm, as FTS5's `porter`; CJK tokens as they are), so
+PostgreSQL's own parser and stop words play no part. Each query term is a phrase (its own
+words, in a row), and a row matches any of them.
 
 Ranking is FTS5's BM25, computed in the query (`ranked`): for each term its document frequency
 over the whole index (a count on the GIN index), for each matching row the term's frequency
 in its tsvector (`nahida_tf`) and the row's length (`fts_len`: its words and its scope keys, as
-FTS5 counts every column), with FTS5's constants. The viewer's filter does not change a score,
-as in SQLite. Counting the index's rows and their mean length is a scan of the partial column:
-cheap at a bot's size; a counter kept with the rows would be the next step.
+FTS5 counts every column), with FTS5's constants: the scores are SQLite's. The viewer's filter
+does not change a score, as in SQLite. Counting the index's rows and their mean length is a
+scan of the table: cheap at a bot's size; a counter kept with the rows would be the next step.
 """
 
 from __future__ import annotations
@@ -26,7 +25,6 @@ from nahida.memory.store.values import TextSearch, VectorSearch
 
 K1 = 1.2
 B = 0.75
-CONFIG = "nahida"
 
 # FTS5 unicode61's token characters: letters, digits and the private-use area (`\w` is letters,
 # digits and `_`, and the marks Python counts as alphanumeric)
@@ -34,13 +32,8 @@ _WORD = re.compile(r"(?:[^\W_]|[\ue000-\uf8ff])+")
 
 
 def words(text: str) -> list[str]:
-    """The words FTS5's unicode61 would cut `text` into (before folding and stemming)."""
-    return _WORD.findall(text)
-
-
-def index_words(tokens: str) -> str:
-    """The text given to `to_tsvector`: the index text's words, one space apart."""
-    return " ".join(words(tokens))
+    """The words FTS5's unicode61 would cut `text` into, folded to lower case (not stemmed)."""
+    return _WORD.findall(text.lower())
 
 
 def phrases(terms: Sequence[str]) -> list[str]:
@@ -102,16 +95,15 @@ def ranked(
         return None
     # the terms, their lexemes and document frequencies, then each matching row's BM25
     sql = (
-        f"WITH terms AS (SELECT phraseto_tsquery('{CONFIG}', p.words) AS query,"
-        " ARRAY(SELECT u.lexeme FROM unnest(to_tsvector("
-        f"'{CONFIG}', p.words)) AS u, unnest(u.positions) AS pos ORDER BY pos) AS lexemes"
+        "WITH lexemes AS (SELECT nahida_lexemes(string_to_array(p.words, ' ')) AS lexemes"
         " FROM unnest(%s::text[]) AS p (words)),"
-        f" totals AS (SELECT count(*)::float8 AS n, coalesce(avg(fts_len), 1)::float8 AS avglen"
+        " terms AS (SELECT lexemes, nahida_query(lexemes) AS query FROM lexemes"
+        " WHERE cardinality(lexemes) > 0),"
+        " totals AS (SELECT count(*)::float8 AS n, coalesce(avg(fts_len), 1)::float8 AS avglen"
         f" FROM {table} WHERE fts IS NOT NULL),"
         " weights AS (SELECT t.lexemes, greatest(ln((s.n - d.df + 0.5) / (d.df + 0.5)), 1e-6)"
         " AS idf FROM terms t CROSS JOIN totals s CROSS JOIN LATERAL"
-        f" (SELECT count(*)::float8 AS df FROM {table} x WHERE x.fts @@ t.query) d"
-        " WHERE cardinality(t.lexemes) > 0),"
+        f" (SELECT count(*)::float8 AS df FROM {table} x WHERE x.fts @@ t.query) d),"
         " matched AS (SELECT r.*, (SELECT coalesce(sum(w.idf * f.tf * "
         f"{K1 + 1} / (f.tf + {K1} * ({1 - B} + {B} * r.fts_len / s.avglen))), 0)"
         " FROM weights w CROSS JOIN LATERAL (SELECT nahida_tf(r.fts, w.lexemes)::float8 AS tf) f"

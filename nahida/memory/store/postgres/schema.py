@@ -5,25 +5,44 @@ The columns follow the SQLite store's final schema: times are double precision (
 epoch seconds as floats), turn ids and other counters BIGINT identities, JSON is jsonb.
 
 Lexical search (`lexical.py`): a row that is searched carries `fts` (a tsvector of its index
-text under the `nahida` text search configuration: English words stemmed, no stop words, CJK
-tokens as they are) and `fts_len` (its length as FTS5 counts it: the body's tokens and the scope
+text's words: English words stemmed as FTS5's `porter` stems them, no stop words, CJK tokens as
+they are) and `fts_len` (its length as FTS5 counts it: the body's tokens and the scope
 keys), with a GIN index on `fts`; a row out of the index has `fts` NULL. Visibility is an
 ordinary filter on the row's columns inside the same query.
 """
 
 from __future__ import annotations
 
-# `nahida`: the default parser, English words through a Snowball stemmer without stop words
-# (FTS5's `porter` keeps every word, so "the" and "who" are found as in SQLite), everything else
-# as it is. `nahida_tf` counts a phrase (its lexemes in order) in a tsvector, and `nahida_any`
-# ORs tsqueries together: what the BM25 ranking in `lexical.py` needs.
+# A row's lexemes are made here from the words `lexical.words` cut its index text into (folded to
+# lower case): an ASCII word of three letters or more is stemmed by Porter's algorithm (Snowball's
+# `porter`, the one FTS5's `porter` applies; it keeps every word: no stop words), any other word
+# is its own lexeme, as in FTS5. `nahida_tsvector` places them one after another (a phrase's
+# words stand in a row), `nahida_query` is a phrase of lexemes as a tsquery, `nahida_tf` counts a
+# phrase in a tsvector and `nahida_any` ORs tsqueries: what the BM25 in `lexical.py` needs. A
+# lexeme is letters and digits only, so quoting it is just its quotes; one longer than a
+# tsvector takes is left out (its place still counts).
 TEXT_SEARCH = """
-CREATE TEXT SEARCH DICTIONARY nahida_english (TEMPLATE = snowball, LANGUAGE = english);
-CREATE TEXT SEARCH CONFIGURATION nahida (COPY = pg_catalog.simple);
-ALTER TEXT SEARCH CONFIGURATION nahida
-    ALTER MAPPING FOR asciiword, word, numword, asciihword, hword, numhword,
-        hword_asciipart, hword_part, hword_numpart
-    WITH nahida_english;
+CREATE TEXT SEARCH DICTIONARY nahida_porter (TEMPLATE = snowball, LANGUAGE = porter);
+CREATE FUNCTION nahida_lexemes(words text[]) RETURNS text[]
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
+    SELECT coalesce(array_agg(
+        CASE WHEN length(w) >= 3 AND octet_length(w) = length(w)
+            THEN coalesce((ts_lexize('nahida_porter', w))[1], w) ELSE w END
+        ORDER BY n), '{}')
+    FROM unnest(words) WITH ORDINALITY AS u (w, n)
+$$;
+CREATE FUNCTION nahida_tsvector(words text[]) RETURNS tsvector
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
+    SELECT coalesce(string_agg('''' || l || ''':' || least(n, 16383), ' '), '')::tsvector
+    FROM unnest(nahida_lexemes(words)) WITH ORDINALITY AS u (l, n)
+    WHERE octet_length(l) < 2047
+$$;
+CREATE FUNCTION nahida_query(lexemes text[]) RETURNS tsquery
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT string_agg('''' || l || '''', ' <-> ' ORDER BY n)::tsquery
+    FROM unnest(lexemes) WITH ORDINALITY AS u (l, n)
+    WHERE octet_length(l) < 2047
+$$;
 CREATE FUNCTION nahida_tf(v tsvector, phrase text[]) RETURNS integer
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
     SELECT count(*)::integer

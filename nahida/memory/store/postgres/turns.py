@@ -30,8 +30,6 @@ _FATE: dict[Fate, str] = {
     "undelivered": "delivery = 'undelivered'",
     "none": "delivery = 'none'",
 }
-# a turn's length as FTS5 counts it: its words and its chat's scope token
-_INDEX = "to_tsvector('nahida', %s), %s + 1"
 # The bot's reply to a user turn: the next turn of its session, when it is the assistant's.
 _REPLY = (
     "SELECT n.id FROM turns c JOIN turns n ON n.session_id = c.session_id"
@@ -104,7 +102,7 @@ class TurnTable:
             "INSERT INTO turns (session_id, chat, role, content, time, speaker, speaker_name,"
             " message_id, tool_calls, addressed, error, fts, fts_len) VALUES"
             " (%s, %s, %s, %s, %s, %s, %s, %s, %s::jsonb, %s, %s,"
-            " CASE WHEN %s THEN to_tsvector('nahida', %s) END, %s) RETURNING id",
+            " CASE WHEN %s THEN nahida_tsvector(%s::text[]) END, %s) RETURNING id",
             (
                 session_id,
                 turn.chat,
@@ -118,8 +116,8 @@ class TurnTable:
                 bool(turn.addressed),
                 turn.error,
                 words is not None,
-                " ".join(words or ()),
-                0 if words is None else len(words) + 1,
+                words or [],
+                0 if words is None else len(words) + 1,  # FTS5 counts the chat's scope token
             ),
         ).fetchone()
         assert row is not None
@@ -164,9 +162,9 @@ class TurnTable:
         words = lexical.words(tokens)  # a turn out of the index stays out
         self.conn.execute(
             "UPDATE turns SET content = %s, fts = CASE WHEN fts IS NOT NULL THEN"
-            " to_tsvector('nahida', %s) END,"
+            " nahida_tsvector(%s::text[]) END,"
             " fts_len = CASE WHEN fts IS NOT NULL THEN %s ELSE fts_len END WHERE id = %s",
-            (content, " ".join(words), len(words) + 1, turn_id),
+            (content, words, len(words) + 1, turn_id),
         )
 
     def _with_replies(
