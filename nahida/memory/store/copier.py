@@ -45,7 +45,12 @@ from nahida.memory.store.values import TextSearch
 BATCH = 2000  # rows a transaction: big enough to keep the round trips few, small in memory
 SAMPLES = 4  # searches checked per searched table
 SEARCH_LIMIT = 20
+# The checks search around their row's moment: the same ranking over the whole index (each
+# term's frequency counts every row), with only a window's rows to score, so a check costs
+# alike on a small memory and a large one.
+SEARCH_WINDOW = 600.0
 Progress = Callable[[str, int, int], None]  # table, rows looked at, rows in the source
+Sample = tuple[tuple[str, ...], tuple[float, float]]  # a check's terms and window
 
 
 @dataclass
@@ -83,6 +88,7 @@ class SearchCheck:
 
     table: str
     terms: tuple[str, ...]
+    window: tuple[float, float]
     source: list[Any]
     target: list[Any]
 
@@ -94,6 +100,7 @@ class SearchCheck:
         return {
             "table": self.table,
             "terms": list(self.terms),
+            "window": list(self.window),
             "source": self.source,
             "target": self.target,
             "ok": self.ok,
@@ -142,11 +149,11 @@ def copy(
         raise CopyError(f"{source.where} is both the source and the target of the copy")
     memory = _identity(source, target)
     report = CopyReport(source.where, target.where, memory)
-    samples: dict[str, list[tuple[str, ...]]] = {}
+    samples: dict[str, list[Sample]] = {}
     for table in TABLES:
         report.tables.append(_copy_table(source, target, table, batch, progress, samples))
-    for name, terms in samples.items():
-        report.searches.extend(_search(source, target, name, t) for t in terms)
+    for name, found in samples.items():
+        report.searches.extend(_search(source, target, name, *sample) for sample in found)
     report.seconds = time.monotonic() - started
     return report
 
@@ -185,7 +192,7 @@ def _copy_table(
     table: Table,
     size: int,
     progress: Progress | None,
-    samples: dict[str, list[tuple[str, ...]]],
+    samples: dict[str, list[Sample]],
 ) -> TableReport:
     total = source.count(table)
     report = TableReport(table.name, total, 0)
@@ -279,22 +286,25 @@ def _remove_extra(source: Side, target: Side, table: Table, size: int) -> int:
     return removed
 
 
-def _sample(
-    table: Table, batch: Batch, seen: int, every: int, found: list[tuple[str, ...]]
-) -> None:
-    """Search terms from every `every`-th row of the source that is in the index."""
+def _sample(table: Table, batch: Batch, seen: int, every: int, found: list[Sample]) -> None:
+    """Search terms and a moment from every `every`-th row of the source that is indexed."""
     assert batch.index is not None and table.index is not None
     for i, entry in enumerate(batch.index):
         if (seen + i) % every or entry is None or len(found) >= SAMPLES:
             continue
-        text = entry if isinstance(entry, str) else table.index.text(table.as_dict(batch.rows[i]))
-        terms = query_terms(text.split(), max_terms=3)
+        row = table.as_dict(batch.rows[i])
+        text = entry if isinstance(entry, str) else table.index.text(row)
+        # its longest words: the rarer, so the check tells rows apart (and scores few)
+        terms = tuple(sorted(query_terms(text.split()), key=len, reverse=True)[:2])
         if terms:
-            found.append(terms)
+            moment = float(row[table.index.time])
+            found.append((terms, (moment - SEARCH_WINDOW, moment + SEARCH_WINDOW)))
 
 
-def _search(source: Side, target: Side, table: str, terms: tuple[str, ...]) -> SearchCheck:
-    search = TextSearch(terms, SEARCH_LIMIT)
+def _search(
+    source: Side, target: Side, table: str, terms: tuple[str, ...], window: tuple[float, float]
+) -> SearchCheck:
+    search = TextSearch(terms, SEARCH_LIMIT, window=window)
 
     def hits(tx: Any) -> list[tuple[Any, float]]:
         if table == "turns":
@@ -308,4 +318,4 @@ def _search(source: Side, target: Side, table: str, terms: tuple[str, ...]) -> S
             found = [(i, s) for i, s in found if abs(s - last) > 1e-9 * max(1.0, abs(last))]
         return [i for i, _ in found]
 
-    return SearchCheck(table, terms, ids(source), ids(target))
+    return SearchCheck(table, terms, window, ids(source), ids(target))

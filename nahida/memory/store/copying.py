@@ -32,9 +32,11 @@ Indexed = str | Literal[True] | None
 
 @dataclass(frozen=True)
 class IndexRule:
-    """How a searched table's index text is made from its row (the write path's own recipe)."""
+    """How a searched table's index text is made from its row (the write path's own recipe),
+    and the column a search's moment and window apply to (the copy's checks search a window)."""
 
     text: Callable[[dict[str, Any]], str]
+    time: str
 
 
 @dataclass(frozen=True)
@@ -74,10 +76,10 @@ def _columns(text: str) -> tuple[str, ...]:
 
 
 # A turn's index text is its stored (already redacted) content's (`history.sessions.stored_text`).
-TURN_TEXT = IndexRule(lambda row: index_text(row["content"]))
+TURN_TEXT = IndexRule(lambda row: index_text(row["content"]), "time")
 # Both backends keep an item's index text (FTS5's row, PostgreSQL's `fts_body`); made again only
 # for a backend that would not: `write.item_index`'s recipe.
-ITEM_TEXT = IndexRule(lambda row: index_text(f"{row['title']} {row['content']}"))
+ITEM_TEXT = IndexRule(lambda row: index_text(f"{row['title']} {row['content']}"), "created_at")
 
 TABLES: tuple[Table, ...] = (
     Table("sessions", _columns("id chat title created_at updated_at turn_count"), memory=True),
