@@ -265,3 +265,29 @@ def test_the_command_copies_to_a_server_and_back(tmp_path: Path, postgres_server
         cli, ["--data-dir", str(tmp_path / "data"), "store", "copy", "--to", "sqlite"]
     )
     assert refused.exit_code != 0
+
+
+def test_a_sqlite_file_another_process_has_open_is_refused(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    path = tmp_path / "a" / "nahida.db"
+    fill(path, tmp_path / "ws", rounds=1)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.execute('BEGIN IMMEDIATE');"
+            " print('held', flush=True); sys.stdin.read()",
+            str(path),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        with pytest.raises(CopyError, match="open in another process"):
+            sqlite_side(path)
+    finally:
+        holder.communicate("")
