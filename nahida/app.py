@@ -38,9 +38,11 @@ from nahida.commands.router import CommandRouter
 from nahida.config import Config, ProviderConfig
 from nahida.console import Checks, ConsoleServer, check_settings, create_app
 from nahida.envelope import Reply
-from nahida.errors import AdapterError, ConfigError
+from nahida.errors import AdapterError, ConfigError, CopyError
 from nahida.memory import MemoryService, Store, StoreCapabilities, open_memory
 from nahida.memory.jobs import memory_jobs
+from nahida.memory.store.copier import BATCH as COPY_BATCH
+from nahida.memory.store.copier import copy as copy_store
 from nahida.memory.turn import MemoryTools, turn_parts
 from nahida.plugins import LoadedPlugin, context_factory, load_plugins
 from nahida.policy import ReplyPolicy
@@ -174,6 +176,50 @@ def restore_database(
     restored = _backend(where, ".backup").restore(paths.database, source, replace=replace)
     done: dict[str, Any] = restored.to_json()
     return done
+
+
+def _copy_place(paths: Paths, where: str) -> str | Path:
+    """A side of `nahida store copy`: a `postgresql://` URI as it is; `sqlite` (the data dir's
+    file) or a path (a data dir, or a SQLite file: one ending in `.db`, or one that exists) as
+    the file's path."""
+    if where.startswith(("postgresql://", "postgres://")):
+        return where
+    if where == "sqlite":
+        return paths.database.resolve()
+    given = Path(where).expanduser()
+    return (given if given.suffix == ".db" or given.is_file() else given / "nahida.db").resolve()
+
+
+def _copy_side(place: str | Path) -> Any:
+    if isinstance(place, Path):
+        return _backend("sqlite", ".copying").open_side(place)
+    return _backend(place, ".copying").open_side(place)
+
+
+def copy_memory(
+    paths: Paths,
+    to: str,
+    source: str = "sqlite",
+    *,
+    batch: int | None = None,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> dict[str, Any]:
+    """`nahida store copy`: the memory of the store `source` names into the store `to` names,
+    verified; the report (docs/postgres.md, Moving memory between stores)."""
+    place, target_place = _copy_place(paths, source), _copy_place(paths, to)
+    if place == target_place:
+        raise CopyError(f"{target_place} is both the source and the target of the copy")
+    opened = _copy_side(place)
+    try:
+        target = _copy_side(target_place)
+        try:
+            size = batch or COPY_BATCH
+            report = copy_store(opened, target, batch=size, progress=progress)
+        finally:
+            target.close()
+    finally:
+        opened.close()
+    return report.to_json()
 
 
 @dataclass(frozen=True)

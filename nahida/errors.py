@@ -55,6 +55,11 @@ class BackupError(NahidaError):
     """A backup could not be made or restored; the message names the file and why."""
 
 
+class CopyError(NahidaError):
+    """`nahida store copy` refused (a target holding another memory, a store copied onto
+    itself); nothing was written."""
+
+
 class ProviderError(NahidaError):
     """An LLM call failed. `retryable` says whether trying again may help."""
 

@@ -6,7 +6,8 @@ Global options (each with an environment variable): `--config` (NAHIDA_CONFIG, d
 config prints one line naming the file and key and exits with code 2; a database that cannot be
 used (damaged, the disk full) one line saying what to do, with code 3. Every read command has
 `--json`. The other command groups live beside this module: `doctor`, `backup` and `restore`,
-`session`, `memory` (with `search`), `profile`, `history`, `admin` (the memory console).
+`session`, `memory` (with `search`), `profile`, `history`, `admin` (the memory console), `store`
+(copying memory between stores).
 """
 
 from __future__ import annotations
@@ -29,8 +30,9 @@ from nahida.cli.memory import memory_app
 from nahida.cli.profile import profile_app
 from nahida.cli.session import session_app
 from nahida.cli.state import State, fail, state_of
+from nahida.cli.store import store_app
 from nahida.config import Config
-from nahida.errors import BackupError, NahidaError, StorageError
+from nahida.errors import BackupError, CopyError, NahidaError, StorageError
 from nahida.logs import configure_logging
 
 REPO = Path(__file__).resolve().parents[2]
@@ -51,6 +53,7 @@ app.add_typer(memory_app, name="memory")
 app.add_typer(profile_app, name="profile")
 app.add_typer(history_app, name="history")
 app.add_typer(admin_app, name="admin")
+app.add_typer(store_app, name="store")
 
 
 def _print_version(value: bool) -> None:
@@ -176,11 +179,11 @@ def init(
 
 
 def exit_code(exc: NahidaError) -> int:
-    """1: a backup could not be made or restored; 3: the database cannot be used (damaged, the
-    disk full, a failing disk); 2: anything else (a bad config, most often)."""
+    """1: a backup could not be made or restored, a copy refused; 3: the database cannot be used
+    (damaged, the disk full, a failing disk); 2: anything else (a bad config, most often)."""
     if isinstance(exc, StorageError):
         return 3
-    return 1 if isinstance(exc, BackupError) else 2
+    return 1 if isinstance(exc, BackupError | CopyError) else 2
 
 
 def main() -> None:

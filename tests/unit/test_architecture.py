@@ -103,8 +103,10 @@ def _console_imports(module: str, imported: str) -> bool:
 def _outside_memory(module: str, imported: str) -> bool:
     if module == "nahida.logs":  # it screens log lines for secrets, before the facade exists
         return imported == "nahida.memory.core.safety" or not within(imported, "nahida.memory")
-    if module == "nahida.app" and within(imported, "nahida.memory.turn", "nahida.memory.jobs"):
-        return True  # the composition root wires memory into the turn and the scheduler
+    wired = ("nahida.memory.turn", "nahida.memory.jobs", "nahida.memory.store.copier")
+    if module == "nahida.app" and within(imported, *wired):
+        return True  # the composition root wires memory into the turn and the scheduler, and
+        # copies one store it opened into another
     return imported == "nahida.memory" or not within(imported, "nahida.memory")
 
 
@@ -146,8 +148,8 @@ RULES = (
         ("nahida.memory.recall.pack", "from nahida.prompt import estimate_tokens"),
     ),
     Rule(
-        "everything outside memory/ imports only nahida.memory (app.py also memory.turn and"
-        " memory.jobs; logs.py the secret screen)",
+        "everything outside memory/ imports only nahida.memory (app.py also memory.turn,"
+        " memory.jobs and the store copier; logs.py the secret screen)",
         lambda m: within(m, "nahida") and not within(m, "nahida.memory"),
         _outside_memory,
         ("nahida.commands.session", "from nahida.memory.history.sessions import Sessions"),
