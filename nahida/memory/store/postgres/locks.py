@@ -26,7 +26,7 @@ from nahida.errors import StorageError
 WRITE_LOCK = "SELECT pg_advisory_xact_lock(hashtext(current_schema() || ':nahida-writes'))"
 _CHAT = "hashtext(current_schema() || ':nahida-chats'), hashtext(%s)"  # a two-key lock
 FIRST_WAIT = 0.005  # seconds before asking again for a chat another process holds
-LONGEST_WAIT = 0.1
+LONGEST_WAIT = 0.025  # a handover between processes waits at most this long
 
 
 class ChatLocks:
