@@ -139,6 +139,30 @@ def fill(
     return ids
 
 
+def make_again(path: Path) -> tuple[str, int]:
+    """The private chat's episode deleted and made again under a new `seq` (another episode made
+    first, so the old one's is not the next), its id and session the same: its id and new seq."""
+    side = sqlite_side(path)
+    try:
+        episodes = _table("episodes")
+        (row, _), *_ = [r for r in rows(side, episodes) if r[0][3] == PRIVATE]
+        old = Episode(*row[1:5], tuple(row[5]), *row[6:10])
+        tokens = index_text(" ".join([*old.keywords, old.summary]))
+
+        def later(tx: Tx) -> None:
+            tx.sessions.create("s-later", PRIVATE, "later", T0 + 5000)
+            tx.episodes.put(replace(old, id="e_later", session_id="s-later"), tokens)
+
+        side.store.write_sync(later)
+        side.delete(episodes, [episodes.keyed(row)])
+        assert side.store.write_sync(lambda tx: tx.episodes.put(old, tokens)).id == old.id
+        found = {r[1]: r[0] for r, _ in rows(side, episodes)}
+        assert found[old.id] > found["e_later"] > row[0]
+        return old.id, found[old.id]
+    finally:
+        side.close()
+
+
 def vector(name: str, dimension: int = 4) -> np.ndarray:
     found = np.random.default_rng(zlib.crc32(name.encode())).standard_normal(dimension)
     return (found / np.linalg.norm(found)).astype(np.float32)
@@ -304,6 +328,7 @@ def test_sqlite_to_postgres_and_back(tmp_path: Path, postgres: Any) -> None:
     # more written to the source: only that is copied
     more = {"first": 8, "rounds": 2, "purge": remembered[1], "drop": GROUP}
     fill(tmp_path / "a" / "nahida.db", tmp_path / "ws", **more)  # type: ignore[arg-type]
+    remade = make_again(tmp_path / "a" / "nahida.db")
     source = sqlite_side(tmp_path / "a" / "nahida.db")
     back = sqlite_side(tmp_path / "b" / "nahida.db")
     try:
@@ -312,6 +337,8 @@ def test_sqlite_to_postgres_and_back(tmp_path: Path, postgres: Any) -> None:
         written = {t.table: t.written for t in again.tables}
         assert written["turns"] == 2 and written["memory_items"] == 1  # new in the private chat
         deleted = {t.table: t.deleted for t in again.tables}
+        copied = {row[1]: row[0] for row, _ in rows(target, _table("episodes"))}
+        assert copied[remade[0]] == remade[1]  # the episode made again, under its new seq
         assert deleted["memory_items"] == 1  # the purged item
         assert deleted["sessions"] == 1  # the group's, with its turns
         events = rows(target, _table("memory_events"))

@@ -197,6 +197,8 @@ def _copy_table(
         _upkeep(source, table.upkeep)
     total = source.count(table)
     report = TableReport(table.name, total, 0)
+    if table.unique:  # before the writes: a row under a new key may need its old one's values
+        report.deleted = _remove_extra(source, target, table, size)
     every = max(1, total // SAMPLES) if table.index is not None else 0
     seen, held = 0, False
     for batch in _batches(source, table, size):
@@ -212,7 +214,7 @@ def _copy_table(
         for batch in _batches(source, table, size):
             _sync(target, table, batch, hold=False)
     if not table.append_only and target.count(table) != total:
-        report.deleted = _remove_extra(source, target, table, size)
+        report.deleted += _remove_extra(source, target, table, size)
     target.finish(table)
     report.target = target.count(table)
     if table.index is not None:

@@ -56,7 +56,9 @@ class Table:
     holding a vector; `upkeep`: the store's own work the table may be behind on (through the
     seam: a call in one write transaction, how much it did), done on the source until it does
     nothing before the table is read, so the rows copied are complete (the speakers of every
-    turn)."""
+    turn); `unique`: columns unique besides the key: the target's rows the source no longer
+    holds are removed before the table is written, so a row made again under a new key (an
+    episode made again for its session) finds its values free."""
 
     name: str
     columns: tuple[str, ...]
@@ -69,6 +71,7 @@ class Table:
     memory: bool = False
     vectors: frozenset[str] = field(default_factory=frozenset)
     upkeep: Callable[[Any], int] | None = None
+    unique: tuple[str, ...] = ()
 
     def position(self, column: str) -> int:
         return self.columns.index(column)
@@ -166,6 +169,7 @@ TABLES: tuple[Table, ...] = (
             " embed_hash"
         ),
         key=("seq",),
+        unique=("id", "session_id"),
         json=frozenset({"keywords"}),
         index=EPISODE_TEXT,
         memory=True,
@@ -184,6 +188,7 @@ TABLES: tuple[Table, ...] = (
             " finished_at written"
         ),
         key=("seq",),
+        unique=("id",),
         json=frozenset({"report", "fates"}),
         flags=frozenset({"written"}),
     ),
