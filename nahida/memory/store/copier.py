@@ -31,7 +31,6 @@ from nahida.memory.store.copying import (
     KEPT_AS_LEXEMES,
     MEMORY_ID,
     NEVER,
-    NOT_YET,
     TABLES,
     Batch,
     Indexed,
@@ -134,7 +133,7 @@ class CopyReport:
             "seconds": round(self.seconds, 2),
             "tables": [t.to_json() for t in self.tables],
             "searches": [s.to_json() for s in self.searches],
-            "not_yet": NOT_YET,
+            "not_yet": {},  # every table is copied (kept for readers of the JSON)
             "never_copied": NEVER,
         }
 
@@ -194,8 +193,12 @@ def _copy_table(
     progress: Progress | None,
     samples: dict[str, list[Sample]],
 ) -> TableReport:
+    if table.upkeep is not None:
+        _upkeep(source, table.upkeep)
     total = source.count(table)
     report = TableReport(table.name, total, 0)
+    if table.unique:  # before the writes: a row under a new key may need its old one's values
+        report.deleted = _remove_extra(source, target, table, size)
     every = max(1, total // SAMPLES) if table.index is not None else 0
     seen, held = 0, False
     for batch in _batches(source, table, size):
@@ -211,12 +214,18 @@ def _copy_table(
         for batch in _batches(source, table, size):
             _sync(target, table, batch, hold=False)
     if not table.append_only and target.count(table) != total:
-        report.deleted = _remove_extra(source, target, table, size)
+        report.deleted += _remove_extra(source, target, table, size)
     target.finish(table)
     report.target = target.count(table)
     if table.index is not None:
         report.source_indexed, report.target_indexed = source.indexed(table), target.indexed(table)
     return report
+
+
+def _upkeep(side: Side, work: Callable[[Any], int]) -> None:
+    """The store's own work a table is behind on, a transaction at a time until none is left."""
+    while side.store.write_sync(work):
+        pass
 
 
 def _batches(side: Side, table: Table, size: int) -> Iterator[Batch]:
@@ -309,6 +318,8 @@ def _search(
     def hits(tx: Any) -> list[tuple[Any, float]]:
         if table == "turns":
             return [(m.id, m.score) for m in tx.turns.search(None, search)]
+        if table == "episodes":
+            return [(m.episode.id, m.score) for m in tx.episodes.search(None, search)]
         return [(m.item.id, m.score) for m in tx.items.search(None, search)]
 
     def ids(side: Side) -> list[Any]:

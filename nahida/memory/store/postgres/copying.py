@@ -7,6 +7,11 @@ the copy makes its text again. A row written gets its tsvector as the write path
 (`items.py`, `turns.py`): the words of its text (`lexical.words`) as lexemes, and its length as
 FTS5 counts it (the words and the scope keys). Ids of identity columns are written as they are
 (`OVERRIDING SYSTEM VALUE`), and each identity's next value is set past them afterwards.
+
+A column SQLite names with a word reserved here is named otherwise (`NAMES`). A vector is read
+in pgvector's binary form (`vector_send`: its float32 values, big-endian) and turned into the
+copy's little-endian bytes, and written as float32 in the binary format, so no value passes
+through decimal text.
 """
 
 from __future__ import annotations
@@ -14,6 +19,8 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from typing import Any
+
+import numpy as np
 
 from nahida.memory.store.copying import KEPT_AS_LEXEMES, Batch, Indexed, Row, Side, Table
 from nahida.memory.store.postgres import lexical
@@ -53,6 +60,8 @@ def _item_index(row: dict[str, Any], text: str | None) -> list[Any]:
 
 INDEXES: dict[str, IndexRule] = {
     "turns": IndexRule("t.fts IS NOT NULL", ("fts", "fts_len"), f"{_TSVECTOR}, %s", _turn_index),
+    # an episode's length counts its chat's scope key, as a turn's does
+    "episodes": IndexRule("t.fts IS NOT NULL", ("fts", "fts_len"), f"{_TSVECTOR}, %s", _turn_index),
     "memory_items": IndexRule(
         "CASE WHEN t.fts IS NOT NULL THEN t.fts_body END",
         ("fts_body", "fts", "fts_len"),
@@ -62,10 +71,31 @@ INDEXES: dict[str, IndexRule] = {
 }
 
 
+# SQLite's `user` (a reserved word here) is `person` in PostgreSQL's tables.
+NAMES: dict[str, dict[str, str]] = {
+    "profile_entries": {"user": "person"},
+    "speakers": {"user": "person"},
+}
+
+# After a table was written: the speakers count every copied turn (the source's were folded
+# first), so the cursor stands at the last one; a fold takes in only turns written after.
+FINISH: dict[str, str] = {
+    "speakers": "UPDATE speakers_folded"
+    " SET through_turn = (SELECT coalesce(max(id), 0) FROM turns)",
+}
+
+
+def _name(table: Table, column: str) -> str:
+    return NAMES.get(table.name, {}).get(column, column)
+
+
+def _key(table: Table, prefix: str = "") -> str:
+    return ", ".join(prefix + _name(table, k) for k in table.key)
+
+
 def _keys_sql(table: Table, count: int, prefix: str = "") -> str:
     marks = "(" + ", ".join(["%s"] * len(table.key)) + ")"
-    key = ", ".join(prefix + k for k in table.key)
-    return f"({key}) IN (VALUES {', '.join([marks] * count)})"
+    return f"({_key(table, prefix)}) IN (VALUES {', '.join([marks] * count)})"
 
 
 def _flat(keys: Sequence[Row]) -> list[Any]:
@@ -73,12 +103,29 @@ def _flat(keys: Sequence[Row]) -> list[Any]:
 
 
 def _stored(table: Table, row: Row) -> list[Any]:
-    if not table.json:
+    if not table.json and not table.vectors:
         return list(row)
-    return [
-        json.dumps(v, ensure_ascii=False) if name in table.json and v is not None else v
-        for name, v in zip(table.columns, row, strict=True)
-    ]
+    out = list(row)
+    for i, name in enumerate(table.columns):
+        if out[i] is None:
+            continue
+        if name in table.json:
+            out[i] = json.dumps(out[i], ensure_ascii=False)
+        elif name in table.vectors:
+            out[i] = np.frombuffer(out[i], dtype="<f4")
+    return out
+
+
+def _neutral(table: Table, row: Sequence[Any]) -> Row:
+    """A row as read, its vectors (`vector_send`: dimension and a spare int16, then float32
+    big-endian) as float32 little-endian bytes."""
+    if not table.vectors:
+        return tuple(row)
+    out = list(row)
+    for i, name in enumerate(table.columns):
+        if name in table.vectors and out[i] is not None:
+            out[i] = np.frombuffer(out[i], dtype=">f4", offset=4).astype("<f4").tobytes()
+    return tuple(out)
 
 
 class PostgresSide:
@@ -109,19 +156,22 @@ class PostgresSide:
     # reading ------------------------------------------------------------------------------
 
     def _select(self, table: Table) -> str:
-        columns = ", ".join(f"t.{c}" for c in table.columns)
+        columns = ", ".join(
+            f"vector_send(t.{c})" if c in table.vectors else f"t.{_name(table, c)}"
+            for c in table.columns
+        )
         rule = INDEXES.get(table.name)
         extra = f", {rule.read}" if rule is not None else ""
         return f"SELECT {columns}{extra} FROM {table.name} t"
 
     def _batch(self, table: Table, found: list[Any]) -> Batch:
         if table.name not in INDEXES:
-            return Batch([tuple(r) for r in found])
+            return Batch([_neutral(table, r) for r in found])
         width = len(table.columns)
         index: list[Indexed] = []
         for r in found:
             entry = r[width]
-            # a turn: whether it is indexed; an item: its kept text, or NULL when out
+            # a turn, an episode: whether it is indexed; an item: its kept text, or NULL when out
             if entry is True:
                 index.append(KEPT_AS_LEXEMES)
             else:
@@ -130,7 +180,7 @@ class PostgresSide:
 
     def read(self, table: Table, after: Row | None, limit: int) -> Batch:
         def unit(conn: Connection) -> list[Any]:
-            key = ", ".join(f"t.{k}" for k in table.key)
+            key = _key(table, "t.")
             sql, params = self._select(table), list[Any]()
             if after is not None:
                 sql += f" WHERE ({key}) > ({', '.join(['%s'] * len(after))})"
@@ -171,8 +221,11 @@ class PostgresSide:
         if not batch.rows:
             return
         rule = INDEXES.get(table.name) if batch.index is not None else None
-        columns = list(table.columns)
-        marks = ["%s::jsonb" if c in table.json else "%s" for c in table.columns]
+        columns = [_name(table, c) for c in table.columns]
+        marks = [
+            "%s::jsonb" if c in table.json else "%b" if c in table.vectors else "%s"
+            for c in table.columns
+        ]
         rows = [_stored(table, row) for row in batch.rows]
         if rule is not None and batch.index is not None:
             columns += rule.columns
@@ -181,14 +234,15 @@ class PostgresSide:
                 if text is not None and not isinstance(text, str):
                     raise ValueError(f"{table.name}: an index entry without its text")
                 values.extend(rule.values(table.as_dict(row), text))
-        changed = [c for c in columns if c not in table.key]
+        keys = {_name(table, k) for k in table.key}
+        changed = [c for c in columns if c not in keys]
         conflict = "DO NOTHING"
         if update and changed:
             conflict = "DO UPDATE SET " + ", ".join(f"{c} = EXCLUDED.{c}" for c in changed)
         overriding = " OVERRIDING SYSTEM VALUE" if self._identities(table) else ""
         sql = (
             f"INSERT INTO {table.name} ({', '.join(columns)}){overriding}"
-            f" VALUES ({', '.join(marks)}) ON CONFLICT ({', '.join(table.key)}) {conflict}"
+            f" VALUES ({', '.join(marks)}) ON CONFLICT ({_key(table)}) {conflict}"
         )
 
         def unit(conn: Connection) -> None:
@@ -203,7 +257,11 @@ class PostgresSide:
             self._call(lambda c: c.execute(sql, _flat(keys)), write=True)
 
     def finish(self, table: Table) -> None:
-        """Each identity's next value past the ids written (a new turn gets a fresh id)."""
+        """Each identity's next value past the ids written (a new turn gets a fresh id), and the
+        table's own `FINISH`."""
+        finishing = FINISH.get(table.name)
+        if finishing is not None:
+            self._call(lambda c: c.execute(finishing), write=True)
         for column in self._identities(table):
             sql = (
                 f"SELECT setval(pg_get_serial_sequence(%s, %s), coalesce(max({column}), 0) + 1,"

@@ -4,8 +4,9 @@ the rows of another store written with their FTS5 rows.
 FTS5 keeps each searched row's index text (`body`) beside its `scopes` keys, so a row read here
 carries its text; a row written gets its FTS5 row made as the write path makes it (`fts.py`):
 the body given, the keys computed here from the row (a turn's chat, an item's scope and
-sensitivity). A turn's FTS5 rowid is its id; an item's is the implicit rowid of its row, which
-an upsert keeps.
+sensitivity, an episode's chat). A turn's FTS5 rowid is its id, an episode's its `seq`; an
+item's is the implicit rowid of its row, which an upsert keeps. A vector is a float32
+little-endian BLOB here, the copy's own form of it.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ INDEXES: dict[str, FtsRule] = {
         "rowid",
         lambda r: fts.scopes_text(fts.item_keys(r["scope"], r["sensitivity"])),
     ),
+    "episodes": FtsRule("episodes_fts", "seq", lambda r: fts.scope_token(chat_scope(r["chat"]))),
 }
 
 
@@ -49,6 +51,12 @@ INDEXES: dict[str, FtsRule] = {
 # key; their FTS5 rows only as the store's own delete takes them).
 DELETES: dict[str, Callable[[Connection, Row], object]] = {
     "sessions": lambda conn, key: SessionTable(conn).delete(key[0]),
+}
+
+# After a table was written: the speakers count every copied turn (the source's were folded
+# first), so the cursor stands at the last one; a fold takes in only turns written after.
+FINISH: dict[str, str] = {
+    "speakers": "UPDATE speakers_folded SET through = (SELECT coalesce(max(id), 0) FROM turns)",
 }
 
 
@@ -239,6 +247,9 @@ class SqliteSide:
         conn.execute(f"DELETE FROM {table.name} WHERE {_keys_sql(table, len(keys))}", _flat(keys))
 
     def finish(self, table: Table) -> None:
+        sql = FINISH.get(table.name)
+        if sql is not None:
+            self._call(lambda c: c.execute(sql), write=True)
         rule = INDEXES.get(table.name)
         if rule is not None:  # written in many segments: merged into one where that is safe
             self._call(self._merge, rule.fts_table, write=True)
