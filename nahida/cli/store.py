@@ -75,5 +75,4 @@ def _show(report: dict[str, Any]) -> None:
     for s in report["searches"]:
         if not s["ok"]:
             typer.echo(f"  {s['table']} {' '.join(s['terms'])}: {s['source']} vs {s['target']}")
-    typer.echo(f"not copied yet (not on PostgreSQL yet): {', '.join(report['not_yet'])}")
     typer.echo(f"{report['written']:,} rows written in {report['seconds']} s")

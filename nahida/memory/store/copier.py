@@ -133,7 +133,6 @@ class CopyReport:
             "seconds": round(self.seconds, 2),
             "tables": [t.to_json() for t in self.tables],
             "searches": [s.to_json() for s in self.searches],
-            "not_yet": {},  # every table is copied (kept for readers of the JSON)
             "never_copied": NEVER,
         }
 
