@@ -29,7 +29,7 @@ dir on the one memory: the fake connects to both, sends each message to either, 
 duplicate to the other one than its original, so an event delivered to two processes must be
 answered once. A group's messages then reach its lock from two processes in the order they
 arrive, so order is checked within each process ("out of order within one bot process"); the
-overall count is printed too. The fake implementation is `bench_onebot_fake.py`.
+overall count is printed too. The fake implementation is `_onebot_fake.py`.
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ from nahida.envelope import Envelope, Reply  # noqa: E402
 from nahida.logs import configure_logging  # noqa: E402
 from nahida.providers.echo import EchoProvider  # noqa: E402
 from nahida.providers.router import ModelRouter, resolve_routes  # noqa: E402
-from scripts.bench_onebot_fake import Load, _cpu_seconds, implementation  # noqa: E402
+from scripts._onebot_fake import Load, _cpu_seconds, implementation  # noqa: E402
 from tests.fakes.llm_server import serve_until_stopped  # noqa: E402
 
 # -- the bot: in this process (SQLite), or bot processes on one PostgreSQL memory ------------------

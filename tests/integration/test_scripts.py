@@ -8,7 +8,10 @@ from pathlib import Path
 
 import pytest
 
-SCRIPTS = sorted((Path(__file__).parents[2] / "scripts").glob("*.py"))
+# every script, not the modules they share (named with a leading underscore)
+SCRIPTS = sorted(
+    p for p in (Path(__file__).parents[2] / "scripts").glob("*.py") if not p.name.startswith("_")
+)
 
 
 @pytest.mark.slow
