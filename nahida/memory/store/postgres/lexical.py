@@ -155,7 +155,7 @@ def _lexemes(conn: Connection, found: list[str]) -> list[tuple[str, ...]]:
 
 # A term in more rows than this has its document frequency estimated instead of counted: the
 # count reads every row the term is in, and its weight barely moves at that frequency.
-EXACT_UP_TO = 1000
+EXACT_UP_TO = 250
 
 
 def weights(
